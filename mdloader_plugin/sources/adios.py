@@ -1,0 +1,280 @@
+"""ADIOS2 graph files in the layout HydraGNN's ``AdiosWriter`` writes (the contract).
+
+One step. For every label (``trainset``, ``valset``, ``testset``) and key (``x``, ``edge_index``,
+...):
+
+* variable ``<label>/<key>``: the arrays of all graphs concatenated along the key's one varying
+  dimension (``edge_index`` along dim 1, node features along dim 0, fixed-shape keys along dim 0);
+* int64 variables ``<label>/<key>/variable_count`` and ``<label>/<key>/variable_offset`` of length
+  ``ndata``: each graph's extent and (global) start along that dimension;
+* attributes ``<label>/<key>/variable_dim``, ``<label>/ndata``, ``<label>/keys``;
+* global attributes ``total_ndata`` and optionally ``dataset_name``, ``pna_deg``,
+  ``minmax_node_feature``, ``minmax_graph_feature`` (kept as they are).
+
+Reading cost model (measured, FACTS.md): a per-graph column slice of a ``[2, E]`` array reads the
+whole span (~200 ms a graph) while a bulk box read costs about its bytes. So a rank reads its whole
+contiguous block of graphs with one box selection per key and splits it in memory; it never reads
+graph by graph.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Mapping
+
+import numpy as np
+
+from ..errors import DataError
+
+LABELS = ("trainset", "valset", "testset")
+GLOBAL_ATTRS = ("total_ndata", "dataset_name", "pna_deg", "minmax_node_feature",
+                "minmax_graph_feature")
+
+
+@dataclass
+class KeyInfo:
+    """How one key is stored for one label."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]  # global shape of the concatenated variable
+    vdim: int
+
+
+@dataclass
+class LabelInfo:
+    label: str
+    ndata: int
+    keys: dict[str, KeyInfo] = field(default_factory=dict)
+
+
+@dataclass
+class Block:
+    """Graphs ``start..stop-1`` of one label: per key the concatenated array and extents."""
+
+    label: str
+    start: int
+    stop: int
+    arrays: dict[str, np.ndarray]
+    counts: dict[str, np.ndarray]
+    local_offsets: dict[str, np.ndarray]
+    vdims: dict[str, int]
+    nbytes_read: int = 0
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def sample(self, i: int) -> dict[str, np.ndarray]:
+        """Arrays of graph ``start + i`` (views where the layout allows)."""
+        out = {}
+        for key, arr in self.arrays.items():
+            d, lo = self.vdims[key], int(self.local_offsets[key][i])
+            idx = [slice(None)] * arr.ndim
+            idx[d] = slice(lo, lo + int(self.counts[key][i]))
+            out[key] = arr[tuple(idx)]
+        return out
+
+    def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
+        return (self.sample(i) for i in range(len(self)))
+
+
+class GraphFile:
+    """Reader of one ADIOS2 file in HydraGNN's layout. Use as a context manager."""
+
+    def __init__(self, path: str | os.PathLike):
+        import adios2
+
+        self.path = os.fspath(path)
+        if not os.path.exists(self.path):
+            raise DataError(f"{self.path}: no such file or directory; check the path "
+                            "(create a file with `mdloader synth` or `mdloader convert`)")
+        try:
+            self._r = adios2.FileReader(self.path)
+            self._vars = self._r.available_variables()
+            self._attrs = self._r.available_attributes()
+        except Exception as exc:  # adios2 raises plain RuntimeError/ValueError
+            raise DataError(f"{self.path}: not a readable ADIOS2 file ({_first_line(exc)}); "
+                            "is it a .bp file written by HydraGNN or `mdloader`?") from None
+
+    def __enter__(self) -> "GraphFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if getattr(self, "_r", None) is not None:
+            self._r.close()
+            self._r = None
+
+    # -- metadata -------------------------------------------------------------------------
+    def attribute(self, name: str):
+        if name not in self._attrs:
+            raise DataError(f"{self.path}: attribute {name!r} is missing; the file does not "
+                            "follow HydraGNN's ADIOS2 layout")
+        a = self._attrs[name]
+        if a.get("Type") == "string":
+            val = self._r.read_attribute_string(name)
+            return val if int(a.get("Elements", 1)) > 1 or name.endswith("/keys") else val[0]
+        val = np.asarray(self._r.read_attribute(name))
+        return val.item() if val.size == 1 and name.endswith(("ndata", "variable_dim")) else val
+
+    def labels(self) -> list[str]:
+        return [lab for lab in LABELS if f"{lab}/ndata" in self._attrs] + sorted(
+            a[:-len("/ndata")] for a in self._attrs
+            if a.endswith("/ndata") and a != "total_ndata" and a[:-len("/ndata")] not in LABELS)
+
+    def global_attributes(self) -> dict:
+        return {n: self.attribute(n) for n in GLOBAL_ATTRS if n in self._attrs}
+
+    def info(self, label: str) -> LabelInfo:
+        if f"{label}/ndata" not in self._attrs:
+            have = ", ".join(self.labels()) or "none"
+            raise DataError(f"{self.path}: label {label!r} not found (labels here: {have})")
+        ndata = int(self.attribute(f"{label}/ndata"))
+        keys = self.attribute(f"{label}/keys")
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        info = LabelInfo(label, ndata)
+        for key in keys:
+            name = f"{label}/{key}"
+            for need in (name, f"{name}/variable_count", f"{name}/variable_offset"):
+                if need not in self._vars:
+                    raise DataError(f"{self.path}: variable {need!r} is missing (key {key!r} is "
+                                    f"listed in {label}/keys); the file is incomplete")
+            v = self._vars[name]
+            shape = tuple(int(s) for s in v["Shape"].split(",")) if v.get("Shape") else ()
+            vdim = int(self.attribute(f"{name}/variable_dim"))
+            if not 0 <= vdim < max(len(shape), 1):
+                raise DataError(f"{self.path}: {name}/variable_dim={vdim} but {name} has shape "
+                                f"{list(shape)}")
+            info.keys[key] = KeyInfo(key, _adios_dtype(v["Type"], self.path, name), shape, vdim)
+        return info
+
+    # -- data ----------------------------------------------------------------------------
+    def read_extents(self, label: str, key: str, start: int, stop: int):
+        """``(count, offset)`` int64 arrays of graphs ``start..stop-1`` for one key."""
+        name = f"{label}/{key}"
+        n = stop - start
+        cnt = np.asarray(self._r.read(f"{name}/variable_count", [start], [n]), dtype=np.int64)
+        off = np.asarray(self._r.read(f"{name}/variable_offset", [start], [n]), dtype=np.int64)
+        return cnt.reshape(-1), off.reshape(-1)
+
+    def read_block(self, label: str, start: int, stop: int, keys: Iterable[str] | None = None,
+                   info: LabelInfo | None = None) -> Block:
+        """Graphs ``start..stop-1`` of `label`: one bulk box read per key."""
+        info = info or self.info(label)
+        if not 0 <= start <= stop <= info.ndata:
+            raise DataError(f"{self.path}: block {start}..{stop} outside {label} "
+                            f"(ndata={info.ndata})")
+        keys = list(info.keys) if keys is None else list(keys)
+        arrays, counts, locs, vdims, nread = {}, {}, {}, {}, 0
+        for key in keys:
+            if key not in info.keys:
+                raise DataError(f"{self.path}: key {key!r} not in {label} "
+                                f"(keys: {', '.join(info.keys)})")
+            k = info.keys[key]
+            cnt, off = self.read_extents(label, key, start, stop) if stop > start else (
+                np.zeros(0, np.int64), np.zeros(0, np.int64))
+            lo = int(off[0]) if len(off) else 0
+            hi = int(off[-1] + cnt[-1]) if len(off) else 0
+            _check_extents(self.path, f"{label}/{key}", cnt, off, k.shape, k.vdim)
+            box_start = [0] * len(k.shape)
+            box_count = list(k.shape)
+            box_start[k.vdim], box_count[k.vdim] = lo, hi - lo
+            if hi > lo:
+                arr = np.asarray(self._r.read(f"{label}/{key}", box_start, box_count))
+                arr = arr.reshape(box_count)
+            else:
+                arr = np.zeros(box_count, dtype=k.dtype)
+            if arr.dtype != k.dtype:
+                arr = arr.astype(k.dtype)
+            arrays[key], counts[key], locs[key], vdims[key] = arr, cnt, off - lo, k.vdim
+            nread += arr.nbytes + cnt.nbytes + off.nbytes
+        return Block(label, start, stop, arrays, counts, locs, vdims, nread)
+
+
+def _check_extents(path, name, cnt, off, shape, vdim) -> None:
+    if len(cnt) == 0:
+        return
+    if (cnt < 0).any():
+        raise DataError(f"{path}: {name}/variable_count has negative entries; the file is corrupt")
+    if (np.diff(off) != cnt[:-1]).any():
+        i = int(np.argmax(np.diff(off) != cnt[:-1]))
+        raise DataError(f"{path}: {name}/variable_offset and variable_count disagree at graph "
+                        f"{i + 1} of the block; the file is corrupt or was not written by "
+                        "HydraGNN's layout")
+    if shape and (off[0] < 0 or off[-1] + cnt[-1] > shape[vdim]):
+        raise DataError(f"{path}: {name}/variable_offset points past the end of {name} "
+                        f"(dimension {vdim} has {shape[vdim]} entries); the file is truncated "
+                        "or corrupt")
+
+
+_ADIOS_TYPES = {
+    "int8_t": np.int8, "uint8_t": np.uint8, "int16_t": np.int16, "uint16_t": np.uint16,
+    "int32_t": np.int32, "uint32_t": np.uint32, "int64_t": np.int64, "uint64_t": np.uint64,
+    "float": np.float32, "double": np.float64, "char": np.int8, "signed char": np.int8,
+    "unsigned char": np.uint8, "float complex": np.complex64, "double complex": np.complex128,
+}
+
+
+def _adios_dtype(t: str, path: str, name: str) -> np.dtype:
+    try:
+        return np.dtype(_ADIOS_TYPES[t])
+    except KeyError:
+        raise DataError(f"{path}: variable {name!r} has ADIOS2 type {t!r}, which MDLoader "
+                        "cannot map to a numpy dtype") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    s = str(exc).strip().splitlines()
+    return s[0][:200] if s else type(exc).__name__
+
+
+# ----------------------------------------------------------------------------------------------
+# Writing
+
+
+def variable_dim(arrays: list[np.ndarray]) -> int:
+    """The dimension along which per-graph arrays differ (HydraGNN's rule; 0 if none)."""
+    shapes = np.array([a.shape for a in arrays])
+    diff = np.nonzero(shapes.min(axis=0) != shapes.max(axis=0))[0]
+    return int(diff[0]) if len(diff) else 0
+
+
+def write_graphs(path: str | os.PathLike, datasets: Mapping[str, list[Mapping[str, np.ndarray]]],
+                 attributes: Mapping[str, object] | None = None,
+                 vdims: Mapping[str, int] | None = None) -> None:
+    """Write labelled lists of graphs (dicts of arrays) in HydraGNN's layout, in one step.
+
+    `vdims` forces a key's variable dimension (otherwise HydraGNN's rule: the first dimension
+    whose size differs between graphs, else 0). Every graph of a label must have the same keys.
+    """
+    import adios2
+
+    total = 0
+    with adios2.Stream(os.fspath(path), "w") as out:
+        for label, graphs in datasets.items():
+            keys = list(graphs[0].keys()) if graphs else []
+            out.write_attribute(f"{label}/ndata", np.int64(len(graphs)))
+            if keys:
+                out.write_attribute(f"{label}/keys", keys)
+            total += len(graphs)
+            for key in keys:
+                arrs = []
+                for i, g in enumerate(graphs):
+                    if key not in g:
+                        raise DataError(f"{path}: graph {i} of {label} has no key {key!r}")
+                    arrs.append(np.atleast_1d(np.asarray(g[key])))
+                d = (vdims or {}).get(key, variable_dim(arrs))
+                cnt = np.array([a.shape[d] for a in arrs], dtype=np.int64)
+                off = np.concatenate([[0], np.cumsum(cnt)[:-1]]).astype(np.int64)
+                val = np.ascontiguousarray(np.concatenate(arrs, axis=d))
+                name = f"{label}/{key}"
+                out.write(name, val, list(val.shape), [0] * val.ndim, list(val.shape))
+                out.write(f"{name}/variable_count", cnt, [len(cnt)], [0], [len(cnt)])
+                out.write(f"{name}/variable_offset", off, [len(off)], [0], [len(off)])
+                out.write_attribute(f"{name}/variable_dim", np.int64(d))
+        out.write_attribute("total_ndata", np.int64(total))
+        for name, val in (attributes or {}).items():
+            out.write_attribute(name, val if isinstance(val, (str, list)) else np.asarray(val))

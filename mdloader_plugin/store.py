@@ -1,0 +1,196 @@
+"""This rank's samples in one contiguous buffer, and where every sample of the job lives.
+
+Every rank owns a contiguous block of sample ids (``block_starts[r] .. block_starts[r+1]-1``) and
+holds their codec records end to end in one uint8 buffer. The global index — for every sample id
+its owner rank, offset in the owner's buffer and record length — is the same on every rank, so a
+backend can fetch any sample without asking anyone where it is.
+
+Under MPI the buffer is allocated by ``MPI_Win_allocate`` (once, never moved): that is the memory
+the one-sided backend reads from, and with OpenMPI on one node it is shared memory that a Get
+reads directly, with no help from the owner. Memory per rank is the records plus 16 bytes of index
+per global sample (+8 with digests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from . import codec
+from .errors import DataError, MemoryBudgetError
+
+
+def block_bounds(num_samples: int, size: int) -> np.ndarray:
+    """``size + 1`` block starts: rank ``r`` owns ``[b[r], b[r+1])`` (sizes differ by <= 1)."""
+    r = np.arange(size + 1, dtype=np.int64)
+    return (r * num_samples) // size
+
+
+@dataclass
+class ShardStore:
+    """Records of this rank's samples plus the global index.
+
+    Attributes:
+        buffer: uint8 array of this rank's records (exposed through ``window`` when size > 1).
+        block_starts: ``[P + 1]`` first sample id of every rank's block.
+        offsets: ``[N]`` offset of every sample's record in its owner's buffer.
+        nbytes: ``[N]`` record length of every sample.
+        meta: label, keys, path and global attributes of the source.
+        digests: ``[N]`` 8-byte digest of every record (only if built with ``digests=True``).
+    """
+
+    world: object
+    buffer: np.ndarray
+    block_starts: np.ndarray
+    offsets: np.ndarray
+    nbytes: np.ndarray
+    meta: dict = field(default_factory=dict)
+    digests: np.ndarray | None = None
+    window: object = None
+
+    # -- queries ---------------------------------------------------------------------------
+    @property
+    def num_samples(self) -> int:
+        return int(self.offsets.size)
+
+    @property
+    def local_range(self) -> tuple[int, int]:
+        r = self.world.rank if self.world is not None else 0
+        return int(self.block_starts[r]), int(self.block_starts[r + 1])
+
+    def owner_of(self, ids: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.block_starts, ids, side="right") - 1
+
+    def local_record(self, sample_id: int) -> np.ndarray:
+        lo, hi = self.local_range
+        if not lo <= sample_id < hi:
+            raise IndexError(f"sample {sample_id} is not on this rank (owns {lo}..{hi - 1})")
+        o, n = int(self.offsets[sample_id]), int(self.nbytes[sample_id])
+        return self.buffer[o:o + n]
+
+    def memory_report(self) -> dict:
+        index = self.offsets.nbytes + self.nbytes.nbytes + self.block_starts.nbytes
+        if self.digests is not None:
+            index += self.digests.nbytes
+        return {"records_bytes": int(self.buffer.nbytes), "index_bytes": int(index),
+                "samples_local": self.local_range[1] - self.local_range[0],
+                "samples_global": self.num_samples, "dataset_bytes": int(self.nbytes.sum())}
+
+    # -- construction ----------------------------------------------------------------------
+    @classmethod
+    def from_records(cls, world, sizes: Sequence[int], fill: Callable[[np.ndarray, np.ndarray], None],
+                     num_samples: int, meta: Mapping | None = None, digests: bool = False,
+                     max_memory_per_rank: int | None = None) -> "ShardStore":
+        """Collective. Allocate this rank's buffer for records of `sizes`, let `fill(buf, offs)`
+        write them, then exchange the index.
+
+        Every rank must pass the sizes of exactly its block (``block_bounds``)."""
+        sizes = np.asarray(sizes, dtype=np.int64)
+        offs = np.zeros(sizes.size, dtype=np.int64)
+        if sizes.size:
+            np.cumsum(sizes[:-1], out=offs[1:])
+        total = int(sizes.sum())
+        if max_memory_per_rank is not None and total + 16 * num_samples > max_memory_per_rank:
+            raise MemoryBudgetError(
+                f"this rank needs {_mib(total + 16 * num_samples)} for its block but "
+                f"max_memory_per_rank is {_mib(max_memory_per_rank)}; use more ranks")
+        buf, win = _allocate(world, total)
+        fill(buf, offs)
+        dig = _record_digests(buf, offs, sizes) if digests else None
+        store = cls(world, buf, block_bounds(num_samples, _size(world)),
+                    *_exchange_index(world, offs, sizes, num_samples, dig),
+                    meta=dict(meta or {}), window=win)
+        return store
+
+    @classmethod
+    def from_samples(cls, world, local_samples: Iterable[Mapping[str, np.ndarray]],
+                     num_samples: int, **kw) -> "ShardStore":
+        """Collective. Store an in-memory list of this rank's samples (tests, small data)."""
+        samples = list(local_samples)
+        sizes = [codec.record_size({k: np.asarray(v) for k, v in s.items()}) for s in samples]
+
+        def fill(buf, offs):
+            for s, o in zip(samples, offs):
+                codec.encode_into(buf, int(o), s)
+
+        return cls.from_records(world, sizes, fill, num_samples, **kw)
+
+    @classmethod
+    def from_file(cls, world, path: str, label: str = "trainset", keys=None, **kw) -> "ShardStore":
+        """Collective. Each rank reads only its own block of `label` from an ADIOS2 file."""
+        from .sources.adios import GraphFile
+
+        with GraphFile(path) as f:
+            info = f.info(label)
+            if info.ndata == 0:
+                raise DataError(f"{path}: label {label!r} holds no samples (ndata=0)")
+            if info.ndata < _size(world):
+                raise DataError(f"{path}: {label} has {info.ndata} samples but the job has "
+                                f"{_size(world)} ranks; run with at most {info.ndata} ranks")
+            bounds = block_bounds(info.ndata, _size(world))
+            r = world.rank if world is not None else 0
+            block = f.read_block(label, int(bounds[r]), int(bounds[r + 1]), keys, info)
+            meta = {"path": path, "label": label, "keys": list(block.arrays),
+                    "attributes": f.global_attributes(), "bytes_read": block.nbytes_read}
+        samples = list(block)
+        return cls.from_samples(world, samples, info.ndata, meta=meta, **kw)
+
+    def close(self) -> None:
+        """Free the window (collective). The buffer must not be used afterwards."""
+        if self.window is not None:
+            self.window.Free()
+            self.window = None
+            self.buffer = np.empty(0, dtype=np.uint8)
+
+
+def _size(world) -> int:
+    return 1 if world is None else world.size
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def _allocate(world, nbytes: int):
+    """This rank's record buffer: window memory under MPI, plain memory on one rank."""
+    if world is None or world.size == 1:
+        return np.empty(nbytes, dtype=np.uint8), None
+    from mpi4py import MPI
+
+    win = MPI.Win.Allocate(max(nbytes, 8), disp_unit=1, comm=world.comm)
+    buf = np.frombuffer(win.tomemory(), dtype=np.uint8, count=max(nbytes, 8))[:nbytes]
+    return buf, win
+
+
+def _record_digests(buf, offs, sizes) -> np.ndarray:
+    out = np.empty(len(sizes), dtype=np.uint64)
+    mv = memoryview(buf)
+    for i, (o, n) in enumerate(zip(offs, sizes)):
+        out[i] = int.from_bytes(hashlib.blake2b(mv[o:o + n], digest_size=8).digest(), "little")
+    return out
+
+
+def _exchange_index(world, offs, sizes, num_samples, dig):
+    """Allgather of every rank's (offset, nbytes[, digest]) into global arrays."""
+    if world is None or world.size == 1:
+        if offs.size != num_samples:
+            raise AssertionError("Internal error: one rank must hold every sample")
+        return offs, sizes, dig
+    from mpi4py import MPI
+
+    counts = world.comm.allgather(int(offs.size))
+    if sum(counts) != num_samples:
+        raise AssertionError(f"Internal error: ranks hold {sum(counts)} of {num_samples} samples")
+    displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
+    out = []
+    for local in (offs, sizes) + ((dig,) if dig is not None else ()):
+        glob = np.empty(num_samples, dtype=local.dtype)
+        mpitype = MPI.INT64_T if local.dtype == np.int64 else MPI.UINT64_T
+        world.comm.Allgatherv([local, mpitype], [glob, (counts, displs), mpitype])
+        out.append(glob)
+    if dig is None:
+        out.append(None)
+    return tuple(out)

@@ -1,0 +1,135 @@
+"""Topology of the job, detected once: ranks, nodes, and a private communicator.
+
+MDLoader never talks on the user's communicator: `World.detect()` duplicates it, so library
+traffic cannot match the trainer's messages. Ranks that share a node (``MPI_COMM_TYPE_SHARED``)
+form a node; `node_of` maps every rank to its node index, which backends and cost models use to
+tell cheap intra-node transfers from network ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import MDLoaderError
+
+
+def _mpi():
+    from mpi4py import MPI  # imported lazily: codec/sampler/sources users never need MPI
+
+    return MPI
+
+
+@dataclass
+class World:
+    """This rank's view of the job."""
+
+    comm: object
+    rank: int
+    size: int
+    node_of: np.ndarray = field(repr=False)  # node index of every rank
+    local_rank: int = 0
+    local_size: int = 1
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.node_of.max()) + 1 if self.size else 0
+
+    @property
+    def is_root(self) -> bool:
+        return self.rank == 0
+
+    @classmethod
+    def detect(cls, comm=None) -> "World":
+        """Duplicate `comm` (default ``COMM_WORLD``) and find which ranks share a node."""
+        MPI = _mpi()
+        base = MPI.COMM_WORLD if comm is None else comm
+        priv = base.Dup()
+        local = priv.Split_type(MPI.COMM_TYPE_SHARED, key=priv.rank)
+        leader = priv.allgather(priv.rank if local.rank == 0 else -1)
+        leaders = sorted(r for r in leader if r >= 0)
+        my_leader = local.bcast(priv.rank if local.rank == 0 else None, root=0)
+        node_ids = np.asarray(priv.allgather(leaders.index(my_leader)), dtype=np.int64)
+        world = cls(priv, priv.rank, priv.size, node_ids, local.rank, local.size)
+        local.Free()
+        return world
+
+    def abort(self, code: int = 1) -> None:
+        """Abort every rank of the job (never returns when size > 1)."""
+        if self.size > 1:
+            self.comm.Abort(code)
+        raise SystemExit(code)
+
+    def close(self) -> None:
+        MPI = _mpi()
+        if self.comm is not None and self.comm != MPI.COMM_NULL and not MPI.Is_finalized():
+            self.comm.Free()
+        self.comm = None
+
+
+def rank_prefix() -> str:
+    """'[rank r] ' when running under MPI with more than one rank, else ''."""
+    for var in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"):
+        if var in os.environ and _world_size_env() > 1:
+            return f"[rank {os.environ[var]}] "
+    return ""
+
+
+def _world_size_env() -> int:
+    for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"):
+        if var in os.environ:
+            try:
+                return int(os.environ[var])
+            except ValueError:
+                pass
+    return 1
+
+
+def report_error(exc: BaseException) -> int:
+    """Print one line for a user error (a traceback for a bug) and return the exit code."""
+    if isinstance(exc, MDLoaderError):
+        print(f"mdloader: error: {rank_prefix()}{exc}", file=sys.stderr, flush=True)
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        print(f"mdloader: interrupted {rank_prefix()}".rstrip(), file=sys.stderr, flush=True)
+        return 130
+    traceback.print_exception(exc, file=sys.stderr)
+    print(f"mdloader: error: {rank_prefix()}unexpected {type(exc).__name__}: {exc}",
+          file=sys.stderr, flush=True)
+    return 1
+
+
+@contextlib.contextmanager
+def abort_on_error(comm=None):
+    """Turn an exception on any one rank into an abort of the whole job.
+
+    An MPI job must never hang: a rank that fails while the others wait in a collective or a
+    one-sided epoch would leave them waiting until the allocation runs out. The error is
+    printed as one line (with the rank), then ``MPI_Abort`` ends every rank with the same code.
+    """
+    try:
+        yield
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            _abort(comm, exc.code if isinstance(exc.code, int) else 1)
+        raise
+    except BaseException as exc:  # noqa: BLE001 - any failure must end the job
+        code = report_error(exc)
+        _abort(comm, code)
+        raise SystemExit(code) from None
+
+
+def _abort(comm, code: int) -> None:
+    if _world_size_env() <= 1 and comm is None:
+        return
+    MPI = _mpi()
+    target = comm if comm is not None else MPI.COMM_WORLD
+    if target.Get_size() > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        target.Abort(code)
