@@ -116,7 +116,9 @@ class GraphFile:
         a = self._attrs[name]
         if a.get("Type") == "string":
             val = self._r.read_attribute_string(name)
-            return val if int(a.get("Elements", 1)) > 1 or name.endswith("/keys") else val[0]
+            if isinstance(val, str):
+                return [val] if name.endswith("/keys") else val
+            return list(val) if len(val) != 1 or name.endswith("/keys") else val[0]
         val = np.asarray(self._r.read_attribute(name))
         return val.item() if val.size == 1 and name.endswith(("ndata", "variable_dim")) else val
 
