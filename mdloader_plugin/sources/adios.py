@@ -162,6 +162,10 @@ class GraphFile:
         off = np.asarray(self._r.read(f"{name}/variable_offset", [start], [n]), dtype=np.int64)
         return cnt.reshape(-1), off.reshape(-1)
 
+    def read_box(self, name: str, start: list[int], count: list[int]) -> np.ndarray:
+        """One box of variable `name` (e.g. one graph's slice, as HydraGNN's reader does)."""
+        return np.asarray(self._r.read(name, list(start), list(count))).reshape(count)
+
     def read_block(self, label: str, start: int, stop: int, keys: Iterable[str] | None = None,
                    info: LabelInfo | None = None) -> Block:
         """Graphs ``start..stop-1`` of `label`: one bulk box read per key."""
