@@ -65,6 +65,7 @@ def _layout(arrays: Mapping[str, np.ndarray]):
         raise CodecError(f"a sample may hold at most 255 arrays, got {len(arrays)}")
     head = _FIXED.size
     for name, arr in arrays.items():
+        dtype_code(arr.dtype)
         nb = len(name.encode())
         if not 0 < nb < 256:
             raise CodecError(f"array name {name!r} must be 1..255 bytes of UTF-8")
@@ -79,7 +80,7 @@ def _layout(arrays: Mapping[str, np.ndarray]):
 
 def record_size(arrays: Mapping[str, np.ndarray]) -> int:
     """Bytes :func:`encode` will use for this sample (a multiple of 8)."""
-    return _layout(arrays)[2]
+    return _layout({k: np.asarray(v) for k, v in arrays.items()})[2]
 
 
 def encode_into(buf: np.ndarray, start: int, arrays: Mapping[str, np.ndarray]) -> int:

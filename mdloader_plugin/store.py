@@ -88,55 +88,64 @@ class ShardStore:
         write them, then exchange the index.
 
         Every rank must pass the sizes of exactly its block (``block_bounds``)."""
+        from .world import agree
+
         sizes = np.asarray(sizes, dtype=np.int64)
-        offs = np.zeros(sizes.size, dtype=np.int64)
-        if sizes.size:
-            np.cumsum(sizes[:-1], out=offs[1:])
+        offs = exclusive_offsets(sizes)
         total = int(sizes.sum())
-        if max_memory_per_rank is not None and total + 16 * num_samples > max_memory_per_rank:
-            raise MemoryBudgetError(
-                f"this rank needs {_mib(total + 16 * num_samples)} for its block but "
-                f"max_memory_per_rank is {_mib(max_memory_per_rank)}; use more ranks")
+        agree(world, _check_budget, total, num_samples, max_memory_per_rank)
         buf, win = _allocate(world, total)
         fill(buf, offs)
         dig = _record_digests(buf, offs, sizes) if digests else None
-        store = cls(world, buf, block_bounds(num_samples, _size(world)),
-                    *_exchange_index(world, offs, sizes, num_samples, dig),
-                    meta=dict(meta or {}), window=win)
-        return store
+        g_offs, g_sizes, g_dig = _exchange_index(world, offs, sizes, num_samples, dig)
+        return cls(world, buf, block_bounds(num_samples, _size(world)), g_offs, g_sizes,
+                   meta=dict(meta or {}), digests=g_dig, window=win)
 
     @classmethod
     def from_samples(cls, world, local_samples: Iterable[Mapping[str, np.ndarray]],
-                     num_samples: int, **kw) -> "ShardStore":
-        """Collective. Store an in-memory list of this rank's samples (tests, small data)."""
+                     num_samples: int, progress: bool = False, **kw) -> "ShardStore":
+        """Collective. Store this rank's samples (dicts of arrays), e.g. a block read from a file."""
+        from .world import agree
+
         samples = list(local_samples)
-        sizes = [codec.record_size({k: np.asarray(v) for k, v in s.items()}) for s in samples]
+        sizes = agree(world, _record_sizes, samples)
 
         def fill(buf, offs):
-            for s, o in zip(samples, offs):
-                codec.encode_into(buf, int(o), s)
+            items = zip(samples, offs.tolist())
+            if progress and (world is None or world.rank == 0) and len(samples) >= 20000:
+                from tqdm import tqdm
+
+                items = tqdm(items, total=len(samples), desc="mdloader: store", unit="graph")
+            for s, o in items:
+                codec.encode_into(buf, o, s)
 
         return cls.from_records(world, sizes, fill, num_samples, **kw)
 
     @classmethod
-    def from_file(cls, world, path: str, label: str = "trainset", keys=None, **kw) -> "ShardStore":
+    def from_file(cls, world, path: str, label: str = "trainset", keys=None,
+                  **kw) -> "ShardStore":
         """Collective. Each rank reads only its own block of `label` from an ADIOS2 file."""
-        from .sources.adios import GraphFile
+        import time
 
-        with GraphFile(path) as f:
-            info = f.info(label)
-            if info.ndata == 0:
-                raise DataError(f"{path}: label {label!r} holds no samples (ndata=0)")
-            if info.ndata < _size(world):
-                raise DataError(f"{path}: {label} has {info.ndata} samples but the job has "
-                                f"{_size(world)} ranks; run with at most {info.ndata} ranks")
-            bounds = block_bounds(info.ndata, _size(world))
-            r = world.rank if world is not None else 0
-            block = f.read_block(label, int(bounds[r]), int(bounds[r + 1]), keys, info)
-            meta = {"path": path, "label": label, "keys": list(block.arrays),
-                    "attributes": f.global_attributes(), "bytes_read": block.nbytes_read}
-        samples = list(block)
-        return cls.from_samples(world, samples, info.ndata, meta=meta, **kw)
+        from .log import get_logger
+        from .world import agree
+
+        t0 = time.perf_counter()
+        ndata, block, meta = agree(world, _read_block, world, path, label, keys)
+        store = cls.from_samples(world, block, ndata, meta=meta, progress=True, **kw)
+        if world is not None and world.size > 1:
+            total_read = world.comm.allreduce(meta["bytes_read"])
+        else:
+            total_read = meta["bytes_read"]
+        store.meta["load_s"] = time.perf_counter() - t0
+        store.meta["bytes_read_all_ranks"] = int(total_read)
+        rep = store.memory_report()
+        get_logger(0 if world is None else world.rank).info(
+            f"loaded {path} [{label}]: {ndata} samples on {_size(world)} ranks in "
+            f"{store.meta['load_s']:.2f} s; read {_mib(meta['bytes_read'])} on rank 0, "
+            f"{_mib(total_read)} on all ranks; store {_mib(rep['records_bytes'])} + index "
+            f"{_mib(rep['index_bytes'])} on rank 0")
+        return store
 
     def close(self) -> None:
         """Free the window (collective). The buffer must not be used afterwards."""
@@ -152,6 +161,44 @@ def _size(world) -> int:
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
+
+
+def exclusive_offsets(sizes: np.ndarray) -> np.ndarray:
+    offs = np.zeros(sizes.size, dtype=np.int64)
+    if sizes.size > 1:
+        np.cumsum(sizes[:-1], out=offs[1:])
+    return offs
+
+
+def _read_block(world, path, label, keys):
+    """Rank-local: read this rank's block of `label` (one bulk read per key)."""
+    from .sources.adios import GraphFile
+
+    with GraphFile(path) as f:
+        info = f.info(label)
+        if info.ndata == 0:
+            raise DataError(f"{path}: label {label!r} holds no samples (ndata=0); "
+                            "choose a label that has samples")
+        if info.ndata < _size(world):
+            raise DataError(f"{path}: {label} has {info.ndata} samples but the job has "
+                            f"{_size(world)} ranks; run with at most {info.ndata} ranks")
+        bounds = block_bounds(info.ndata, _size(world))
+        r = world.rank if world is not None else 0
+        block = f.read_block(label, int(bounds[r]), int(bounds[r + 1]), keys, info)
+        meta = {"path": str(path), "label": label, "keys": list(block.arrays),
+                "attributes": f.global_attributes(), "bytes_read": block.nbytes_read}
+    return info.ndata, block, meta
+
+
+def _record_sizes(samples) -> list[int]:
+    return [codec.record_size(s) for s in samples]
+
+
+def _check_budget(total: int, num_samples: int, budget: int | None) -> None:
+    need = total + 16 * num_samples
+    if budget is not None and need > budget:
+        raise MemoryBudgetError(f"this rank needs {_mib(need)} for its block and the index but "
+                                f"max_memory_per_rank is {_mib(budget)}; use more ranks")
 
 
 def _allocate(world, nbytes: int):

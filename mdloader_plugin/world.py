@@ -80,6 +80,16 @@ def rank_prefix() -> str:
     return ""
 
 
+def _env_rank() -> int:
+    for var in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"):
+        if var in os.environ:
+            try:
+                return int(os.environ[var])
+            except ValueError:
+                pass
+    return 0
+
+
 def _world_size_env() -> int:
     for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"):
         if var in os.environ:
@@ -90,9 +100,45 @@ def _world_size_env() -> int:
     return 1
 
 
+def agree(world, fn, *args, **kwargs):
+    """Run ``fn`` on every rank, then agree: if it failed anywhere, raise on every rank.
+
+    Use it around rank-local work that precedes a collective (reading this rank's block, say), so
+    a failure on one rank becomes the same clean error everywhere instead of a hang. The error is
+    re-raised as an :class:`MDLoaderError` marked ``agreed`` (rank 0 prints it, every rank exits
+    non-zero); a failure that is not a user error is re-raised as it was on the failing rank.
+    """
+    err: BaseException | None = None
+    result = None
+    try:
+        result = fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - reported to every rank below
+        err = exc
+    if world is None or world.size == 1:
+        if err is not None:
+            raise err
+        return result
+    mine = None if err is None else (type(err).__name__, str(err), isinstance(err, MDLoaderError))
+    states = world.comm.allgather(mine)
+    failed = [(r, s) for r, s in enumerate(states) if s is not None]
+    if not failed:
+        return result
+    r, (kind, msg, user) = failed[0]
+    if not user and err is not None and world.rank == r:
+        raise err
+    new = (type(err) if isinstance(err, MDLoaderError) and world.rank == r else MDLoaderError)(
+        msg if user else f"rank {r} failed: {kind}: {msg}")
+    new.agreed = True
+    raise new
+
+
 def report_error(exc: BaseException) -> int:
     """Print one line for a user error (a traceback for a bug) and return the exit code."""
     if isinstance(exc, MDLoaderError):
+        if getattr(exc, "agreed", False):  # the same error on every rank: say it once
+            if _env_rank() == 0:
+                print(f"mdloader: error: {exc}", file=sys.stderr, flush=True)
+            return exc.exit_code
         print(f"mdloader: error: {rank_prefix()}{exc}", file=sys.stderr, flush=True)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):

@@ -1,0 +1,393 @@
+"""MDLoader: an iterable of batches served from the ranks' memory.
+
+Per step: the sampler's plan -> the backend fetches this rank's records -> decode (views, no copy)
+-> ``to_sample`` (default: ``torch_geometric.data.Data``) -> ``collate`` (default:
+``Batch.from_data_list``, exactly what PyG's DataLoader does). A producer thread runs up to
+``prefetch`` steps ahead of the trainer; the trainer only waits when the producer is behind, and
+that wait is reported as ``data_wait_s``.
+
+Guarantees:
+
+* every rank yields the same number of batches per epoch (collectives in the trainer stay matched);
+* the collective backend's Alltoallvs run in the same order on every rank even when a consumer
+  abandons an iteration early (HydraGNN's graph-size scan does): the abandoned producer finishes
+  the epoch's exchanges without decoding them, on the loader's private communicator;
+* ``backend="auto"`` picks a backend from the cost model at start and may switch once, at a step
+  all ranks agree on, when measured step times disagree with the prediction (see ``estimator``).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import codec
+from .backends import BACKENDS, get_backend
+from .errors import ConfigError
+from .log import get_logger
+from .sampler import GlobalSampler, SamplerState
+
+_DONE = object()
+
+
+def pyg_sample(arrays: dict[str, np.ndarray]):
+    """Decoded arrays -> ``torch_geometric.data.Data`` (tensors share the fetched buffer)."""
+    import torch
+    from torch_geometric.data import Data
+
+    return Data(**{k: torch.from_numpy(v) for k, v in arrays.items()})
+
+
+def pyg_collate(samples: list):
+    from torch_geometric.data import Batch
+
+    return Batch.from_data_list(samples)
+
+
+@dataclass
+class EpochStats:
+    """Timing of one epoch on this rank (seconds)."""
+
+    epoch: int = 0
+    steps: int = 0
+    samples: int = 0
+    wall_s: float = 0.0
+    data_wait_s: float = 0.0
+    fetch_s: float = 0.0
+    decode_s: float = 0.0
+    step_fetch_s: list = field(default_factory=list)
+    backend: str = ""
+
+    def as_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in ("epoch", "steps", "samples", "wall_s", "data_wait_s",
+                                            "fetch_s", "decode_s", "backend")}
+        if self.step_fetch_s:
+            d["fetch_median_s"] = float(np.median(self.step_fetch_s))
+            d["fetch_p95_s"] = float(np.percentile(self.step_fetch_s, 95))
+        return d
+
+
+class _EpochSampler:
+    """What trainers expect at ``loader.sampler``: ``set_epoch`` (and ``len``)."""
+
+    def __init__(self, loader: "MDLoader"):
+        self._loader = loader
+
+    def set_epoch(self, epoch: int) -> None:
+        self._loader.set_epoch(epoch)
+
+    def __len__(self) -> int:
+        return self._loader.sampler_core.per_rank
+
+
+class LocalSamples(Sequence):
+    """``loader.dataset``: this rank's own samples (decoded copies), for code that peeks at one."""
+
+    def __init__(self, loader: "MDLoader"):
+        self._loader = loader
+
+    def __len__(self) -> int:
+        lo, hi = self._loader.store.local_range
+        return hi - lo
+
+    def __getitem__(self, i: int):
+        lo, hi = self._loader.store.local_range
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"local sample {i} out of range ({len(self)} on this rank)")
+        rec = self._loader.store.local_record(lo + (i % len(self))).copy()
+        return self._loader.to_sample(codec.decode(rec))
+
+
+class MDLoader:
+    """Batches of random samples from a :class:`~mdloader_plugin.store.ShardStore`.
+
+    Args:
+        store: the loaded data set (collective construction).
+        batch_size: samples per rank per step.
+        shuffle, seed, drop_last: as ``DistributedSampler`` (same order for the same arguments).
+        backend: ``"onesided"``, ``"collective"`` or ``"auto"`` (cost model + online check).
+        prefetch: steps the producer thread may run ahead (0 = fetch in the caller's thread).
+        to_sample: decoded ``dict[str, ndarray]`` -> sample (default: PyG ``Data``).
+        collate: list of samples -> batch (default: PyG ``Batch.from_data_list``).
+        profile: machine profile name or path for ``auto`` (default ``"local"``).
+        online_check: let ``auto`` measure both backends early and switch once if the
+            prediction was wrong.
+    """
+
+    def __init__(self, store, *, batch_size: int, shuffle: bool = True, seed: int = 0,
+                 drop_last: bool = False, backend: str = "auto", prefetch: int = 2,
+                 to_sample: Callable[[dict], Any] | None = None,
+                 collate: Callable[[list], Any] | None = None, profile: str | None = None,
+                 online_check: bool = True, progress: str | bool = "auto", name: str = "train"):
+        world = store.world
+        self.store, self.world, self.name = store, world, name
+        self.rank = 0 if world is None else world.rank
+        self.size = 1 if world is None else world.size
+        if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if prefetch < 0:
+            raise ConfigError(f"prefetch must be >= 0, got {prefetch}")
+        if backend != "auto" and backend not in BACKENDS:
+            get_backend(backend)  # raises with the list of choices
+        try:
+            self.sampler_core = GlobalSampler(store.num_samples, self.size, int(batch_size),
+                                              shuffle=shuffle, seed=seed, drop_last=drop_last)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        self.batch_size, self.prefetch = int(batch_size), prefetch
+        self.to_sample = to_sample or pyg_sample
+        self.collate = collate or pyg_collate
+        self.epoch, self._step = 0, 0
+        self.requested_backend = backend
+        self.log = get_logger(self.rank)
+        self._comm = world.comm.Dup() if self.size > 1 else None
+        if self.size > 1:
+            self._check_threads()
+        self._backends = self._make_backends(backend, progress)
+        self.decision = self._initial_decision(backend, profile)
+        self.backend_name = self.decision["backend"]
+        self._online = None
+        if backend == "auto" and online_check and self.size > 1:
+            self._online = _make_online_check(self)
+        self._producer: _Producer | None = None
+        self.epoch_stats = EpochStats()
+        self.dataset = LocalSamples(self)
+        self.sampler = _EpochSampler(self)
+
+    # -- set-up ------------------------------------------------------------------------------
+    def _check_threads(self) -> None:
+        from mpi4py import MPI
+
+        if self.prefetch and MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+            self.log.warning("MPI was initialised without MPI_THREAD_MULTIPLE: prefetch disabled "
+                             "(batches are fetched in the trainer's thread)")
+            self.prefetch = 0
+
+    def _make_backends(self, backend: str, progress) -> dict:
+        names = list(BACKENDS) if backend == "auto" else [backend]
+        view = _CommView(self.world, self._comm) if self.size > 1 else None
+        out = {}
+        for n in names:
+            cls = get_backend(n)
+            out[n] = cls(self.store, view, progress=progress) if n == "onesided" else cls(
+                self.store, view)
+        return out
+
+    def _initial_decision(self, backend: str, profile) -> dict:
+        if backend != "auto":
+            return {"backend": backend, "reason": "chosen in the configuration", "predicted_s": {}}
+        dec = _choose_initial(self, profile)
+        self.log.info(f"[{self.name}] backend={dec['backend']} (auto: {dec['reason']})")
+        return dec
+
+    # -- the iterable --------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self.sampler_core.steps_per_epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        if epoch != self.epoch:
+            self.epoch, self._step = int(epoch), 0
+
+    def state_dict(self) -> dict:
+        """Resume state: the next batch to serve is ``step`` of ``epoch``."""
+        return SamplerState(self.sampler_core.seed, self.epoch, self._step).to_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        st = SamplerState.from_dict(state)
+        if st.seed != self.sampler_core.seed:
+            raise ConfigError(f"loader state has seed {st.seed} but this loader uses seed "
+                              f"{self.sampler_core.seed}; resume with the same seed")
+        if not 0 <= st.step <= len(self):
+            raise ConfigError(f"loader state step {st.step} outside 0..{len(self)}")
+        self.epoch, self._step = st.epoch, st.step
+
+    def __iter__(self):
+        self._finish_producer()
+        start = self._step if self._step < len(self) else 0
+        stats = EpochStats(epoch=self.epoch, backend=self.backend_name)
+        self.epoch_stats = stats
+        prod = _Producer(self, self.epoch, start, stats)
+        self._producer = prod
+        return self._consume(prod, start, stats)
+
+    def _consume(self, prod: "_Producer", start: int, stats: EpochStats):
+        t_epoch = time.perf_counter()
+        prod.start(threaded=self.prefetch > 0)
+        try:
+            for step in range(start, len(self)):
+                t0 = time.perf_counter()
+                item = prod.next()
+                stats.data_wait_s += time.perf_counter() - t0
+                self._step = step + 1
+                stats.steps += 1
+                stats.samples += self.sampler_core.batch_len(step)
+                yield item
+        finally:
+            stats.wall_s = time.perf_counter() - t_epoch
+            if prod.consumed < len(self) - start:
+                prod.abandon()
+
+    def _finish_producer(self) -> None:
+        if self._producer is not None:
+            self._producer.abandon()
+            self._producer.join()
+            self._producer = None
+
+    def close(self) -> None:
+        """Stop the producer and free MPI resources (collective: call on every rank)."""
+        self._finish_producer()
+        for b in self._backends.values():
+            b.close()
+        self._backends = {}
+        if self._comm is not None:
+            self._comm.Free()
+            self._comm = None
+
+    def __enter__(self) -> "MDLoader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- used by the producer ------------------------------------------------------------------
+    def _backend_for_step(self, epoch: int, step: int, stats: EpochStats):
+        if self._online is not None:
+            name = self._online.backend_for(epoch, step, stats)
+            if name != self.backend_name:
+                self.backend_name = name
+                stats.backend = name
+        return self._backends[self.backend_name]
+
+    def _build_batch(self, fetched):
+        samples = [self.to_sample(codec.decode(fetched.buf, int(o), int(n)))
+                   for o, n in zip(fetched.offsets, fetched.nbytes)]
+        return self.collate(samples)
+
+
+class _CommView:
+    """The world as backends see it, but talking on the loader's private communicator."""
+
+    def __init__(self, world, comm):
+        self.comm, self.rank, self.size = comm, world.rank, world.size
+        self.node_of, self.num_nodes = world.node_of, world.num_nodes
+        self.local_rank, self.local_size = world.local_rank, world.local_size
+
+
+class _Producer:
+    """Fetches, decodes and collates the steps of one epoch, in a thread or inline."""
+
+    def __init__(self, loader: MDLoader, epoch: int, start: int, stats: EpochStats):
+        self.loader, self.epoch, self.start_step, self.stats = loader, epoch, start, stats
+        self.q: queue.Queue = queue.Queue(maxsize=max(1, loader.prefetch))
+        self._abandoned = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._inline = None
+        self.consumed = 0
+        # Collective exchanges must be matched on every rank, so an abandoned producer keeps
+        # exchanging (without decoding) until the epoch ends.
+        self.drain = any(n == "collective" for n in loader._backends) and loader.size > 1
+
+    def start(self, threaded: bool) -> None:
+        if threaded:
+            self._thread = threading.Thread(target=self._run, name="mdloader-prefetch",
+                                            daemon=True)
+            self._thread.start()
+        else:
+            self._inline = self._steps()
+
+    def _steps(self):
+        ld = self.loader
+        for step in range(self.start_step, len(ld)):
+            plan = ld.sampler_core.plan(self.epoch, step)
+            backend = ld._backend_for_step(self.epoch, step, self.stats)
+            t0 = time.perf_counter()
+            fetched = backend.fetch(plan)
+            t1 = time.perf_counter()
+            self.stats.fetch_s += t1 - t0
+            self.stats.step_fetch_s.append(t1 - t0)
+            if self._abandoned.is_set():
+                if not self.drain:
+                    return
+                continue
+            batch = ld._build_batch(fetched)
+            self.stats.decode_s += time.perf_counter() - t1
+            yield batch
+
+    def _run(self) -> None:
+        try:
+            for batch in self._steps():
+                while not self._abandoned.is_set():
+                    try:
+                        self.q.put(batch, timeout=0.05)
+                        break
+                    except queue.Full:
+                        continue
+            self.q.put(_DONE)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which re-raises
+            self.q.put(exc)
+
+    def next(self):
+        if self._inline is not None:
+            item = next(self._inline, _DONE)
+        else:
+            item = self.q.get()
+        if isinstance(item, BaseException):
+            raise item
+        if item is _DONE:
+            raise AssertionError("Internal error: producer ended before the epoch's last step")
+        self.consumed += 1
+        return item
+
+    def abandon(self) -> None:
+        self._abandoned.set()
+        if self._inline is not None and self.drain:
+            for _ in self._inline:  # run the remaining exchanges inline
+                pass
+        self._inline = None
+
+    def join(self) -> None:
+        if self._thread is not None:
+            while self._thread.is_alive():
+                try:  # unblock a producer waiting on a full queue
+                    self.q.get(timeout=0.05)
+                except queue.Empty:
+                    pass
+            self._thread.join()
+            while not self.q.empty():
+                item = self.q.get_nowait()
+                if isinstance(item, BaseException) and not isinstance(item, Exception):
+                    raise item
+
+
+def _choose_initial(loader: MDLoader, profile) -> dict:
+    """Backend from the cost model (``estimator``); a documented rule if it is unavailable."""
+    try:
+        from .estimator.choose import choose_initial
+        from .estimator.profile import get_profile
+    except ImportError:
+        return _provisional_rule(loader)
+    dec = choose_initial(loader.size, loader.world.local_size if loader.world else 1,
+                         loader.batch_size, loader.store.nbytes, get_profile(profile or "local"))
+    return {"backend": dec.backend, "reason": dec.reason, "predicted_s": dict(dec.predicted_s)}
+
+
+def _provisional_rule(loader: MDLoader) -> dict:
+    """PROVISIONAL (until the estimator is installed): collectives for few ranks and big
+    batches, one-sided otherwise."""
+    coll = loader.size <= 8 and loader.batch_size >= 32
+    name = "collective" if coll else "onesided"
+    return {"backend": name, "predicted_s": {},
+            "reason": f"provisional rule (ranks={loader.size}, batch={loader.batch_size})"}
+
+
+def _make_online_check(loader: MDLoader):
+    try:
+        from .estimator.online import LoaderOnlineCheck
+    except ImportError:
+        return None
+    return LoaderOnlineCheck(loader)

@@ -1,0 +1,27 @@
+"""MDLoader's logger: INFO on rank 0 only (progress and decisions), warnings from every rank."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+_CONFIGURED = False
+
+
+def get_logger(rank: int | None = None) -> logging.Logger:
+    """The ``mdloader`` logger; the first call decides its level from the rank."""
+    global _CONFIGURED
+    log = logging.getLogger("mdloader")
+    if not _CONFIGURED:
+        if rank is None:
+            rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", 0)))
+        if not log.handlers:
+            h = logging.StreamHandler(sys.stderr)
+            h.setFormatter(logging.Formatter("mdloader: %(message)s"))
+            log.addHandler(h)
+            log.propagate = False
+        level = os.environ.get("MDLOADER_LOG_LEVEL", "INFO" if rank == 0 else "WARNING")
+        log.setLevel(level.upper())
+        _CONFIGURED = True
+    return log
