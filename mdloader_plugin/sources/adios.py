@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -135,6 +135,10 @@ class GraphFile:
             have = ", ".join(self.labels()) or "none"
             raise DataError(f"{self.path}: label {label!r} not found (labels here: {have})")
         ndata = int(self.attribute(f"{label}/ndata"))
+        if ndata < 0:
+            raise DataError(f"{self.path}: {label}/ndata is {ndata}; the file is corrupt")
+        if ndata == 0 and f"{label}/keys" not in self._attrs:
+            return LabelInfo(label, 0)
         keys = self.attribute(f"{label}/keys")
         keys = [keys] if isinstance(keys, str) else list(keys)
         info = LabelInfo(label, ndata)
@@ -144,6 +148,7 @@ class GraphFile:
                 if need not in self._vars:
                     raise DataError(f"{self.path}: variable {need!r} is missing (key {key!r} is "
                                     f"listed in {label}/keys); the file is incomplete")
+            _check_extent_vars(self.path, name, self._vars, ndata)
             v = self._vars[name]
             shape = tuple(int(s) for s in v["Shape"].split(",")) if v.get("Shape") else ()
             vdim = int(self.attribute(f"{name}/variable_dim"))
@@ -158,17 +163,34 @@ class GraphFile:
         """``(count, offset)`` int64 arrays of graphs ``start..stop-1`` for one key."""
         name = f"{label}/{key}"
         n = stop - start
-        cnt = np.asarray(self._r.read(f"{name}/variable_count", [start], [n]), dtype=np.int64)
-        off = np.asarray(self._r.read(f"{name}/variable_offset", [start], [n]), dtype=np.int64)
+        cnt = self._read(f"{name}/variable_count", [start], [n]).astype(np.int64, copy=False)
+        off = self._read(f"{name}/variable_offset", [start], [n]).astype(np.int64, copy=False)
         return cnt.reshape(-1), off.reshape(-1)
+
+    def _read(self, name: str, start: list[int], count: list[int]) -> np.ndarray:
+        """One box read; any ADIOS2 failure (truncated or corrupt data) becomes a DataError."""
+        try:
+            arr = np.asarray(self._r.read(name, start, count))
+        except Exception as exc:  # adios2 raises RuntimeError/ValueError with multi-line text
+            raise DataError(f"{self.path}: reading {name!r} (start {start}, count {count}) "
+                            f"failed: {_first_line(exc)}; the file is truncated or "
+                            "corrupt") from None
+        if arr.size != int(np.prod(count)):
+            raise DataError(f"{self.path}: reading {name!r} returned {arr.size} values instead "
+                            f"of {int(np.prod(count))}; the file is truncated or corrupt")
+        return arr
 
     def read_box(self, name: str, start: list[int], count: list[int]) -> np.ndarray:
         """One box of variable `name` (e.g. one graph's slice, as HydraGNN's reader does)."""
         return np.asarray(self._r.read(name, list(start), list(count))).reshape(count)
 
     def read_block(self, label: str, start: int, stop: int, keys: Iterable[str] | None = None,
-                   info: LabelInfo | None = None) -> Block:
-        """Graphs ``start..stop-1`` of `label`: one bulk box read per key."""
+                   info: LabelInfo | None = None,
+                   progress: Callable[[int], None] | None = None) -> Block:
+        """Graphs ``start..stop-1`` of `label`: one bulk box read per key.
+
+        `progress(nbytes)` is called after each key with the bytes just read (for a progress bar).
+        """
         info = info or self.info(label)
         if not 0 <= start <= stop <= info.ndata:
             raise DataError(f"{self.path}: block {start}..{stop} outside {label} "
@@ -189,15 +211,28 @@ class GraphFile:
             box_count = list(k.shape)
             box_start[k.vdim], box_count[k.vdim] = lo, hi - lo
             if hi > lo:
-                arr = np.asarray(self._r.read(f"{label}/{key}", box_start, box_count))
-                arr = arr.reshape(box_count)
+                arr = self._read(f"{label}/{key}", box_start, box_count).reshape(box_count)
             else:
                 arr = np.zeros(box_count, dtype=k.dtype)
             if arr.dtype != k.dtype:
                 arr = arr.astype(k.dtype)
             arrays[key], counts[key], locs[key], vdims[key] = arr, cnt, off - lo, k.vdim
             nread += arr.nbytes + cnt.nbytes + off.nbytes
+            if progress is not None:
+                progress(arr.nbytes + cnt.nbytes + off.nbytes)
         return Block(label, start, stop, arrays, counts, locs, vdims, nread)
+
+
+def _check_extent_vars(path: str, name: str, variables: Mapping[str, dict], ndata: int) -> None:
+    """`variable_count`/`variable_offset` of one key: integer type, one entry per graph."""
+    for part in ("variable_count", "variable_offset"):
+        v = variables[f"{name}/{part}"]
+        if v.get("Type") not in _INT_TYPES:
+            raise DataError(f"{path}: {name}/{part} has ADIOS2 type {v.get('Type')!r}; HydraGNN's "
+                            "layout stores it as int64")
+        if v.get("Shape", "").replace(" ", "") != str(ndata):
+            raise DataError(f"{path}: {name}/{part} has shape [{v.get('Shape', '')}] but the "
+                            f"label's ndata is {ndata}; the file is corrupt")
 
 
 def _check_extents(path, name, cnt, off, shape, vdim) -> None:
@@ -224,6 +259,10 @@ _ADIOS_TYPES = {
 }
 
 
+_INT_TYPES = ("int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t",
+              "uint64_t")
+
+
 def _adios_dtype(t: str, path: str, name: str) -> np.dtype:
     try:
         return np.dtype(_ADIOS_TYPES[t])
@@ -237,50 +276,5 @@ def _first_line(exc: BaseException) -> str:
     return s[0][:200] if s else type(exc).__name__
 
 
-# ----------------------------------------------------------------------------------------------
-# Writing
-
-
-def variable_dim(arrays: list[np.ndarray]) -> int:
-    """The dimension along which per-graph arrays differ (HydraGNN's rule; 0 if none)."""
-    shapes = np.array([a.shape for a in arrays])
-    diff = np.nonzero(shapes.min(axis=0) != shapes.max(axis=0))[0]
-    return int(diff[0]) if len(diff) else 0
-
-
-def write_graphs(path: str | os.PathLike, datasets: Mapping[str, list[Mapping[str, np.ndarray]]],
-                 attributes: Mapping[str, object] | None = None,
-                 vdims: Mapping[str, int] | None = None) -> None:
-    """Write labelled lists of graphs (dicts of arrays) in HydraGNN's layout, in one step.
-
-    `vdims` forces a key's variable dimension (otherwise HydraGNN's rule: the first dimension
-    whose size differs between graphs, else 0). Every graph of a label must have the same keys.
-    """
-    import adios2
-
-    total = 0
-    with adios2.Stream(os.fspath(path), "w") as out:
-        for label, graphs in datasets.items():
-            keys = list(graphs[0].keys()) if graphs else []
-            out.write_attribute(f"{label}/ndata", np.int64(len(graphs)))
-            if keys:
-                out.write_attribute(f"{label}/keys", keys)
-            total += len(graphs)
-            for key in keys:
-                arrs = []
-                for i, g in enumerate(graphs):
-                    if key not in g:
-                        raise DataError(f"{path}: graph {i} of {label} has no key {key!r}")
-                    arrs.append(np.atleast_1d(np.asarray(g[key])))
-                d = (vdims or {}).get(key, variable_dim(arrs))
-                cnt = np.array([a.shape[d] for a in arrs], dtype=np.int64)
-                off = np.concatenate([[0], np.cumsum(cnt)[:-1]]).astype(np.int64)
-                val = np.ascontiguousarray(np.concatenate(arrs, axis=d))
-                name = f"{label}/{key}"
-                out.write(name, val, list(val.shape), [0] * val.ndim, list(val.shape))
-                out.write(f"{name}/variable_count", cnt, [len(cnt)], [0], [len(cnt)])
-                out.write(f"{name}/variable_offset", off, [len(off)], [0], [len(off)])
-                out.write_attribute(f"{name}/variable_dim", np.int64(d))
-        out.write_attribute("total_ndata", np.int64(total))
-        for name, val in (attributes or {}).items():
-            out.write_attribute(name, val if isinstance(val, (str, list)) else np.asarray(val))
+# Writing: see writer.py (re-exported here so `from .adios import write_graphs` keeps working)
+from .writer import GraphWriter, variable_dim, write_graphs  # noqa: E402,F401
