@@ -50,6 +50,7 @@ class ShardStore:
     meta: dict = field(default_factory=dict)
     digests: np.ndarray | None = None
     window: object = None
+    _readers: int = 0
 
     # -- queries ---------------------------------------------------------------------------
     @property
@@ -147,8 +148,29 @@ class ShardStore:
             f"{_mib(rep['index_bytes'])} on rank 0")
         return store
 
+    def open_epoch(self):
+        """The window, inside the one passive-target epoch (``Lock_all``) all its readers share.
+
+        Several loaders may read one store (train and a checker, or both backends of ``auto``);
+        MPI allows one ``Lock_all`` a window at a time, so the store counts its readers."""
+        if self.window is None:
+            raise AssertionError("Internal error: a multi-rank store has no window (closed?)")
+        if self._readers == 0:
+            from mpi4py import MPI
+
+            self.window.Lock_all(MPI.MODE_NOCHECK)
+        self._readers += 1
+        return self.window
+
+    def close_epoch(self) -> None:
+        self._readers -= 1
+        if self._readers == 0 and self.window is not None:
+            self.window.Unlock_all()
+
     def close(self) -> None:
         """Free the window (collective). The buffer must not be used afterwards."""
+        if self.window is not None and self._readers:
+            raise AssertionError(f"Internal error: store closed with {self._readers} loaders open")
         if self.window is not None:
             self.window.Free()
             self.window = None

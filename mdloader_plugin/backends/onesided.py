@@ -63,15 +63,13 @@ class OneSidedBackend(Backend):
 
     def __init__(self, store, world, progress="auto"):
         super().__init__(store, world)
-        self.win = store.window
+        self.win = None
         self._progress = None
         if self.size > 1:
             from mpi4py import MPI
 
             self._MPI = MPI
-            if self.win is None:
-                raise AssertionError("Internal error: a multi-rank store has no window")
-            self.win.Lock_all(MPI.MODE_NOCHECK)
+            self.win = store.open_epoch()
             if wants_progress_thread(world, progress):
                 self._progress = ProgressThread(world.comm)
 
@@ -117,5 +115,5 @@ class OneSidedBackend(Backend):
             self._progress.close()
             self._progress = None
         if self.size > 1 and self.win is not None:
-            self.win.Unlock_all()
+            self.store.close_epoch()
             self.win = None
