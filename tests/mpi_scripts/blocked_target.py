@@ -1,0 +1,54 @@
+"""Ranks fetch one-sided from a rank that sits in a torch.distributed (gloo) collective.
+
+Rank 0 enters a gloo all_reduce at once and stays there until every other rank has iterated a whole
+epoch of batches, most of whose samples live on rank 0 — the situation that deadlocked one-sided
+loaders inside real training (FACTS.md). Prints "blocked-target ok" on rank 0 when all is done.
+"""
+
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from mpi4py import MPI
+
+from mdloader_plugin import codec
+from mdloader_plugin.loader import MDLoader
+from mdloader_plugin.sources import synth
+from mdloader_plugin.store import ShardStore, block_bounds
+from mdloader_plugin.world import World
+
+backend = sys.argv[1] if len(sys.argv) > 1 else "onesided"
+world = World.detect()
+n = 400
+lo, hi = block_bounds(n, world.size)[world.rank:world.rank + 2]
+store = ShardStore.from_samples(world, synth.generate("hydragnn", 3, int(lo), int(hi)), n,
+                                digests=True)
+port = world.comm.bcast(29500 + os.getpid() % 2000 if world.rank == 0 else None)
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+dist.init_process_group("gloo", rank=world.rank, world_size=world.size)
+
+loader = MDLoader(store, batch_size=16, seed=1, backend=backend, prefetch=2,
+                  to_sample=codec.encode, collate=list)
+t = torch.ones(1)
+if world.rank == 0:
+    dist.all_reduce(t)  # blocked in gloo while the others fetch from this rank's window
+else:
+    seen = 0
+    for step, batch in enumerate(loader):
+        ids = loader.sampler_core.plan(0, step)[world.rank]
+        assert len(batch) == len(ids)
+        for rec, i in zip(batch, ids):
+            assert codec.decode(rec).keys() == {"x", "pos", "edge_index", "edge_attr", "y", "y_loc"}
+        seen += len(batch)
+    assert seen == loader.sampler_core.per_rank
+    dist.all_reduce(t)
+assert t.item() == world.size
+for batch in loader:  # then a normal epoch on every rank
+    pass
+loader.close()
+dist.destroy_process_group()
+store.close()
+if world.rank == 0:
+    print("blocked-target ok", flush=True)
