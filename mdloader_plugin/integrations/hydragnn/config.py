@@ -1,0 +1,136 @@
+"""HydraGNN run configuration: HydraGNN's own JSON/YAML config plus MDLoader's top-level keys.
+
+A config is what HydraGNN users already write (``Verbosity``, ``Dataset``, ``NeuralNetwork`` with
+``Architecture``, ``Variables_of_interest``, ``Training``) plus these top-level keys::
+
+    loader: mdloader              # or: hydragnn (HydraGNN's own DataLoader, the baseline)
+    mdloader: {backend: auto, prefetch: 2, profile: local}   # used when loader: mdloader
+    hydragnn_loader: {preload: false}                        # used when loader: hydragnn
+    seed: 0                       # model init and shuffling (same seed -> same batches)
+    run_name: gin-demo            # logs/<run_name>/run.log (default: HydraGNN's own log name)
+    Dataset: {name: ..., path: data/demo.bp, normalize_y: true, ...}
+
+``Dataset.path`` is one ADIOS2 file in HydraGNN's layout with ``trainset``/``valset``/``testset``.
+``--set KEY=VALUE`` overrides any key by dotted path; VALUE is parsed as YAML (``3``, ``true``,
+``[0, 1]``, ``collective``). Validation names the bad key and the valid choices in one line.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from typing import Any, Iterable
+
+import yaml
+
+from ...errors import ConfigError
+
+LOADERS = ("mdloader", "hydragnn")
+BACKENDS = ("auto", "onesided", "collective")
+MDLOADER_DEFAULTS = {"backend": "auto", "prefetch": 2, "profile": "local", "seed": None,
+                     "drop_last": False}
+HYDRAGNN_LOADER_DEFAULTS = {"preload": False}
+
+
+def load(path: str | os.PathLike, overrides: Iterable[str] = ()) -> dict:
+    """Read a JSON or YAML config, apply ``KEY=VALUE`` overrides, fill defaults, validate."""
+    cfg = read_file(path)
+    for item in overrides:
+        apply_override(cfg, item)
+    return normalise(cfg, source=os.fspath(path))
+
+
+def read_file(path: str | os.PathLike) -> dict:
+    path = os.fspath(path)
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config ({exc.strerror})") from None
+    try:
+        cfg = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"{path}: not valid {'JSON' if path.endswith('.json') else 'YAML'} "
+                          f"({first})") from None
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{path}: the config must be a mapping of keys, got "
+                          f"{type(cfg).__name__}")
+    return cfg
+
+
+def apply_override(cfg: dict, item: str) -> None:
+    """Apply one ``a.b.c=value`` override in place (value parsed as YAML)."""
+    key, sep, text = item.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. --set loader=hydragnn")
+    try:
+        value = yaml.safe_load(text) if text.strip() else ""
+    except yaml.YAMLError:
+        value = text
+    node = cfg
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {item!r}: {part!r} is a value, not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def normalise(cfg: dict, source: str = "config") -> dict:
+    """A validated deep copy with MDLoader's defaults filled in."""
+    cfg = copy.deepcopy(cfg)
+    name = cfg.setdefault("loader", "mdloader")
+    if name not in LOADERS:
+        raise ConfigError(f"{source}: loader: {name!r} is unknown; choose one of "
+                          f"{', '.join(LOADERS)}")
+    cfg["mdloader"] = {**MDLOADER_DEFAULTS, **(cfg.get("mdloader") or {})}
+    cfg["hydragnn_loader"] = {**HYDRAGNN_LOADER_DEFAULTS, **(cfg.get("hydragnn_loader") or {})}
+    if cfg["mdloader"]["backend"] not in BACKENDS:
+        raise ConfigError(f"{source}: mdloader.backend: {cfg['mdloader']['backend']!r} is "
+                          f"unknown; choose one of {', '.join(BACKENDS)}")
+    cfg.setdefault("seed", 0)
+    if cfg["mdloader"]["seed"] is None:
+        cfg["mdloader"]["seed"] = cfg["seed"]
+    cfg.setdefault("Verbosity", {"level": 1})
+    _require(cfg, source, "Dataset.path", str)
+    for key in ("NeuralNetwork.Architecture.model_type", "NeuralNetwork.Architecture.hidden_dim",
+                "NeuralNetwork.Architecture.num_conv_layers",
+                "NeuralNetwork.Variables_of_interest.input_node_features",
+                "NeuralNetwork.Variables_of_interest.type",
+                "NeuralNetwork.Training.num_epoch", "NeuralNetwork.Training.batch_size",
+                "NeuralNetwork.Training.Optimizer.learning_rate"):
+        _require(cfg, source, key)
+    return cfg
+
+
+def _require(cfg: dict, source: str, dotted: str, kind: type | None = None) -> Any:
+    node: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ConfigError(f"{source}: {dotted} is missing; HydraGNN needs it (see "
+                              "recipes/hydragnn/demo.yaml for a complete config)")
+        node = node[part]
+    if kind is not None and not isinstance(node, kind):
+        raise ConfigError(f"{source}: {dotted} must be a {kind.__name__}, got {node!r}")
+    return node
+
+
+def run_name(cfg: dict) -> str:
+    """``logs/<run_name>``: the config's ``run_name``, else HydraGNN's own naming."""
+    if cfg.get("run_name"):
+        return str(cfg["run_name"])
+    from . import compat
+
+    return compat.get("get_log_name_config")(cfg)
+
+
+def hydragnn_view(cfg: dict) -> dict:
+    """The part of the config HydraGNN's functions see (our keys removed)."""
+    out = {k: v for k, v in cfg.items()
+           if k not in ("loader", "mdloader", "hydragnn_loader", "seed", "run_name")}
+    return copy.deepcopy(out)

@@ -1,0 +1,120 @@
+"""``mdloader train hydragnn``: HydraGNN's own training loop with the loader the config selects.
+
+Order (each step a HydraGNN function, looked up in :mod:`.compat`): rank 0 reads the config and
+broadcasts it (a bad config is one line from rank 0 and the same exit code on every rank, before
+any collective); torch.distributed on a free port, then ``setup_ddp``; ``setup_log``; the three
+loaders; ``update_config`` on :class:`.graphs.ConfigView` stand-ins (its graph-size scan must not
+drive the real loaders, see :mod:`.graphs`); ``create_model_config``; ``get_distributed_model``;
+``select_optimizer``; ReduceLROnPlateau (as HydraGNN's ``run_training``);
+``train_validate_test`` with the train loader wrapped in :class:`.epochs.TimedLoader`;
+``save_model``; ``print_timers``. Any exception on any rank aborts the whole job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ...errors import MDLoaderError
+from ...world import World, abort_on_error, report_error
+from . import compat, config, epochs, graphs, loaders
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", required=True,
+                   help="HydraGNN config (YAML or JSON) with a top-level `loader:` key")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key by dotted path, e.g. --set loader=hydragnn "
+                        "--set mdloader.backend=collective (repeatable)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    cfg, code = _config_on_root(comm, args)
+    if cfg is None:
+        return code
+    with abort_on_error(comm):
+        train(cfg, comm)
+    return 0
+
+
+def _config_on_root(comm, args) -> tuple[dict | None, int]:
+    """Rank 0 loads the config; all ranks get it, or the same exit code (rank 0 prints)."""
+    payload = None
+    if comm.Get_rank() == 0:
+        try:
+            payload = ("ok", config.load(args.config, args.set))
+        except MDLoaderError as exc:
+            payload = ("error", report_error(exc))
+    kind, value = comm.bcast(payload, root=0)
+    return (value, 0) if kind == "ok" else (None, value)
+
+
+def train(cfg: dict, comm) -> list[dict]:
+    """Run one training job (collective); returns rank-0-identical epoch records."""
+    import torch
+
+    compat.require_hydragnn()
+    world = World.detect(comm)
+    compat.init_distributed(comm, single_node=world.num_nodes == 1)
+    name = config.run_name(cfg)
+    verbosity = int(cfg["Verbosity"]["level"])
+    compat.get("setup_log")(name)
+    to_sample = _to_sample(cfg)
+    train_l, val_l, test_l = loaders.build(cfg, world, to_sample)
+    try:
+        cfg = compat.get("update_config")(cfg, *_config_views(cfg, comm, to_sample))
+        torch.manual_seed(int(cfg["seed"]))
+        model = compat.get("create_model_config")(config=cfg["NeuralNetwork"],
+                                                  verbosity=verbosity)
+        model = compat.get("get_distributed_model")(model, verbosity)
+        optimizer = compat.get("select_optimizer")(model,
+                                                   cfg["NeuralNetwork"]["Training"]["Optimizer"])
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+            optimizer, mode="min", factor=0.5, patience=5, min_lr=0.00001)
+        writer = compat.get("get_summary_writer")(name)
+        compat.get("save_config")(cfg, name)
+        timed = epochs.TimedLoader(train_l, world.comm, run=name, loader_name=cfg["loader"])
+        compat.get("train_validate_test")(
+            model, optimizer, timed, val_l, test_l, writer, scheduler, cfg["NeuralNetwork"],
+            name, verbosity, False, False, False)
+        compat.get("save_model")(model, optimizer, name)
+        compat.get("print_timers")(verbosity)
+    finally:
+        loaders.close((train_l, val_l, test_l))
+    return timed.records
+
+
+def _to_sample(cfg: dict):
+    voi = cfg["NeuralNetwork"]["Variables_of_interest"]
+    ymm = graphs.y_minmax(cfg["Dataset"]["path"]) if cfg["Dataset"].get("normalize_y") else None
+    return graphs.make_to_sample(voi.get("input_node_features"), ymm)
+
+
+def _config_views(cfg: dict, comm, to_sample) -> list[graphs.ConfigView]:
+    path = cfg["Dataset"]["path"]
+    pna = None
+    if cfg["NeuralNetwork"]["Architecture"]["model_type"] == "PNA":
+        pna = graphs.pna_degree(path, comm, loaders.LABELS[0])
+    views = []
+    for i, label in enumerate(loaders.LABELS):
+        sample0, n = graphs.first_sample(path, label, to_sample)
+        views.append(graphs.ConfigView(path, label, sample0, n, pna if i == 0 else None))
+    return views
+
+
+def run_file(path: str, overrides: list[str] | None = None) -> int:
+    """``python -m mdloader_plugin.integrations.hydragnn.driver CONFIG [KEY=VALUE ...]``."""
+    return main(argparse.Namespace(config=path, set=list(overrides or [])))
+
+
+if __name__ == "__main__":
+    import sys
+
+    os.environ.setdefault("OMPI_MCA_osc", "^ucx")
+    if len(sys.argv) < 2:
+        sys.exit("usage: python -m mdloader_plugin.integrations.hydragnn.driver CONFIG "
+                 "[KEY=VALUE ...]")
+    sys.exit(run_file(sys.argv[1], sys.argv[2:]))

@@ -1,0 +1,61 @@
+"""The ``loader:`` switch: a registry of functions that build (train, val, test) loaders.
+
+``mdloader`` puts each split in a :class:`~mdloader_plugin.store.ShardStore` (every rank reads its
+block of the file once) and serves batches with :class:`~mdloader_plugin.loader.MDLoader`;
+``hydragnn`` is HydraGNN's own DataLoader path (:mod:`.baseline`). Both take the same
+``to_sample`` so the model sees the same graphs. Adding a loader = adding one function here.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+from ...errors import ConfigError
+from . import baseline
+
+LABELS = ("trainset", "valset", "testset")
+
+
+def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
+    from ...loader import MDLoader
+    from ...store import ShardStore
+
+    opts = cfg["mdloader"]
+    batch_size = int(cfg["NeuralNetwork"]["Training"]["batch_size"])
+    accepted = inspect.signature(MDLoader).parameters
+    extra = {k: opts[k] for k in ("profile",) if k in accepted and opts.get(k) is not None}
+    loaders = []
+    for label in labels:
+        store = ShardStore.from_file(world, cfg["Dataset"]["path"], label)
+        loaders.append(MDLoader(store, batch_size=batch_size, shuffle=label == labels[0],
+                                seed=int(opts["seed"]), drop_last=bool(opts["drop_last"]),
+                                backend=opts["backend"], prefetch=int(opts["prefetch"]),
+                                to_sample=to_sample, **extra))
+    return tuple(loaders)
+
+
+def build_hydragnn(cfg: dict, world, to_sample: Callable, labels=LABELS):
+    return baseline.build_loaders(cfg, to_sample, labels)
+
+
+BUILDERS: dict[str, Callable] = {"mdloader": build_mdloader, "hydragnn": build_hydragnn}
+
+
+def build(cfg: dict, world, to_sample: Callable, labels=LABELS):
+    try:
+        make = BUILDERS[cfg["loader"]]
+    except KeyError:
+        raise ConfigError(f"loader: {cfg['loader']!r} is unknown; choose one of "
+                          f"{', '.join(BUILDERS)}") from None
+    return make(cfg, world, to_sample, labels)
+
+
+def close(loaders) -> None:
+    """Release loaders (MDLoader.close is collective: every rank calls it, same order)."""
+    for loader in loaders:
+        fn = getattr(loader, "close", None)
+        if fn is not None:
+            fn()
+        elif hasattr(loader.dataset, "close"):
+            loader.dataset.close()
