@@ -16,6 +16,7 @@ os.environ.setdefault("OMPI_MCA_osc", "^ucx")
 
 COMMANDS = [
     "synth",
+    "train",
     "cluster",
     "compare-logs",
     # "check",
