@@ -19,6 +19,8 @@ COMMANDS = [
     "train",
     "cluster",
     "compare-logs",
+    "estimate",
+    "calibrate",
     # "check",
 ]
 

@@ -1,0 +1,19 @@
+"""Performance estimator: which backend is faster for this job on this machine.
+
+- ``models/``: one cost model a backend (formulas in their docstrings), a registry by name;
+- ``profile.py`` + ``profiles/*.json``: machine numbers with sources (perlmutter, frontier, local);
+- ``calibrate.py``: micro-benchmarks that measure a profile (``mdloader calibrate``);
+- ``choose.py``: the choice at start and the online check that corrects it from measured steps.
+
+Pure Python and numpy except ``calibrate`` (MPI); the loader owns all communication.
+"""
+
+from __future__ import annotations
+
+from .choose import Decision, OnlineCheck, choose, choose_initial
+from .models import MODELS, Workload, get_model, predict, predict_all
+from .profile import Profile, ProfileError, available, get_profile
+
+__all__ = ["MODELS", "Decision", "OnlineCheck", "Profile", "ProfileError", "Workload",
+           "available", "choose", "choose_initial", "get_model", "get_profile", "predict",
+           "predict_all"]

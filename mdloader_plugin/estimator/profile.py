@@ -1,0 +1,122 @@
+"""Machine profiles: the numbers the cost models read, as JSON data files.
+
+A profile is ``{"name", "description", "provenance", "params": {key: {"value", "source"}}}``.
+Shipped profiles live in ``estimator/profiles/`` (``perlmutter`` and ``frontier`` from published
+figures, ``local`` a fallback measured on a small x86 box); ``mdloader calibrate`` writes one for
+the machine it runs on. Every value carries its source, so a reader can tell a measured number
+from a vendor figure from an assumption.
+
+Validation is strict and speaks in one line naming the file and key: a missing key, a value that
+is not a number, or one outside the plausible range of its unit (a latency of 3 s, a bandwidth
+of 10 B/s) is an error, because a silently absurd profile makes every choice wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ConfigError
+from .models import required_params
+
+PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+ENV_VAR = "MDLOADER_PROFILE"
+
+#: plausible range of each unit: latencies 1 ns..1 s, bandwidths 1 MB/s..10 TB/s, sizes 0..1 GB,
+#: flags 0..1
+RANGES = {"s": (1e-9, 1.0), "B/s": (1e6, 1e13), "B": (0.0, 1e9), "flag": (0.0, 1.0)}
+
+
+class ProfileError(ConfigError):
+    """A profile file is missing, unreadable or holds an absurd number."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A validated machine profile."""
+
+    name: str
+    params: dict[str, float]
+    sources: dict[str, str] = field(default_factory=dict)
+    description: str = ""
+    provenance: dict = field(default_factory=dict)
+    path: str = ""
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "description": self.description,
+                "provenance": self.provenance,
+                "params": {k: {"value": v, "source": self.sources.get(k, "")}
+                           for k, v in sorted(self.params.items())}}
+
+    def write(self, path: str | os.PathLike) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), indent=2) + "\n")
+
+
+def available() -> list[str]:
+    """Names of the shipped profiles."""
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.json"))
+
+
+def get_profile(name_or_path: "str | os.PathLike | Profile | None" = None) -> Profile:
+    """A shipped profile by name, or a profile file by path (``None``: :func:`default_name`)."""
+    if isinstance(name_or_path, Profile):
+        return name_or_path
+    ref = str(name_or_path) if name_or_path is not None else default_name()
+    path = Path(ref)
+    if ref in available():
+        path = PROFILE_DIR / f"{ref}.json"
+    elif not (ref.endswith(".json") or os.sep in ref) or not path.exists():
+        raise ProfileError(f"profile {ref!r} is neither a shipped profile nor an existing .json "
+                           f"file; shipped: {', '.join(available())}")
+    return load(path)
+
+
+def default_name() -> str:
+    """``$MDLOADER_PROFILE`` if set (a name or a path written by calibrate), else ``local``."""
+    return os.environ.get(ENV_VAR) or "local"
+
+
+def load(path: str | os.PathLike) -> Profile:
+    """Read and validate one profile file."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ProfileError(f"{path}: cannot read profile ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise ProfileError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    return from_dict(doc, str(path))
+
+
+def from_dict(doc: object, where: str = "<profile>") -> Profile:
+    """Validate a parsed profile document; `where` names it in error messages."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("params"), dict):
+        raise ProfileError(f"{where}: a profile is a JSON object with a \"params\" object")
+    params, sources = {}, {}
+    for key, (unit, meaning) in required_params().items():
+        params[key], sources[key] = _value(doc["params"], key, unit, meaning, where)
+    name = str(doc.get("name") or Path(where).stem)
+    return Profile(name, params, sources, str(doc.get("description", "")),
+                   dict(doc.get("provenance") or {}), where)
+
+
+def validate_params(params: dict[str, float], where: str = "<profile>") -> None:
+    """Check a flat ``{key: value}`` dict (e.g. fresh fit results) against the same rules."""
+    from_dict({"params": {k: {"value": v} for k, v in params.items()}}, where)
+
+
+def _value(entries: dict, key: str, unit: str, meaning: str, where: str) -> tuple[float, str]:
+    if key not in entries:
+        raise ProfileError(f"{where}: missing key {key!r} ({meaning}, in {unit})")
+    entry = entries[key]
+    raw = entry.get("value") if isinstance(entry, dict) else entry
+    source = str(entry.get("source", "")) if isinstance(entry, dict) else ""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
+        raise ProfileError(f"{where}: key {key!r} must be a number in {unit}, got {raw!r}")
+    lo, hi = RANGES[unit]
+    if not lo <= raw <= hi:
+        raise ProfileError(f"{where}: key {key!r} = {raw!r} is absurd for {meaning} "
+                           f"(expected {lo:g}..{hi:g} {unit})")
+    return float(raw), source
