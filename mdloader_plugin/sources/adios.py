@@ -182,7 +182,7 @@ class GraphFile:
 
     def read_box(self, name: str, start: list[int], count: list[int]) -> np.ndarray:
         """One box of variable `name` (e.g. one graph's slice, as HydraGNN's reader does)."""
-        return np.asarray(self._r.read(name, list(start), list(count))).reshape(count)
+        return self._read(name, list(start), list(count)).reshape(count)
 
     def read_block(self, label: str, start: int, stop: int, keys: Iterable[str] | None = None,
                    info: LabelInfo | None = None,

@@ -7,7 +7,7 @@ converter learns those only at the end. So :class:`GraphWriter` works in two pha
 1. ``add(label, graph)`` appends each array's raw bytes to a spool file per (label, key) in a
    temporary folder beside the output (same file system), and remembers each graph's shape;
 2. ``close()`` opens one ADIOS2 step, defines every global array with its final shape and writes
-   it in blocks of about ``chunk_bytes`` read back from the spool (memory-mapped), calling BP5's
+   it in blocks of about ``chunk_bytes`` read back from the spool, calling BP5's
    ``PerformDataWrite`` after each block so the engine does not buffer the whole step.
 
 Trade-off: the data crosses the disk twice (spool, then .bp) and the spool needs as much free
@@ -31,7 +31,7 @@ import os
 import shutil
 import tempfile
 from array import array
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -82,13 +82,15 @@ class _KeySpool:
         np.maximum(self.hi, arr.shape, out=self.hi)
         self.file.write(memoryview(arr).cast("B"))
 
-    def finish(self) -> tuple[np.ndarray, np.ndarray]:
-        """Close the spool; return ``(shapes [n, ndim], data as a flat copy-on-write memmap)``."""
+    def finish(self) -> np.ndarray:
+        """Close the spool; return the shapes ``[n, ndim]``."""
         self.file.close()
-        shapes = np.frombuffer(self.shapes, dtype=np.int64).reshape(-1, self.ndim)
-        if os.path.getsize(self.path) == 0:
-            return shapes, np.zeros(0, dtype=self.dtype)
-        return shapes, np.memmap(self.path, dtype=self.dtype, mode="c")
+        return np.frombuffer(self.shapes, dtype=np.int64).reshape(-1, self.ndim)
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        """Elements ``lo..hi-1`` of the concatenated raw data (a fresh, writable array)."""
+        return np.fromfile(self.path, dtype=self.dtype, count=hi - lo,
+                           offset=lo * self.dtype.itemsize)
 
 
 class GraphWriter:
@@ -175,7 +177,7 @@ class GraphWriter:
 
     def _write_key(self, out, label: str, key: str) -> None:
         spool = self._spools[(label, key)]
-        shapes, flat = spool.finish()
+        shapes = spool.finish()
         name = f"{label}/{key}"
         vdim = self.vdims.get(key, _vdim_of(spool.lo, spool.hi))
         if not 0 <= vdim < spool.ndim or np.any(np.delete(spool.lo, vdim)
@@ -188,7 +190,8 @@ class GraphWriter:
         np.cumsum(cnt[:-1], out=off[1:])
         gshape = spool.lo.copy()
         gshape[vdim] = int(cnt.sum())
-        for start, block in _blocks(shapes, flat, vdim, self.chunk_bytes // spool.dtype.itemsize):
+        for start, block in _blocks(shapes, spool.read, vdim,
+                                    self.chunk_bytes // spool.dtype.itemsize):
             box = [0] * len(gshape)
             box[vdim] = start
             out.write(name, block, gshape.tolist(), box, list(block.shape))
@@ -201,8 +204,10 @@ class GraphWriter:
         out.write_attribute(f"{name}/variable_dim", np.int64(vdim))
 
 
-def _blocks(shapes: np.ndarray, flat: np.ndarray, vdim: int, max_elems: int):
-    """Yield ``(start along vdim, block array)`` of consecutive graphs of about `max_elems`."""
+def _blocks(shapes: np.ndarray, read: Callable[[int, int], np.ndarray], vdim: int,
+            max_elems: int):
+    """Yield ``(start along vdim, block array)`` of consecutive graphs of about `max_elems`
+    elements; `read(lo, hi)` returns elements ``lo..hi-1`` of the spooled data."""
     sizes = shapes.prod(axis=1)
     ends = np.cumsum(sizes)
     starts = ends - sizes
@@ -211,12 +216,13 @@ def _blocks(shapes: np.ndarray, flat: np.ndarray, vdim: int, max_elems: int):
     while g < len(shapes):
         h = max(int(np.searchsorted(ends, starts[g] + max_elems, side="right")), g + 1)
         if ends[h - 1] > starts[g]:
+            flat = read(int(starts[g]), int(ends[h - 1]))
             if vdim == 0:
-                rest = shapes[g, 1:].tolist()
-                block = np.asarray(flat[starts[g]:ends[h - 1]]).reshape([-1] + rest)
+                block = flat.reshape([-1] + shapes[g, 1:].tolist())
             else:
-                block = np.concatenate([np.asarray(flat[starts[i]:ends[i]]).reshape(shapes[i])
-                                        for i in range(g, h)], axis=vdim)
+                cut = np.cumsum(sizes[g:h])[:-1]
+                block = np.concatenate([part.reshape(shape) for part, shape in
+                                        zip(np.split(flat, cut), shapes[g:h])], axis=vdim)
             yield int(along[g]), np.ascontiguousarray(block)
         g = h
 
