@@ -91,6 +91,18 @@ def get(name: str) -> Callable[..., Any]:
                       f"{', '.join(tried)}; this MDLoader supports HydraGNN 3.0 and later layouts")
 
 
+def setup_log(name: str) -> None:
+    """HydraGNN's setup_log (logs/<name>/run.log + console), without the handlers an earlier run
+    in this process attached (setup_log only ever adds them)."""
+    import logging
+
+    logger = logging.getLogger(LOGGER_NAME)
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+        handler.close()
+    get("setup_log")(name)
+
+
 def export_rank_env(rank: int, size: int) -> None:
     """Let HydraGNN 3.0 (which reads OMPI_COMM_WORLD_* or SLURM_*) see the MPI rank."""
     have_ompi = os.getenv("OMPI_COMM_WORLD_RANK") and os.getenv("OMPI_COMM_WORLD_SIZE")

@@ -61,7 +61,7 @@ def train(cfg: dict, comm) -> list[dict]:
     compat.init_distributed(comm, single_node=world.num_nodes == 1)
     name = config.run_name(cfg)
     verbosity = int(cfg["Verbosity"]["level"])
-    compat.get("setup_log")(name)
+    compat.setup_log(name)
     to_sample = _to_sample(cfg)
     train_l, val_l, test_l = loaders.build(cfg, world, to_sample)
     try:
@@ -84,6 +84,7 @@ def train(cfg: dict, comm) -> list[dict]:
         compat.get("print_timers")(verbosity)
     finally:
         loaders.close((train_l, val_l, test_l))
+        world.close()
     return timed.records
 
 

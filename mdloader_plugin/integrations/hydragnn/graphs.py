@@ -38,7 +38,9 @@ def make_to_sample(node_features: Sequence[int] | None,
     def to_sample(arrays: Mapping[str, np.ndarray]) -> Data:
         out = {}
         for key, arr in arrays.items():
-            a = np.array(arr)  # own the memory: sources may hand out views of reused buffers
+            a = np.asarray(arr)  # views are fine: collate copies them into the batch
+            if not a.flags.writeable:
+                a = a.copy()
             if key == "x" and cols is not None and a.ndim == 2:
                 a = a[:, cols]
             if key == "y":

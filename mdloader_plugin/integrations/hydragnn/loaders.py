@@ -8,7 +8,6 @@ block of the file once) and serves batches with :class:`~mdloader_plugin.loader.
 
 from __future__ import annotations
 
-import inspect
 from typing import Callable
 
 from ...errors import ConfigError
@@ -23,15 +22,14 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
 
     opts = cfg["mdloader"]
     batch_size = int(cfg["NeuralNetwork"]["Training"]["batch_size"])
-    accepted = inspect.signature(MDLoader).parameters
-    extra = {k: opts[k] for k in ("profile",) if k in accepted and opts.get(k) is not None}
     loaders = []
     for label in labels:
         store = ShardStore.from_file(world, cfg["Dataset"]["path"], label)
         loaders.append(MDLoader(store, batch_size=batch_size, shuffle=label == labels[0],
                                 seed=int(opts["seed"]), drop_last=bool(opts["drop_last"]),
                                 backend=opts["backend"], prefetch=int(opts["prefetch"]),
-                                to_sample=to_sample, **extra))
+                                to_sample=to_sample, profile=opts.get("profile"),
+                                name=label))
     return tuple(loaders)
 
 
@@ -52,10 +50,11 @@ def build(cfg: dict, world, to_sample: Callable, labels=LABELS):
 
 
 def close(loaders) -> None:
-    """Release loaders (MDLoader.close is collective: every rank calls it, same order)."""
+    """Release loaders and their stores (collective for MDLoader: every rank, same order)."""
     for loader in loaders:
-        fn = getattr(loader, "close", None)
-        if fn is not None:
-            fn()
+        if hasattr(loader, "close"):
+            loader.close()
+            if hasattr(loader, "store"):
+                loader.store.close()
         elif hasattr(loader.dataset, "close"):
             loader.dataset.close()
