@@ -16,6 +16,7 @@ os.environ.setdefault("OMPI_MCA_osc", "^ucx")
 
 COMMANDS = [
     "synth",
+    "convert",
     "train",
     "cluster",
     "compare-logs",

@@ -80,7 +80,8 @@ class _KeySpool:
         self.shapes.extend(arr.shape)
         np.minimum(self.lo, arr.shape, out=self.lo)
         np.maximum(self.hi, arr.shape, out=self.hi)
-        self.file.write(memoryview(arr).cast("B"))
+        if arr.size:
+            self.file.write(memoryview(arr.reshape(-1)).cast("B"))
 
     def finish(self) -> np.ndarray:
         """Close the spool; return the shapes ``[n, ndim]``."""

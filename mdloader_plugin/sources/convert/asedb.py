@@ -1,0 +1,57 @@
+"""ASE database source: SQLite ``.db`` and ``.aselmdb`` (through the ``ase-db-backends`` package
+that fairchem installs). Rows are read in id order through ASE's cursor, one at a time.
+
+Kept per row: everything of :func:`atoms.atoms_to_graph` (positions, numbers, cell, pbc, tags,
+fixed, the calculator's energy/forces/stress), numeric ``key_value_pairs`` and numeric
+``row.data`` entries.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ...errors import DataError
+from .atoms import atoms_to_graph, numeric
+
+NAME = "asedb"
+
+
+def accepts(path: str) -> bool:
+    return path.endswith((".db", ".aselmdb"))
+
+
+def _connect(path: str):
+    import ase.db
+
+    try:
+        return ase.db.connect(path, type="aselmdb" if path.endswith(".aselmdb") else "db")
+    except Exception as exc:  # noqa: BLE001 - sqlite3/lmdb errors
+        raise DataError(f"{path}: cannot open as an ASE database ({exc})") from None
+
+
+def count(path: str) -> int:
+    try:
+        return int(_connect(path).count())
+    except DataError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise DataError(f"{path}: not a readable ASE database ({exc})") from None
+
+
+def iterate(path: str) -> Iterator[dict]:
+    db = _connect(path)
+    skipped: set = set()
+    for row in db.select():
+        extra = dict(row.key_value_pairs)
+        data = row.get("data") or {}
+        for name, value in data.items():
+            if numeric(value) is not None:
+                extra.setdefault(name, value)
+        g = atoms_to_graph(row.toatoms(), None, skipped)
+        for name, value in extra.items():  # per-atom data keep their shape, scalars get [1]
+            a = numeric(value)
+            if a is None:
+                skipped.add(name)
+            elif name not in g:
+                g[name] = a if (a.ndim and len(a) == row.natoms) else a[None]
+        yield g
