@@ -86,7 +86,7 @@ def busy(mode: str, seconds: float) -> None:
         a /= np.abs(a).max()
 
 
-def timed_gets(win, target: int, out: np.ndarray, k: int = 3) -> list[float]:
+def timed_gets(win, target: int, out: np.ndarray, k: int = 10) -> list[float]:
     times = []
     for _ in range(k):
         t0 = time.perf_counter()
@@ -132,7 +132,8 @@ def progress(mode: str, helper: str, names: list[str]) -> None:
         th.join()
     if comm.rank == 0:
         print(f"progress mode={mode} helper={helper} " + " ".join(
-            f"{k}=" + ",".join(f"{t * 1e3:.3f}" for t in v) + "ms" for k, v in res.items()),
+            f"{k}: first={v[0] * 1e3:.3f}ms median_rest={np.median(v[1:]) * 1e3:.3f}ms "
+            f"max_rest={max(v[1:]) * 1e3:.3f}ms" for k, v in res.items()),
             flush=True)
     win.Unlock_all()
     win.Free()
@@ -145,7 +146,7 @@ def main(argv: list[str]) -> None:
         return
     check_rma()
     check_alltoallv()
-    bandwidth(names, int(argv[1]) if len(argv) > 1 else 20_000_000)
+    bandwidth(names, int(argv[0]) if argv else 20_000_000)
     if comm.rank == 0:
         print("probe ok", flush=True)
 

@@ -114,8 +114,7 @@ class Cluster:
                     "bridge_addr": f"{addrs[0]}/{subnet.prefixlen}", "hosts": names["hosts"],
                     "ranks_per_host": rph, "rate": rate, "status": "creating",
                     "created": {"namespaces": [], "links": []}, "time": time.time()})
-        self.dir.mkdir(parents=True, exist_ok=False)
-        (self.dir / "jobs").mkdir()
+        (self.dir / "jobs").mkdir(parents=True, exist_ok=True)
         self._save()
         return self
 
@@ -211,9 +210,13 @@ class Cluster:
         return launch.mpi_env(extra)
 
     def run(self, cmd: list[str], n: int | None = None, *, timeout: float | None = None,
-            env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
-        """Run `cmd` as an MPI job on the cluster; `kwargs` go to :class:`subprocess.Popen`.
-        The job's pid is recorded so ``down`` can end it; on timeout the job is killed."""
+            env: dict | None = None, capture_output: bool = False,
+            **kwargs) -> subprocess.CompletedProcess:
+        """Run `cmd` as an MPI job on the cluster (like :func:`subprocess.run`; `env` adds to
+        :meth:`env`). The job's pid is recorded so ``down`` can end it; on timeout (raises
+        :class:`subprocess.TimeoutExpired`) or interrupt the job is killed."""
+        if capture_output:
+            kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         proc = subprocess.Popen(self.mpiexec_argv(n) + list(cmd), env=self.env(env),
                                 start_new_session=True, **kwargs)
         pidfile = self.dir / "jobs" / str(proc.pid)

@@ -1,0 +1,180 @@
+"""The emulated multi-node cluster: real Open MPI across network namespaces, and clean teardown.
+
+Needs root and ``ip netns`` (CI runs as root); skipped otherwise. Every cluster here has a name
+unique to this pytest process so parallel sessions on one machine do not collide.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mdloader_plugin.cluster import STATE_ROOT, Cluster, ClusterError, netns
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBE = ROOT / "tests" / "cluster_probe.py"
+MDLOADER = str(Path(sys.executable).parent / "mdloader")
+
+
+def _netns_usable() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces)"
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return "needs iproute2 (ip, tc)"
+    if subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        return "`ip netns` is unavailable"
+    return None
+
+
+SKIP = _netns_usable()
+needs_netns = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
+
+
+def _name(tag: str) -> str:
+    return f"{tag}{os.getpid() % 100000:05d}"
+
+
+def assert_gone(name: str, hosts: list[dict]) -> None:
+    nss, links = netns.orphans(name)
+    assert not nss and not links, f"left behind: {nss + links}"
+    assert not netns.leftovers([h["ns"] for h in hosts], [h["veth"] for h in hosts])
+    assert not (STATE_ROOT / name).exists()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if SKIP:
+        pytest.skip(SKIP)
+    cl = Cluster.up(hosts=2, ranks_per_host=2, rate="1gbit", name=_name("c"))
+    try:
+        yield cl
+    finally:
+        hosts = cl.hosts
+        cl.down()
+        assert_gone(cl.name, hosts)
+
+
+@pytest.mark.cluster
+@pytest.mark.mpi
+@needs_netns
+def test_hosts_rma_alltoallv(cluster):
+    """Ranks see two hostnames; RMA Get and Alltoallv move the right bytes across hosts."""
+    res = cluster.run([sys.executable, "-m", "mpi4py", str(PROBE), "2000000"], timeout=180,
+                      capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-3000:]
+    hosts_line = next(line for line in res.stdout.splitlines() if line.startswith("hosts"))
+    assert cluster.hosts[0]["hostname"] in hosts_line
+    assert cluster.hosts[1]["hostname"] in hosts_line
+    assert "probe ok" in res.stdout
+
+
+@pytest.mark.cluster
+@pytest.mark.mpi
+@pytest.mark.slow
+@needs_netns
+@pytest.mark.timeout(600)
+def test_check_both_backends_across_hosts(cluster, tmp_path):
+    """`mdloader check` (exactly-once, byte-identical) over 2 emulated hosts x 2 ranks."""
+    data = tmp_path / "mols.bp"
+    subprocess.run([MDLOADER, "synth", "--kind", "hydragnn", "--num-graphs", "400", "--out",
+                    str(data), "--quiet"], check=True, capture_output=True, timeout=120)
+    res = cluster.run([sys.executable, "-m", "mpi4py", "-m", "mdloader_plugin", "check",
+                       str(data), "--batch-size", "8", "--epochs", "1",
+                       "--backends", "onesided,collective"],
+                      timeout=500, capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.strip().splitlines()[-1].startswith("check ok: 4 ranks")
+
+
+@pytest.mark.cluster
+@pytest.mark.mpi
+@needs_netns
+def test_down_ends_running_job_and_removes_everything():
+    """`down` while a job runs kills it (mpiexec exits), and leaves no namespace or link."""
+    with Cluster.up(hosts=2, ranks_per_host=1, rate="100mbit", name=_name("d")) as cl:
+        hosts = cl.hosts
+        job = subprocess.Popen(cl.mpiexec_argv() + ["sleep", "120"], env=cl.env(),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not all(cl.processes().values()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert all(cl.processes().values()), "the job never reached both hosts"
+    try:
+        job.wait(timeout=30)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert_gone(cl.name, hosts)
+
+
+@pytest.mark.cluster
+@needs_netns
+def test_failed_up_leaves_nothing_behind(monkeypatch):
+    """An `up` that fails half-way (after host 1 exists) removes everything it made; a later
+    `down` finds nothing."""
+    name = _name("f")
+    real = netns.create_host
+
+    def create_then_fail(host, *args):
+        real(host, *args)
+        if host["ns"].endswith("-h1"):
+            raise ClusterError("injected failure after creating host 1")
+
+    monkeypatch.setattr(netns, "create_host", create_then_fail)
+    with pytest.raises(ClusterError, match="injected"):
+        Cluster.up(hosts=3, ranks_per_host=1, rate="1gbit", name=name)
+    assert_gone(name, netns.names_for(name, 3)["hosts"])
+    assert Cluster.down_by_name(name) == []
+    out = subprocess.run([MDLOADER, "cluster", "down", "--name", name], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "nothing to remove" in out.stdout
+
+
+@pytest.mark.cluster
+@needs_netns
+def test_up_refuses_to_reuse_existing_names():
+    """A link already named like the cluster's is not taken over (nor deleted) by `up`."""
+    name = _name("s")
+    squatter = netns.names_for(name, 1)["bridge"]
+    netns.sh("ip", "link", "add", squatter, "type", "bridge")
+    try:
+        with pytest.raises(ClusterError, match="leftovers"):
+            Cluster.up(hosts=1, ranks_per_host=1, rate="1gbit", name=name)
+        assert netns.link_exists(squatter)
+    finally:
+        netns.sh("ip", "link", "del", squatter, check=False)
+    assert not (STATE_ROOT / name).exists()
+
+
+def test_not_root_is_one_line_error(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(ClusterError, match="needs root"):
+        netns.preflight()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["up", "--hosts", "2", "--ranks-per-host", "1", "--rate", "fast"], "--rate 'fast'"),
+    (["up", "--hosts", "2", "--ranks-per-host", "1", "--name", "Bad-Name"], "cluster name"),
+    (["up", "--hosts", "0", "--ranks-per-host", "1"], "--hosts 0"),
+    (["run", "--name", "zz9"], "give the command after --"),
+])
+def test_cli_errors_are_one_line(argv, words):
+    out = subprocess.run([MDLOADER, "cluster", *argv], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mdloader: error:") and words in lines[0]
+
+
+def test_rate_parsing():
+    assert netns.parse_rate("1gbit") == 10**9
+    assert netns.parse_rate("100mbit") == 10**8
+    assert netns.parse_rate("unlimited") is None
+    with pytest.raises(ClusterError):
+        netns.parse_rate("1gb")
