@@ -10,7 +10,9 @@ A config is what HydraGNN users already write (``Verbosity``, ``Dataset``, ``Neu
     run_name: gin-demo            # logs/<run_name>/run.log (default: HydraGNN's own log name)
     Dataset: {name: ..., path: data/demo.bp, normalize_y: true, ...}
 
-``Dataset.path`` is one ADIOS2 file in HydraGNN's layout with ``trainset``/``valset``/``testset``.
+``Dataset.path`` is one ADIOS2 file in HydraGNN's layout with ``trainset``/``valset``/``testset``
+(``$VARS`` and ``~`` are expanded; relative paths are relative to the working directory, as in
+HydraGNN, which also writes ``logs/`` there).
 ``--set KEY=VALUE`` overrides any key by dotted path; VALUE is parsed as YAML (``3``, ``true``,
 ``[0, 1]``, ``collective``). Validation names the bad key and the valid choices in one line.
 """
@@ -98,6 +100,7 @@ def normalise(cfg: dict, source: str = "config") -> dict:
         cfg["mdloader"]["seed"] = cfg["seed"]
     cfg.setdefault("Verbosity", {"level": 1})
     _require(cfg, source, "Dataset.path", str)
+    cfg["Dataset"]["path"] = os.path.expanduser(os.path.expandvars(cfg["Dataset"]["path"]))
     for key in ("NeuralNetwork.Architecture.model_type", "NeuralNetwork.Architecture.hidden_dim",
                 "NeuralNetwork.Architecture.num_conv_layers",
                 "NeuralNetwork.Variables_of_interest.input_node_features",

@@ -3,7 +3,9 @@
 ``mdloader`` puts each split in a :class:`~mdloader_plugin.store.ShardStore` (every rank reads its
 block of the file once) and serves batches with :class:`~mdloader_plugin.loader.MDLoader`;
 ``hydragnn`` is HydraGNN's own DataLoader path (:mod:`.baseline`). Both take the same
-``to_sample`` so the model sees the same graphs. Adding a loader = adding one function here.
+``to_sample``, and MDLoader shuffles every split as HydraGNN's ``create_dataloaders`` does
+(DistributedSampler, shuffle on, same seed): its sampler deals the same order, so the two loaders
+feed the model the same batches and give the same losses. Adding a loader = adding one function here.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
     loaders = []
     for label in labels:
         store = ShardStore.from_file(world, cfg["Dataset"]["path"], label)
-        loaders.append(MDLoader(store, batch_size=batch_size, shuffle=label == labels[0],
+        loaders.append(MDLoader(store, batch_size=batch_size, shuffle=True,
                                 seed=int(opts["seed"]), drop_last=bool(opts["drop_last"]),
                                 backend=opts["backend"], prefetch=int(opts["prefetch"]),
                                 to_sample=to_sample, profile=opts.get("profile"),
