@@ -25,7 +25,7 @@ from torchtnt.framework.callback import Callback
 
 from ...epochlog import format_epoch_line
 
-log = logging.getLogger("mdloader.fairchem")
+log = logging.getLogger("fairchem.mdloader")  # propagates to the root handlers fairchem sets up
 
 
 def _rank() -> int:

@@ -1,0 +1,191 @@
+"""``loader: mdloader`` for fairchem: an MDLoader that looks like fairchem's train DataLoader.
+
+``build_loader`` is the Hydra ``_target_`` of ``recipes/fairchem/loader/mdloader.yaml``. It loads
+one label of an ADIOS2 file into a :class:`~mdloader_plugin.store.ShardStore` (each rank reads its
+own block once), and returns :class:`FairchemMDLoader`, which yields ``AtomicData`` batches built
+by :class:`~.data.ToAtomicData` and collated by the ``collate_fn`` of the config (fairchem's own
+``MTCollater`` via ``mt_collater_adapter``), i.e. the same batch objects fairchem's DataLoader
+would give. The wrapper adds what fairchem's ``MLIPTrainEvalUnit`` calls on a loader:
+``batch_sampler.set_epoch_and_start_iteration`` (epoch and mid-epoch resume), ``len``, and
+``epoch_stats`` for the epoch-time callback.
+
+Batch sizes. fairchem users size batches by atoms (``max_atoms``, its
+``MaxAtomDistributedBatchSampler``), MDLoader's core sampler by graphs. With ``max_atoms`` set,
+the loader takes ``batch_size = max(1, max_atoms // mean atoms)`` graphs a step (the same mean
+atoms a batch) and, with ``balance: atoms`` (the default then), re-deals each step's graphs among
+the ranks so every rank's batch has about the same number of atoms (greedy, largest first); the
+graphs a step and the set of graphs an epoch are unchanged, so the plan stays the pure function of
+``(seed, epoch, step)`` that both backends rely on. Cost: an allgather of one int32 a sample at
+start-up and ``O(P*b log(P*b))`` a step.
+
+All loaders built in a process are closed (a collective) at exit, in creation order, before
+mpi4py finalises MPI.
+"""
+
+from __future__ import annotations
+
+import atexit
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from ...errors import ConfigError
+
+_WORLD = None
+_OPEN: list = []
+
+
+def _world():
+    global _WORLD
+    if _WORLD is None:
+        from ...world import World
+
+        _WORLD = World.detect()
+        atexit.register(_close_all)
+    return _WORLD
+
+
+def _close_all() -> None:
+    while _OPEN:
+        _OPEN.pop(0).close()
+
+
+class _BatchSampler:
+    """What ``fairchem.units.mlip_unit.set_sampler_state`` calls."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def set_epoch_and_start_iteration(self, epoch: int, start_iter: int) -> None:
+        ld = self._loader
+        if start_iter:
+            ld.load_state_dict({"seed": ld.sampler_core.seed, "epoch": epoch, "step": start_iter})
+        else:
+            ld.set_epoch(epoch)
+            ld._step = 0
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+
+class _Dataset:
+    """``loader.dataset``: this rank's samples, plus the ``dataset_names`` (``oc20.val``) that
+    fairchem's eval unit reads to set up its per-dataset metrics."""
+
+    def __init__(self, samples, names: list[str]):
+        self._samples, self.dataset_names = samples, names
+
+    def __len__(self) -> int:
+        return len(self._samples)
+
+    def __getitem__(self, i: int):
+        return self._samples[i]
+
+
+class FairchemMDLoader:
+    """An :class:`~mdloader_plugin.loader.MDLoader` with the surface fairchem's trainer uses."""
+
+    def __init__(self, loader, dataset_names: list[str]):
+        self.loader = loader
+        self.batch_sampler = _BatchSampler(loader)
+        self.dataset = _Dataset(loader.dataset, dataset_names)
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self):
+        return iter(self.loader)
+
+    @property
+    def epoch_stats(self) -> dict:
+        return self.loader.epoch_stats.as_dict()
+
+    @property
+    def backend_name(self) -> str:
+        return self.loader.backend_name
+
+    def close(self) -> None:
+        self.loader.close()
+
+
+def local_natoms(store) -> np.ndarray:
+    """Atoms of each of this rank's samples (from the stored ``pos`` shapes, no copy)."""
+    from ... import codec
+
+    lo, hi = store.local_range
+    return np.array([codec.decode(store.local_record(i))["pos"].shape[0] for i in range(lo, hi)],
+                    dtype=np.int32)
+
+
+def global_natoms(store, world) -> np.ndarray:
+    """Atoms of every sample, in global id order, on every rank (one allgather)."""
+    mine = local_natoms(store)
+    if world is None or world.size == 1:
+        return mine
+    return np.concatenate(world.comm.allgather(mine))
+
+
+def balance_plan(plan: np.ndarray, natoms: np.ndarray) -> np.ndarray:
+    """Re-deal a step's ``[P, b]`` sample ids so each rank gets ``b`` of them with about the same
+    total atoms: largest first, each to the open rank with the fewest atoms so far."""
+    ranks, b = plan.shape
+    if ranks == 1 or b == 0:
+        return plan
+    ids = plan.reshape(-1)
+    order = ids[np.argsort(-natoms[ids], kind="stable")]
+    out = np.empty((ranks, b), dtype=plan.dtype)
+    load, fill = np.zeros(ranks, dtype=np.int64), np.zeros(ranks, dtype=np.int64)
+    for sid in order:
+        open_ = np.nonzero(fill < b)[0]
+        r = open_[np.argmin(load[open_])]
+        out[r, fill[r]] = sid
+        fill[r] += 1
+        load[r] += natoms[sid]
+    return out
+
+
+class AtomBalancedPlans:
+    """Wraps the core sampler's ``plan`` with :func:`balance_plan` (same steps, same ids)."""
+
+    def __init__(self, core, natoms: np.ndarray):
+        self.core, self.natoms = core, natoms
+
+    def __getattr__(self, name: str):
+        return getattr(self.core, name)
+
+    def plan(self, epoch: int, step: int) -> np.ndarray:
+        return balance_plan(self.core.plan(epoch, step), self.natoms)
+
+
+def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split: str = "train",
+                 dataset_name: str = "oc20", key_mapping: Mapping[str, Any] | None = None,
+                 transforms: Mapping[str, Any] | None = None, max_atoms: int | None = None,
+                 batch_size: int | None = None, balance: str | None = None, shuffle: bool = True,
+                 seed: int = 0, drop_last: bool = False, backend: str = "auto",
+                 prefetch: int = 2, profile: str | None = None) -> FairchemMDLoader:
+    """Hydra target: MDLoader over ``path[label]`` serving fairchem ``AtomicData`` batches."""
+    from ...loader import MDLoader
+    from ...log import get_logger
+    from ...store import ShardStore
+    from .data import ToAtomicData
+
+    if max_atoms is None and not batch_size:
+        raise ConfigError("set max_atoms (atoms a batch) or loader.batch_size (graphs a batch)")
+    balance = balance or ("atoms" if max_atoms else "none")
+    if balance not in ("atoms", "none"):
+        raise ConfigError(f"loader balance: {balance!r} is unknown; choose atoms or none")
+    world = _world()
+    store = ShardStore.from_file(world, path, label)
+    natoms = global_natoms(store, world) if (max_atoms or balance == "atoms") else None
+    if max_atoms:
+        batch_size = max(1, int(max_atoms) // max(1, int(round(float(natoms.mean())))))
+        get_logger(world.rank).info(f"[{label}] max_atoms={max_atoms}: {batch_size} graphs a "
+                                    f"batch (mean {natoms.mean():.1f} atoms a graph)")
+    loader = MDLoader(store, batch_size=int(batch_size), shuffle=shuffle, seed=int(seed),
+                      drop_last=drop_last, backend=backend, prefetch=int(prefetch),
+                      to_sample=ToAtomicData(dataset_name, key_mapping, transforms, split),
+                      collate=collate_fn, profile=profile, name=label)
+    if balance == "atoms":
+        loader.sampler_core = AtomBalancedPlans(loader.sampler_core, natoms)
+    _OPEN.append(loader)
+    return FairchemMDLoader(loader, [f"{dataset_name}.{split}"])
