@@ -45,7 +45,7 @@ host="$1"; shift
 case "$host" in
 """
 
-AGENT_TAIL = """  *) echo "mdloader cluster agent: unknown host '$host' (cluster {name} has: {hosts})" >&2
+AGENT_TAIL = """  *) echo "mdloader cluster agent: unknown host '$host' ({name}: {hosts})" >&2
      exit 255 ;;
 esac
 exec ip netns exec "$ns" unshare --uts sh -c "hostname $hn && $*"

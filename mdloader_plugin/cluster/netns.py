@@ -10,13 +10,17 @@ can only reach each other and the bridge address, never the outside network.
 A link rate is a ``tc ... tbf`` qdisc on *both* ends of every veth (bridge side shapes traffic into
 the host, namespace side traffic out of it), i.e. a full-duplex NIC of that rate. ``netem``
 (latency) is not available on these kernels, so only bandwidth is emulated; the latency is the
-kernel's loopback-like veth path (~tens of µs). The tbf burst is 4 ms of traffic at the rate
-(at least 32 KiB): smaller bursts cost throughput under GSO, larger ones let short messages
-pass at full speed. Measured at 1 gbit: a 20 MB MPI Send takes ~0.18 s (0.87 Gbit/s).
+kernel's veth path. The tbf burst is 4 ms of traffic at the rate (at least 32 KiB): a larger
+bucket lets more of a short message through at full speed. Measured (2 cores, 20 MB MPI Send
+between hosts): 1gbit 0.19 s (0.81-0.87 Gbit/s), 100mbit 1.70 s (0.094 Gbit/s), unlimited
+0.06-0.10 s (1.6-2.7 Gbit/s) on an idle machine; under heavy CPU load the TCP stack itself falls
+to ~0.8 Gbit/s and a 1gbit limit then barely binds (use 100mbit-500mbit to see the network).
 
-Everything created is recorded in the cluster's state file (see :class:`Cluster`) *before* it is created, so
-:func:`teardown` removes a half-built cluster as well as a whole one. Namespace deletion destroys
-its veth end (and so the pair) asynchronously; teardown waits until the links are gone.
+Every namespace and link is recorded in the cluster's state file (see :class:`Cluster`) the
+moment it exists, so :func:`teardown` removes a half-built cluster as well as a whole one, and
+never something it did not create (``up`` refuses to start where one of its names is taken).
+Deleting a namespace destroys its veth end (and so the pair) asynchronously; teardown waits until
+the links are gone.
 """
 
 from __future__ import annotations
@@ -139,7 +143,8 @@ def create_host(host: dict, bridge: str, prefixlen: int, record) -> None:
 
 def set_rate(host: dict, bits: int | None) -> None:
     """Shape both directions of the host's link to `bits`/s (None removes the limit)."""
-    for prefix, dev in ((["tc"], host["veth"]), (["ip", "netns", "exec", host["ns"], "tc"], "eth0")):
+    inside = ["ip", "netns", "exec", host["ns"], "tc"]
+    for prefix, dev in ((["tc"], host["veth"]), (inside, "eth0")):
         if bits is None:
             sh(*prefix, "qdisc", "del", "dev", dev, "root", check=False)
         else:
