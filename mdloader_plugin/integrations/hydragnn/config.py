@@ -131,9 +131,3 @@ def run_name(cfg: dict) -> str:
 
     return compat.get("get_log_name_config")(cfg)
 
-
-def hydragnn_view(cfg: dict) -> dict:
-    """The part of the config HydraGNN's functions see (our keys removed)."""
-    out = {k: v for k, v in cfg.items()
-           if k not in ("loader", "mdloader", "hydragnn_loader", "seed", "run_name")}
-    return copy.deepcopy(out)

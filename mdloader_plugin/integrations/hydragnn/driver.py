@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from ...errors import MDLoaderError
 from ...world import World, abort_on_error, report_error
 from . import compat, config, epochs, graphs, loaders
 
@@ -46,7 +45,7 @@ def _config_on_root(comm, args) -> tuple[dict | None, int]:
     if comm.Get_rank() == 0:
         try:
             payload = ("ok", config.load(args.config, args.set))
-        except MDLoaderError as exc:
+        except BaseException as exc:  # noqa: BLE001 - every rank must leave with the same code
             payload = ("error", report_error(exc))
     kind, value = comm.bcast(payload, root=0)
     return (value, 0) if kind == "ok" else (None, value)

@@ -4,8 +4,9 @@
 block of the file once) and serves batches with :class:`~mdloader_plugin.loader.MDLoader`;
 ``hydragnn`` is HydraGNN's own DataLoader path (:mod:`.baseline`). Both take the same
 ``to_sample``, and MDLoader shuffles every split as HydraGNN's ``create_dataloaders`` does
-(DistributedSampler, shuffle on, same seed): its sampler deals the same order, so the two loaders
-feed the model the same batches and give the same losses. Adding a loader = adding one function here.
+(DistributedSampler, shuffle on, same seed): its sampler deals the same order, so the two
+loaders feed the model the same batches and give the same losses.
+Adding a loader = adding one function here.
 """
 
 from __future__ import annotations
