@@ -85,7 +85,7 @@ def record_size(arrays: Mapping[str, np.ndarray]) -> int:
 
 def encode_into(buf: np.ndarray, start: int, arrays: Mapping[str, np.ndarray]) -> int:
     """Write the record of `arrays` into uint8 `buf` at `start`; return its length."""
-    arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    arrays = {k: _native(v) for k, v in arrays.items()}
     head, offsets, total = _layout(arrays)
     if total >= 2**32:
         raise CodecError(f"a sample of {total} bytes exceeds the 4 GiB record limit")
@@ -111,9 +111,15 @@ def encode_into(buf: np.ndarray, start: int, arrays: Mapping[str, np.ndarray]) -
     return total
 
 
+def _native(a) -> np.ndarray:
+    """Little-endian (native here) arrays are stored as they are; others are converted."""
+    a = np.asarray(a)
+    return a.astype(a.dtype.newbyteorder("=")) if a.dtype.byteorder == ">" else a
+
+
 def encode(arrays: Mapping[str, np.ndarray]) -> np.ndarray:
     """The record of one sample as a new uint8 array."""
-    arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    arrays = {k: _native(v) for k, v in arrays.items()}
     buf = np.empty(record_size(arrays), dtype=np.uint8)
     encode_into(buf, 0, arrays)
     return buf

@@ -153,7 +153,7 @@ class MDLoader:
         self.backend_name = self.decision["backend"]
         self._online = None
         if backend == "auto" and online_check and self.size > 1:
-            self._online = _make_online_check(self)
+            self._online = _OnlineSwitch(self)
         self._producer: _Producer | None = None
         self.epoch_stats = EpochStats()
         self.dataset = LocalSamples(self)
@@ -182,7 +182,7 @@ class MDLoader:
         if backend != "auto":
             return {"backend": backend, "reason": "chosen in the configuration", "predicted_s": {}}
         dec = _choose_initial(self, profile)
-        self.log.info(f"[{self.name}] backend={dec['backend']} (auto: {dec['reason']})")
+        self.log.info(f"[{self.name}] {dec['decision'].log_line()}")
         return dec
 
     # -- the iterable --------------------------------------------------------------------------
@@ -255,13 +255,19 @@ class MDLoader:
         self.close()
 
     # -- used by the producer ------------------------------------------------------------------
-    def _backend_for_step(self, epoch: int, step: int, stats: EpochStats):
-        if self._online is not None:
-            name = self._online.backend_for(epoch, step, stats)
-            if name != self.backend_name:
-                self.backend_name = name
-                stats.backend = name
-        return self._backends[self.backend_name]
+    def _backend_for_step(self, stats: EpochStats):
+        """The backend of the next step (the online check may probe or switch)."""
+        name = self.decision["backend"]
+        if self._online is not None and self._online.active:
+            name = self._online.backend()
+        if name not in stats.backend.split("+"):
+            stats.backend = f"{stats.backend}+{name}" if stats.backend else name
+        self.backend_name = self.decision["backend"]
+        return self._backends[name]
+
+    def _after_step(self, seconds: float) -> None:
+        if self._online is not None and self._online.active:
+            self._online.record(seconds)
 
     def _build_batch(self, fetched):
         samples = [self.to_sample(codec.decode(fetched.buf, int(o), int(n)))
@@ -304,10 +310,11 @@ class _Producer:
         ld = self.loader
         for step in range(self.start_step, len(ld)):
             plan = ld.sampler_core.plan(self.epoch, step)
-            backend = ld._backend_for_step(self.epoch, step, self.stats)
+            backend = ld._backend_for_step(self.stats)
             t0 = time.perf_counter()
             fetched = backend.fetch(plan)
             t1 = time.perf_counter()
+            ld._after_step(t1 - t0)
             self.stats.fetch_s += t1 - t0
             self.stats.step_fetch_s.append(t1 - t0)
             if self._abandoned.is_set():
@@ -365,29 +372,42 @@ class _Producer:
 
 
 def _choose_initial(loader: MDLoader, profile) -> dict:
-    """Backend from the cost model (``estimator``); a documented rule if it is unavailable."""
-    try:
-        from .estimator.choose import choose_initial
-        from .estimator.profile import get_profile
-    except ImportError:
-        return _provisional_rule(loader)
+    """Backend from the cost model and machine profile (``estimator``)."""
+    from .estimator.choose import choose_initial
+
     dec = choose_initial(loader.size, loader.world.local_size if loader.world else 1,
-                         loader.batch_size, loader.store.nbytes, get_profile(profile or "local"))
-    return {"backend": dec.backend, "reason": dec.reason, "predicted_s": dict(dec.predicted_s)}
+                         loader.batch_size, loader.store.nbytes, profile)
+    return {"backend": dec.backend, "reason": dec.reason, "predicted_s": dict(dec.predicted_s),
+            "decision": dec}
 
 
-def _provisional_rule(loader: MDLoader) -> dict:
-    """PROVISIONAL (until the estimator is installed): collectives for few ranks and big
-    batches, one-sided otherwise."""
-    coll = loader.size <= 8 and loader.batch_size >= 32
-    name = "collective" if coll else "onesided"
-    return {"backend": name, "predicted_s": {},
-            "reason": f"provisional rule (ranks={loader.size}, batch={loader.batch_size})"}
+class _OnlineSwitch:
+    """Runs the estimator's :class:`OnlineCheck` inside the producer: the first steps measure
+    the chosen backend, then probe the other; every step's fetch time is reduced with MAX over
+    ranks, so every rank feeds identical numbers and takes the identical decision at the same
+    step (a collective decision, never a divergent one)."""
 
+    def __init__(self, loader: MDLoader):
+        from .estimator.choose import OnlineCheck
 
-def _make_online_check(loader: MDLoader):
-    try:
-        from .estimator.online import LoaderOnlineCheck
-    except ImportError:
-        return None
-    return LoaderOnlineCheck(loader)
+        self.loader = loader
+        self.check = OnlineCheck(loader.decision["decision"])
+
+    @property
+    def active(self) -> bool:
+        return not self.check.done
+
+    def backend(self) -> str:
+        return self.check.backend_for_next_step()
+
+    def record(self, seconds: float) -> None:
+        from mpi4py import MPI
+
+        ld = self.loader
+        self.check.record(ld._comm.allreduce(seconds, op=MPI.MAX))
+        if self.check.done:
+            res = self.check.result
+            ld.decision = {"backend": res.backend, "reason": res.reason,
+                           "predicted_s": dict(res.predicted_s), "measured_s": dict(res.measured_s),
+                           "decision": res}
+            ld.log.info(f"[{ld.name}] {res.log_line()}")

@@ -17,12 +17,12 @@ os.environ.setdefault("OMPI_MCA_osc", "^ucx")
 COMMANDS = [
     "synth",
     "convert",
-    "train",
     "cluster",
+    "train",
     "compare-logs",
+    "check",
     "estimate",
     "calibrate",
-    # "check",
 ]
 
 EPILOG = """\
