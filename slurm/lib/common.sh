@@ -98,10 +98,10 @@ mdl_framework_args() {
     local overrides=("loader=$loader")
     case $framework in
         hydragnn)
-            [[ -n $profile ]] && overrides+=("mdloader.profile=$profile")
+            [[ -n $profile && $loader == mdloader ]] && overrides+=("mdloader.profile=$profile")
             [[ -n $run ]] && overrides+=("run_name=$run") ;;
         fairchem)
-            [[ -n $profile ]] && overrides+=("loader.profile=$profile")
+            [[ -n $profile && $loader == mdloader ]] && overrides+=("loader.profile=$profile")
             [[ -n $run ]] && overrides+=("job.run_name=$run") ;;
         *) mdl_die "unknown framework '$framework' (hydragnn or fairchem)" ;;
     esac
