@@ -109,9 +109,10 @@ def test_site_dry_run_baseline_skips_calibration(tmp_path, site):
     (train,) = sruns
     assert flags(train)["ntasks"] == str(2 * SITES[site][0])
     tail = train[train.index("train"):]
-    assert tail[tail.index("--config") + 1] == str(ROOT / f"recipes/hydragnn/{site}.yaml")
+    assert tail[tail.index("--config") + 1] == str(ROOT / f"recipes/hydragnn/perlmutter.yaml")
     assert [tail[i + 1] for i, a in enumerate(tail) if a == "--set"] == [
-        "loader=hydragnn", "NeuralNetwork.Training.num_epoch=1"]
+        "loader=hydragnn", f"run_name=hydragnn-{site}-dry-hydragnn",
+        "NeuralNetwork.Training.num_epoch=1"]
 
 
 def test_cached_profile_is_reused(tmp_path):

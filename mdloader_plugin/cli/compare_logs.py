@@ -159,7 +159,8 @@ def plot(runs: list[Run], out: str) -> None:
         raise DataError("--plot: none of the logs has epoch times to draw")
     fig, ax = plt.subplots(figsize=(7, 4))
     for r in timed:
-        ax.plot(sorted(r.epochs), r.walls(), marker="o", label=f"{r.name} ({r.loader}, {r.backend})")
+        ax.plot(sorted(r.epochs), r.walls(), marker="o",
+                label=f"{r.name} ({r.loader}, {r.backend})")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel("epoch wall time (s)")

@@ -13,7 +13,8 @@
 #   MDLOADER_CONFIG    training config (default: set by each recipe)
 #   MDLOADER_SET       extra config overrides, space separated KEY=VALUE (passed as --set
 #                      KEY=VALUE to HydraGNN, as Hydra overrides to fairchem)
-#   MDLOADER_RUN_NAME  run name (HydraGNN: logs/<name>/run.log; fairchem: job.run_name)
+#   MDLOADER_RUN_NAME  run name prefix; a run is <prefix>-<loader> (HydraGNN: logs/<run>/run.log,
+#                      fairchem: job.run_name)  [<framework>-<site>-<job id>]
 #   MDLOADER_DRY_RUN   1: print the commands instead of running them
 #   MDLOADER_PROFILE_CACHE  machine profile written by the calibrate-once step
 
@@ -164,7 +165,10 @@ mdl_site_main() {
     site_launcher "$nodes"
     mdl_note "$SITE: $nodes nodes x $GPUS_PER_NODE GPUs = $((nodes * GPUS_PER_NODE)) ranks," \
         "loader $loader"
-    mdl_train "$framework" "$loader" "$profile" "${MDLOADER_RUN_NAME:-}" -- "${LAUNCH[@]}"
+    local run=${MDLOADER_RUN_NAME:-$framework-$SITE-${SLURM_JOB_ID:-dry}}-$loader
+    mdl_train "$framework" "$loader" "$profile" "$run" -- "${LAUNCH[@]}"
+    mdl_note "epoch lines of run $run are in $ROOT/$(mdl_log_path "$framework" "$run");" \
+        "compare runs with: mdloader compare-logs BASELINE_LOG MDLOADER_LOG --plot epochs.png"
 }
 
 # mdl_local_main FRAMEWORK BASELINE DEFAULT_CONFIG: the body of a one-node recipe. Trains with
