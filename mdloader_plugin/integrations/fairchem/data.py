@@ -1,31 +1,19 @@
 """fairchem ``AtomicData`` <-> MDLoader samples (dicts of numpy arrays in the ADIOS2 file).
 
-A sample holds what fairchem's ``AtomicData.from_ase(..., r_edges=False)`` computes from an ASE
-row (positions already wrapped into the cell and cast to float32), so decoding is a handful of
-``torch.from_numpy`` calls, not an ASE round trip:
-
-====================  =========  ==========  ==========================================
-key                   shape      dtype       AtomicData field
-====================  =========  ==========  ==========================================
-``pos``               [N, 3]     float32     pos
-``atomic_numbers``    [N]        int64       atomic_numbers
-``cell``              [1, 3, 3]  float32     cell
-``pbc``               [1, 3]     int8        pbc (bool)
-``fixed``             [N]        int8        fixed (long; 1 = FixAtoms)
-``tags``              [N]        int8        tags (long; OC20: 0 sub-surface, 1 surface, 2 ads)
-``sid``               [1]        int64       sid (``str`` of the number)
-``energy``            [1]        float32     energy (optional)
-``forces``            [N, 3]     float32     forces (optional)
-``stress``            [1, 3, 3]  float32     stress (optional)
-``charge``/``spin``   [1]        int64       charge / spin (optional, default 0)
-====================  =========  ==========  ==========================================
-
-After building the ``AtomicData`` the decoder runs fairchem's own ``DataTransforms`` and
-``rename_data_object_keys`` with the same settings the ``ase_db`` dataset takes
-(``transforms: {common_transform: {dataset_name: oc20}}``, ``key_mapping: {energy: oc20_energy}``),
-so a sample served by MDLoader equals, tensor for tensor, the one fairchem's dataset makes from
-the same row; the tests check that. Edges are not stored: UMA/eSCN-MD models build the radius
-graph on the fly (``otf_graph: True``), as fairchem's OC20/OMat configs do.
+A sample has the fields ``mdloader convert`` writes for ASE databases and OC20 LMDBs
+(:func:`mdloader_plugin.sources.convert.atoms.atoms_to_graph`): ``pos [N,3]``,
+``atomic_numbers [N]``, ``cell [1,3,3]``, ``pbc [1,3]``, ``tags [N]``, ``fixed [N]``, optional
+``energy [1]``, ``forces [N,3]``, ``stress [1,6|9|3x3]``, ``sid [1]`` (a number), ``charge``,
+``spin``; other keys (``natoms``, ``edge_index``, ...) are ignored. `ToAtomicData` then does
+what fairchem's ``ase_db`` dataset does to a row, in the same order and precision:
+``apply_one_tags`` (all-zero tags become 1), ``AtomicData.from_ase(r_edges=False)`` (positions
+wrapped into the cell in float64 with ``eps=0``, then float32; Voigt stress to 3x3; charge and
+spin 0 unless stored), then fairchem's own ``DataTransforms`` (``common_transform`` sets
+``dataset``) and ``rename_data_object_keys`` (``key_mapping``, e.g. ``energy: oc20_energy``), and
+sets ``dataset_name`` to ``<name>.<split>`` as ``create_concat_dataset`` does. So a sample served
+by MDLoader equals, tensor for tensor, the one fairchem's loader makes from the same row (the tests
+check it), without an ASE round trip (~30 us a structure). Edges are not built: UMA/eSCN-MD models
+make the radius graph on the fly (``otf_graph: True``), as fairchem's OC20/OMat configs do.
 """
 
 from __future__ import annotations
@@ -37,31 +25,19 @@ import numpy as np
 from ...errors import DataError
 
 REQUIRED = ("pos", "atomic_numbers", "cell", "pbc", "fixed", "tags")
-TARGETS = ("energy", "forces", "stress")
+OPTIONAL = ("natoms", "energy", "forces", "stress", "sid", "charge", "spin")
 
 
 def atoms_to_sample(atoms, index: int) -> dict[str, np.ndarray]:
-    """The sample for one ASE structure, via fairchem's own ``from_ase`` (and its default
-    ``apply_one_tags`` atoms transform), so both loaders see identical numbers."""
-    from fairchem.core.datasets.ase_datasets import apply_one_tags
-    from fairchem.core.datasets.atomic_data import AtomicData
+    """The sample for one ASE structure, as ``mdloader convert`` writes it (the fields fairchem
+    reads only), with ``sid`` = ``atoms.info['sid']`` when numeric, else `index`."""
+    from ...sources.convert.atoms import atoms_to_graph
 
-    atoms = apply_one_tags(atoms.copy() if atoms.calc is None else _with_calc(atoms))
-    d = AtomicData.from_ase(atoms, r_edges=False)
-    out = {"pos": d.pos.numpy(), "atomic_numbers": d.atomic_numbers.numpy(),
-           "cell": d.cell.numpy(), "pbc": d.pbc.numpy().astype(np.int8),
-           "fixed": d.fixed.numpy().astype(np.int8), "tags": d.tags.numpy().astype(np.int8),
-           "sid": np.array([int(atoms.info.get("sid", index))], dtype=np.int64)}
-    for key in TARGETS:
-        if key in d:
-            out[key] = getattr(d, key).numpy()
-    return out
-
-
-def _with_calc(atoms):
-    copy = atoms.copy()
-    copy.calc = atoms.calc
-    return copy
+    info_sid = atoms.info.get("sid")
+    sid = int(info_sid) if str(info_sid).lstrip("-").isdigit() else index
+    g = atoms_to_graph(atoms, extra={"sid": sid})
+    g["sid"] = np.array([sid], dtype=np.int64)
+    return {k: v for k, v in g.items() if k in REQUIRED or k in OPTIONAL}
 
 
 class ToAtomicData:
@@ -97,30 +73,53 @@ class ToAtomicData:
         return rename_data_object_keys(data, self.key_mapping) if self.key_mapping else data
 
     @staticmethod
-    def build(sample: Mapping[str, np.ndarray]):
+    def build(sample: Mapping[str, np.ndarray], dtype=None):
+        """``AtomicData.from_ase(r_edges=False)`` on a sample, without making an ``Atoms``."""
         import torch
+        from ase.geometry import wrap_positions
         from fairchem.core.datasets.atomic_data import AtomicData
 
         missing = [k for k in REQUIRED if k not in sample]
         if missing:
-            raise DataError(f"sample has no {missing} (has {sorted(sample)}); write the ADIOS2 "
-                            "file with mdloader_plugin.integrations.fairchem.data.atoms_to_sample")
-        t = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in sample.items()}
-        n = t["pos"].shape[0]
+            raise DataError(f"sample has no {missing} (has {sorted(sample)}); convert the data "
+                            "with `mdloader convert` or integrations.fairchem.data")
+        dtype = dtype or torch.float32
+        cell = np.asarray(sample["cell"], dtype=np.float64).reshape(3, 3)
+        pbc = np.asarray(sample["pbc"]).reshape(3).astype(bool)
+        pos = wrap_positions(np.asarray(sample["pos"], dtype=np.float64), cell, pbc=pbc, eps=0)
+        tags = np.asarray(sample["tags"], dtype=np.int64)
+        n = pos.shape[0]
         fields = dict(
-            pos=t["pos"], atomic_numbers=t["atomic_numbers"].long(), cell=t["cell"].view(1, 3, 3),
-            pbc=t["pbc"].view(1, 3).bool(), natoms=torch.tensor([n], dtype=torch.long),
+            pos=torch.from_numpy(pos).to(dtype),
+            atomic_numbers=torch.from_numpy(np.asarray(sample["atomic_numbers"], np.int64)),
+            cell=torch.from_numpy(cell).to(dtype).view(1, 3, 3),
+            pbc=torch.from_numpy(pbc).view(1, 3), natoms=torch.tensor([n], dtype=torch.long),
             edge_index=torch.empty((2, 0), dtype=torch.long),
-            cell_offsets=torch.empty((0, 3), dtype=t["pos"].dtype),
+            cell_offsets=torch.empty((0, 3), dtype=dtype),
             nedges=torch.tensor([0], dtype=torch.long),
-            charge=t["charge"].long().view(1) if "charge" in t else torch.tensor([0]),
-            spin=t["spin"].long().view(1) if "spin" in t else torch.tensor([0]),
-            fixed=t["fixed"].long(), tags=t["tags"].long(),
-            sid=[str(int(sample["sid"][0]))] if "sid" in sample else None)
-        for key in TARGETS:
-            if key in t:
-                fields[key] = t[key].view(1, 3, 3) if key == "stress" else t[key]
+            charge=torch.tensor([int(np.ravel(sample.get("charge", [0]))[0])]),
+            spin=torch.tensor([int(np.ravel(sample.get("spin", [0]))[0])]),
+            fixed=torch.from_numpy(np.asarray(sample["fixed"], dtype=np.int64)),
+            tags=torch.from_numpy(np.ones(n, np.int64) if not tags.any() else tags.copy()),
+            sid=[str(int(np.ravel(sample["sid"])[0]))] if "sid" in sample else None)
+        if "energy" in sample:
+            fields["energy"] = torch.tensor([float(np.ravel(sample["energy"])[0])], dtype=dtype)
+        if "forces" in sample:
+            fields["forces"] = torch.tensor(np.asarray(sample["forces"]), dtype=dtype).view(-1, 3)
+        if "stress" in sample:
+            fields["stress"] = _stress(np.asarray(sample["stress"], dtype=np.float64), dtype)
         return AtomicData(**fields)
+
+
+def _stress(stress: np.ndarray, dtype):
+    import torch
+    from fairchem.core.datasets.atomic_data import voigt_6_to_full_3x3_stress
+
+    if stress.size == 6:
+        stress = voigt_6_to_full_3x3_stress(stress.reshape(6))
+    elif stress.size != 9:
+        raise DataError(f"stress has {stress.size} values; expected 6 (Voigt) or 9")
+    return torch.tensor(stress, dtype=dtype).view(1, 3, 3)
 
 
 def write_oc20_like(out_dir: str, num_train: int, num_val: int, seed: int = 0) -> dict[str, str]:

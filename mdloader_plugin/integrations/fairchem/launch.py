@@ -16,9 +16,11 @@ This module is the other way round: MPI owns the ranks and fairchem is told abou
    rank 0 picks; both are broadcast.
 3. Rank 0 alone builds the config with the function fairchem's CLI uses
    (``fairchem.core._cli.get_hydra_config_from_yaml``), forced to LOCAL mode with
-   ``num_nodes x ranks_per_node = P`` and one ``timestamp_id``, writes the canonical config and
-   broadcasts it. Every rank then calls ``fairchem.core.launchers.slurm_launch.runner_wrapper``,
-   which initialises torch.distributed (gloo on CPU, env:// from the variables above) itself.
+   ``num_nodes x ranks_per_node = P`` and one ``timestamp_id`` (``job.run_name`` unless
+   ``+job.timestamp_id=NAME`` is given, so the run directory is ``<run_dir>/<run_name>``),
+   writes the canonical config and broadcasts it. Every rank then calls
+   ``fairchem.core.launchers.slurm_launch.runner_wrapper``, which initialises
+   torch.distributed (gloo on CPU, env:// from the variables above) itself.
 4. Any exception on any rank prints one line and calls ``COMM_WORLD.Abort``: no rank is left
    waiting in a gloo or MPI collective.
 
@@ -70,7 +72,6 @@ def set_rank_env(comm) -> dict[str, str]:
 
 def build_config(config: str, overrides: Sequence[str], world_size: int, local_size: int):
     """The canonical fairchem config for a `world_size`-rank MPI job (call on one rank)."""
-    from fairchem.core._cli import get_hydra_config_from_yaml
     from omegaconf import OmegaConf
 
     if not os.path.isfile(config):
@@ -80,24 +81,30 @@ def build_config(config: str, overrides: Sequence[str], world_size: int, local_s
                           "ranks; use the same number of ranks on every node")
     forced = ["++job.scheduler.mode=LOCAL", f"++job.scheduler.num_nodes={world_size // local_size}",
               f"++job.scheduler.ranks_per_node={local_size}"]
+    cfg = _compose(config, [*overrides, *forced])
     if not any(o.lstrip("+").startswith("job.timestamp_id=") for o in overrides):
-        from fairchem.core.common.utils import get_timestamp_uid
-
-        forced.append(f"++job.timestamp_id={get_timestamp_uid()}")
-    try:
-        cfg = get_hydra_config_from_yaml(config, [*overrides, *forced])
-    except Exception as exc:  # hydra/omegaconf/fairchem: bad key, override or interpolation
-        raise ConfigError(f"{config}: {_one_line(exc)}") from exc
+        # one run directory <run_dir>/<run_name> for all ranks (fairchem: a random one a process)
+        cfg = _compose(config, [*overrides, *forced, f"++job.timestamp_id={cfg.job.run_name}"])
     os.makedirs(cfg.job.metadata.log_dir, exist_ok=True)
     OmegaConf.save(cfg, cfg.job.metadata.config_path)
     return cfg
 
 
+def _compose(config: str, overrides: list[str]):
+    from fairchem.core._cli import get_hydra_config_from_yaml
+
+    try:
+        return get_hydra_config_from_yaml(config, overrides)
+    except Exception as exc:  # hydra/omegaconf/fairchem: bad key, override or interpolation
+        raise ConfigError(f"{config}: {_one_line(exc)}") from exc
+
+
 def add_log_file(log_dir: str, rank: int) -> str:
-    """Copy this rank's log records to ``<log_dir>/train.log`` (rank 0) or ``train.rank<R>.log``."""
+    """Copy this rank's log records to ``<log_dir>/train.log`` (rank 0) or ``train.rank<R>.log``
+    (rewritten each run: ``mdloader compare-logs`` reads the rank-0 file)."""
     name = LOG_NAME if rank == 0 else f"train.rank{rank}.log"
     path = os.path.join(log_dir, name)
-    handler = logging.FileHandler(path)
+    handler = logging.FileHandler(path, mode="w")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s: %(message)s",
                                            datefmt="%Y-%m-%d %H:%M:%S"))
     root = logging.getLogger()
