@@ -152,6 +152,15 @@ def test_unknown_loader_is_one_line_and_exits_nonzero_on_all_ranks(tmp_path):
     assert not (tmp_path / "logs").exists()
 
 
+@pytest.mark.timeout(300)
+def test_missing_data_file_is_one_line_from_rank_0(tmp_path):
+    res = mdloader(4, ["train", "hydragnn", "--config", DEMO, "--set", "Dataset.path=none.bp"],
+                   cwd=tmp_path, timeout=240)
+    lines = [ln for ln in res.stderr.splitlines() if "mdloader: error:" in ln]
+    assert res.returncode != 0 and len(lines) == 1, res.stderr
+    assert "Dataset.path none.bp: no such file" in lines[0]
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--job", nargs=2, metavar=("DATA", "OUT"), required=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from ...errors import DataError
 from ...world import World, abort_on_error, report_error
 from . import compat, config, epochs, graphs, loaders
 
@@ -44,11 +45,20 @@ def _config_on_root(comm, args) -> tuple[dict | None, int]:
     payload = None
     if comm.Get_rank() == 0:
         try:
-            payload = ("ok", config.load(args.config, args.set))
+            cfg = config.load(args.config, args.set)
+            _check_data(cfg["Dataset"]["path"])
+            payload = ("ok", cfg)
         except BaseException as exc:  # noqa: BLE001 - every rank must leave with the same code
             payload = ("error", report_error(exc))
     kind, value = comm.bcast(payload, root=0)
     return (value, 0) if kind == "ok" else (None, value)
+
+
+def _check_data(path: str) -> None:
+    if not os.path.exists(path):
+        raise DataError(f"Dataset.path {path}: no such file or directory (relative paths start "
+                        f"at {os.getcwd()}); make one with `mdloader synth --kind hydragnn "
+                        f"--split 0.8,0.1,0.1 --num-graphs N --out {path}`")
 
 
 def train(cfg: dict, comm) -> list[dict]:
