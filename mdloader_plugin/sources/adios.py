@@ -96,6 +96,7 @@ class GraphFile:
         except Exception as exc:  # adios2 raises plain RuntimeError/ValueError
             raise DataError(f"{self.path}: not a readable ADIOS2 file ({_first_line(exc)}); "
                             "is it a .bp file written by HydraGNN or `mdloader`?") from None
+        _check_data_size(self.path, self._vars)
 
     def __enter__(self) -> "GraphFile":
         return self
@@ -155,7 +156,11 @@ class GraphFile:
             if not 0 <= vdim < max(len(shape), 1):
                 raise DataError(f"{self.path}: {name}/variable_dim={vdim} but {name} has shape "
                                 f"{list(shape)}")
-            info.keys[key] = KeyInfo(key, _adios_dtype(v["Type"], self.path, name), shape, vdim)
+            dtype = _adios_dtype(v["Type"], self.path, name)
+            if key == "edge_index" and dtype.kind not in "iu":
+                raise DataError(f"{self.path}: {name} has ADIOS2 type {v['Type']!r}; edge "
+                                "indices must be integers (int64 in HydraGNN's layout)")
+            info.keys[key] = KeyInfo(key, dtype, shape, vdim)
         return info
 
     # -- data ----------------------------------------------------------------------------
@@ -168,13 +173,25 @@ class GraphFile:
         return cnt.reshape(-1), off.reshape(-1)
 
     def _read(self, name: str, start: list[int], count: list[int]) -> np.ndarray:
-        """One box read; any ADIOS2 failure (truncated or corrupt data) becomes a DataError."""
+        """One box read; any ADIOS2 failure (truncated or corrupt data) becomes a DataError.
+
+        ADIOS2 2.12's BP5 reader waits forever (holding the GIL) for bytes past the end of a
+        truncated data subfile, as if a writer were still appending. `_check_data_size` catches
+        truncation beyond the format's slack at open; for the rest, a C-level watchdog
+        (faulthandler) ends the process after ``MDLOADER_READ_TIMEOUT`` s (default 600) so an
+        MPI job never hangs: under ``python -m mpi4py`` that aborts every rank.
+        """
+        import faulthandler
+
+        faulthandler.dump_traceback_later(_read_timeout(), exit=True)
         try:
             arr = np.asarray(self._r.read(name, start, count))
         except Exception as exc:  # adios2 raises RuntimeError/ValueError with multi-line text
             raise DataError(f"{self.path}: reading {name!r} (start {start}, count {count}) "
                             f"failed: {_first_line(exc)}; the file is truncated or "
                             "corrupt") from None
+        finally:
+            faulthandler.cancel_dump_traceback_later()
         if arr.size != int(np.prod(count)):
             raise DataError(f"{self.path}: reading {name!r} returned {arr.size} values instead "
                             f"of {int(np.prod(count))}; the file is truncated or corrupt")
@@ -221,6 +238,31 @@ class GraphFile:
             if progress is not None:
                 progress(arr.nbytes + cnt.nbytes + off.nbytes)
         return Block(label, start, stop, arrays, counts, locs, vdims, nread)
+
+
+def _read_timeout() -> float:
+    try:
+        return max(float(os.environ.get("MDLOADER_READ_TIMEOUT", "600")), 1.0)
+    except ValueError:
+        return 600.0
+
+
+def _check_data_size(path: str, variables: Mapping[str, dict]) -> None:
+    """The data subfiles of a ``.bp`` folder must hold at least the variables' payload bytes."""
+    if not os.path.isdir(path):
+        return
+    have = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
+               if f.startswith("data."))
+    need = 0
+    for name, v in variables.items():
+        t = _ADIOS_TYPES.get(v.get("Type", ""))
+        if t is None:
+            continue
+        shape = [int(x) for x in v["Shape"].split(",")] if v.get("Shape") else [1]
+        need += int(np.prod(shape)) * np.dtype(t).itemsize
+    if have < need:
+        raise DataError(f"{path}: data subfiles hold {have} bytes but the variables need "
+                        f"{need}; the file is truncated (was a copy or a write interrupted?)")
 
 
 def _check_extent_vars(path: str, name: str, variables: Mapping[str, dict], ndata: int) -> None:
