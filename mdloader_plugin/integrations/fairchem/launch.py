@@ -99,7 +99,7 @@ def _compose(config: str, overrides: list[str]):
         raise ConfigError(f"{config}: {_one_line(exc)}") from exc
 
 
-def add_log_file(log_dir: str, rank: int) -> str:
+def add_log_file(log_dir: str, rank: int) -> logging.Handler:
     """Copy this rank's log records to ``<log_dir>/train.log`` (rank 0) or ``train.rank<R>.log``
     (rewritten each run: ``mdloader compare-logs`` reads the rank-0 file)."""
     name = LOG_NAME if rank == 0 else f"train.rank{rank}.log"
@@ -110,7 +110,7 @@ def add_log_file(log_dir: str, rank: int) -> str:
     root = logging.getLogger()
     root.setLevel(logging.INFO)
     root.addHandler(handler)
-    return path
+    return handler
 
 
 def run(config: str, overrides: Sequence[str] = ()) -> int:
@@ -129,13 +129,12 @@ def run(config: str, overrides: Sequence[str] = ()) -> int:
             if err is not None:
                 raise err
             return 2
-        add_log_file(cfg.job.metadata.log_dir, comm.rank)
-        if comm.rank == 0:
-            logging.info("mdloader: fairchem run %s on %d MPI ranks, run dir %s", cfg.job.run_name,
-                         comm.size, os.path.join(cfg.job.run_dir, cfg.job.timestamp_id))
-        from fairchem.core.launchers.slurm_launch import runner_wrapper
-
-        runner_wrapper(cfg)
+        handler = add_log_file(cfg.job.metadata.log_dir, comm.rank)
+        try:
+            _train(cfg, comm)
+        finally:
+            logging.getLogger().removeHandler(handler)
+            handler.close()
         return 0
     except SystemExit:
         raise
@@ -148,6 +147,18 @@ def run(config: str, overrides: Sequence[str] = ()) -> int:
             sys.stderr.flush()
             comm.Abort(code or 1)
         return code or 1
+
+
+def _train(cfg, comm) -> None:
+    from fairchem.core.launchers.slurm_launch import runner_wrapper
+
+    from .loader import close_all
+
+    if comm.rank == 0:
+        logging.info("mdloader: fairchem run %s on %d MPI ranks, run dir %s", cfg.job.run_name,
+                     comm.size, os.path.join(cfg.job.run_dir, cfg.job.timestamp_id))
+    runner_wrapper(cfg)
+    close_all()  # collective, same order on every rank: frees this run's windows
 
 
 def _one_line(exc: BaseException) -> str:

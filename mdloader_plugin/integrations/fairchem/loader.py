@@ -41,11 +41,12 @@ def _world():
         from ...world import World
 
         _WORLD = World.detect()
-        atexit.register(_close_all)
+        atexit.register(close_all)
     return _WORLD
 
 
-def _close_all() -> None:
+def close_all() -> None:
+    """Close every loader built in this process, in creation order (collective)."""
     while _OPEN:
         _OPEN.pop(0).close()
 
