@@ -202,8 +202,12 @@ mdl_local_main() {
         run=$base-$loader
         mdl_note "run $run: $framework with loader $loader on $ntasks ranks"
         if mdl_train "$framework" "$loader" "${MDLOADER_PROFILE_CACHE:-}" "$run" -- "${LAUNCH[@]}"
-        then
-            logs+=("$(mdl_log_path "$framework" "$run")")
+        then  # the baseline's log first: compare-logs gives speed-ups against the first
+            if [[ $loader == "$baseline" ]]; then
+                logs=("$(mdl_log_path "$framework" "$run")" "${logs[@]}")
+            else
+                logs+=("$(mdl_log_path "$framework" "$run")")
+            fi
         else
             mdl_note "run $run failed (exit $?)"
             failed=1
