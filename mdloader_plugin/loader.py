@@ -30,7 +30,7 @@ from . import codec
 from .backends import BACKENDS, get_backend
 from .errors import ConfigError
 from .log import get_logger
-from .sampler import GlobalSampler, SamplerState
+from .sampler import GlobalSampler, SamplerState, resume_position
 
 _DONE = object()
 
@@ -187,24 +187,42 @@ class MDLoader:
 
     # -- the iterable --------------------------------------------------------------------------
     def __len__(self) -> int:
-        return self.sampler_core.steps_per_epoch
+        return self.sampler_core.steps_in(self.epoch)
 
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:
             self.epoch, self._step = int(epoch), 0
 
     def state_dict(self) -> dict:
-        """Resume state: the next batch to serve is ``step`` of ``epoch``."""
-        return SamplerState(self.sampler_core.seed, self.epoch, self._step).to_dict()
+        """Resume state: the next batch to serve is ``step`` of ``epoch`` (counted on
+        ``world_size`` ranks with ``batch_size``; ``offset`` see :mod:`.sampler`)."""
+        core = self.sampler_core
+        return SamplerState(core.seed, self.epoch, self._step, self.size, self.batch_size,
+                            core.offset_of(self.epoch)).to_dict()
 
     def load_state_dict(self, state: dict) -> None:
-        st = SamplerState.from_dict(state)
-        if st.seed != self.sampler_core.seed:
+        """Continue from `state`, also when it was saved on another number of ranks or batch
+        size: the rest of that epoch then serves every not-yet-served sample (see
+        :func:`~mdloader_plugin.sampler.resume_position`)."""
+        core = self.sampler_core
+        try:
+            st = SamplerState.from_dict(state)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if st.seed != core.seed:
             raise ConfigError(f"loader state has seed {st.seed} but this loader uses seed "
-                              f"{self.sampler_core.seed}; resume with the same seed")
-        if not 0 <= st.step <= len(self):
-            raise ConfigError(f"loader state step {st.step} outside 0..{len(self)}")
-        self.epoch, self._step = st.epoch, st.step
+                              f"{core.seed}; resume with the same seed")
+        if st.offset > core.num_samples:
+            raise ConfigError(f"loader state offset {st.offset} exceeds the data set's "
+                              f"{core.num_samples} samples; is it from another data set?")
+        offset, step = resume_position(st, core.num_samples, self.size, self.batch_size,
+                                       core.drop_last)
+        self._finish_producer()
+        core.resume_at(st.epoch, offset)
+        self.epoch = st.epoch
+        if not 0 <= step <= len(self):
+            raise ConfigError(f"loader state step {step} outside 0..{len(self)}")
+        self._step = step
 
     def __iter__(self):
         self._finish_producer()
@@ -225,7 +243,7 @@ class MDLoader:
                 stats.data_wait_s += time.perf_counter() - t0
                 self._step = step + 1
                 stats.steps += 1
-                stats.samples += self.sampler_core.batch_len(step)
+                stats.samples += self.sampler_core.batch_len(step, prod.epoch)
                 yield item
         finally:
             stats.wall_s = time.perf_counter() - t_epoch

@@ -9,8 +9,20 @@ rank gets the same number of steps and the same batch sizes).
 
 Because the plan is a pure function of ``(seed, epoch, step)``, every rank knows what every other
 rank needs: the collective backend needs no request round, and any step can be replayed for a
-resume or for checking that two backends agree byte for byte. Resume state is just
-``SamplerState(seed, epoch, step)``.
+resume or for checking that two backends agree byte for byte. Resume state is
+``SamplerState(seed, epoch, step)`` plus the ``world_size``, ``batch_size`` and ``offset`` it was
+taken with.
+
+Resuming on another number of ranks (or batch size). Round-robin dealing means the first ``k``
+steps of an epoch consume a *prefix* of the epoch's padded order: ``k * B * P`` entries. The
+padding repeats the order's head, so that prefix is the head ``perm[:offset]`` of the epoch's
+permutation with ``offset = min(k * B * P, N)`` (``drop_last``: ``min(k * B * P, P * (N // P))``).
+The rest of that epoch is then dealt exactly like a DistributedSampler epoch over the list
+``perm[offset:]`` on the new world size (padded by repeating its own head, or trimmed with
+``drop_last``): no sample already served comes back, every remaining one is served (repeats only
+as padding, fewer than the new world size), and later epochs are normal. The offset composes, so
+a resumed run can be resumed again on yet another size. Same world size and batch size: the
+original table is kept and the remaining batches are exactly those of an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -22,11 +34,18 @@ import numpy as np
 
 @dataclass(frozen=True)
 class SamplerState:
-    """Where an iteration stands: the next step to serve is ``step`` of ``epoch``."""
+    """Where an iteration stands: the next step to serve is ``step`` of ``epoch``.
+
+    ``world_size`` and ``batch_size`` are those the steps were counted with (0: unknown, taken
+    to be the loader's own); ``offset`` is where this epoch's list starts in its permutation
+    (non-zero only in an epoch resumed on another world size, see the module doc)."""
 
     seed: int
     epoch: int
     step: int
+    world_size: int = 0
+    batch_size: int = 0
+    offset: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -34,9 +53,40 @@ class SamplerState:
     @classmethod
     def from_dict(cls, d: dict) -> "SamplerState":
         try:
-            return cls(int(d["seed"]), int(d["epoch"]), int(d["step"]))
-        except (KeyError, TypeError, ValueError) as exc:
+            extra = [int(d.get(k, 0)) for k in ("world_size", "batch_size", "offset")]
+            st = cls(int(d["seed"]), int(d["epoch"]), int(d["step"]), *extra)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"loader state must have integer seed, epoch, step; got {d!r}") from exc
+        if min(st.epoch, st.step, st.world_size, st.batch_size, st.offset) < 0:
+            raise ValueError(f"loader state has negative entries: {d!r}")
+        return st
+
+
+def consumed_prefix(list_len: int, world_size: int, batch_size: int, step: int,
+                    drop_last: bool) -> int:
+    """Entries of an epoch's list (``perm[offset:]``, length `list_len`) consumed by its first
+    `step` steps on `world_size` ranks of `batch_size`: a prefix, because dealing is round robin
+    and padding repeats the head."""
+    served = list_len - list_len % world_size if drop_last else list_len
+    return min(step * batch_size * world_size, served)
+
+
+def resume_position(state: SamplerState, num_samples: int, world_size: int, batch_size: int,
+                    drop_last: bool) -> tuple[int, int]:
+    """``(offset, step)`` that continue `state` on `world_size` ranks with `batch_size`.
+
+    Same world size and batch size: the state as it is (the remaining batches are exactly those
+    of an uninterrupted run). Otherwise the consumed prefix becomes the new offset and the rest of
+    the epoch starts at step 0; a finished epoch becomes an empty one."""
+    p_old = state.world_size or world_size
+    b_old = state.batch_size or batch_size
+    if (p_old, b_old) == (world_size, batch_size):
+        return state.offset, state.step
+    list_len = num_samples - state.offset
+    per_rank = list_len // p_old if drop_last else -(-list_len // p_old)
+    if state.step >= -(-per_rank // b_old):
+        return num_samples, 0
+    return state.offset + consumed_prefix(list_len, p_old, b_old, state.step, drop_last), 0
 
 
 def epoch_permutation(num_samples: int, seed: int, epoch: int, shuffle: bool) -> np.ndarray:
@@ -80,11 +130,29 @@ class GlobalSampler:
         self.shuffle = shuffle
         self.seed = seed
         self.drop_last = drop_last
-        if drop_last:
-            self.per_rank = num_samples // world_size
-        else:
-            self.per_rank = -(-num_samples // world_size)
+        self.per_rank = self._per_rank(num_samples)
         self._cache: tuple[int, np.ndarray] | None = None
+        self.partial: tuple[int, int] | None = None  # (epoch, offset) of a resumed epoch
+
+    def _per_rank(self, n: int) -> int:
+        return n // self.world_size if self.drop_last else -(-n // self.world_size)
+
+    def resume_at(self, epoch: int, offset: int) -> None:
+        """Serve only ``perm[offset:]`` in `epoch` (the rest of an epoch begun elsewhere)."""
+        if not 0 <= offset <= self.num_samples:
+            raise ValueError(f"resume offset {offset} outside 0..{self.num_samples}")
+        self.partial = (int(epoch), int(offset)) if offset else None
+        self._cache = None
+
+    def offset_of(self, epoch: int) -> int:
+        return self.partial[1] if self.partial and self.partial[0] == epoch else 0
+
+    def per_rank_in(self, epoch: int) -> int:
+        return self._per_rank(self.num_samples - self.offset_of(epoch))
+
+    def steps_in(self, epoch: int) -> int:
+        """Steps of `epoch` (fewer in a resumed epoch)."""
+        return -(-self.per_rank_in(epoch) // self.batch_size)
 
     @property
     def total_size(self) -> int:
@@ -94,28 +162,31 @@ class GlobalSampler:
     def steps_per_epoch(self) -> int:
         return -(-self.per_rank // self.batch_size)
 
-    def batch_len(self, step: int) -> int:
-        return min(self.batch_size, self.per_rank - step * self.batch_size)
+    def batch_len(self, step: int, epoch: int | None = None) -> int:
+        per_rank = self.per_rank if epoch is None else self.per_rank_in(epoch)
+        return min(self.batch_size, per_rank - step * self.batch_size)
 
     def epoch_table(self, epoch: int) -> np.ndarray:
         """``[world_size, per_rank]`` sample ids: row ``r`` is rank ``r``'s order this epoch."""
         if self._cache is not None and self._cache[0] == epoch:
             return self._cache[1]
         order = epoch_permutation(self.num_samples, self.seed, epoch, self.shuffle)
-        total = self.total_size
+        order = order[self.offset_of(epoch):]
+        per_rank = self._per_rank(order.size)
+        total = per_rank * self.world_size
         if total > order.size:
             reps = -(-(total - order.size) // order.size)
             order = np.concatenate([order, np.tile(order, reps)[: total - order.size]])
         else:
             order = order[:total]
-        table = np.ascontiguousarray(order.reshape(self.per_rank, self.world_size).T)
+        table = np.ascontiguousarray(order.reshape(per_rank, self.world_size).T)
         self._cache = (epoch, table)
         return table
 
     def plan(self, epoch: int, step: int) -> np.ndarray:
         """``[world_size, b]`` ids every rank takes at `step` of `epoch` (b = this step's size)."""
-        if not 0 <= step < self.steps_per_epoch:
-            raise IndexError(f"step {step} outside 0..{self.steps_per_epoch - 1}")
+        if not 0 <= step < self.steps_in(epoch):
+            raise IndexError(f"step {step} outside 0..{self.steps_in(epoch) - 1}")
         lo = step * self.batch_size
         return self.epoch_table(epoch)[:, lo:lo + self.batch_size]
 

@@ -1,0 +1,106 @@
+"""Resume on another world size or batch size: each remaining sample exactly once in that epoch.
+
+Property tests over random ``(N, P_old, B_old, step, P_new, B_new, seed, epoch, drop_last,
+shuffle)`` on the pure sampler functions the loader uses (``resume_position`` +
+``GlobalSampler.resume_at``); the MPI test in ``test_reliability_mpi.py`` runs the same through
+real MDLoaders on 4 then 3 ranks.
+"""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mdloader_plugin.sampler import GlobalSampler, SamplerState, resume_position
+
+cases = st.fixed_dictionaries({
+    "n": st.integers(1, 240), "p_old": st.integers(1, 8), "b_old": st.integers(1, 40),
+    "p_new": st.integers(1, 8), "b_new": st.integers(1, 40), "step": st.integers(0, 300),
+    "seed": st.integers(0, 2**31 - 1), "epoch": st.integers(0, 20),
+    "shuffle": st.booleans(), "drop_last": st.booleans()})
+
+
+def sampler(c, p, b):
+    return GlobalSampler(c["n"], p, b, shuffle=c["shuffle"], seed=c["seed"],
+                         drop_last=c["drop_last"])
+
+
+def served(s, epoch, steps=None) -> np.ndarray:
+    steps = s.steps_in(epoch) if steps is None else steps
+    plans = [s.plan(epoch, k).ravel() for k in range(steps)]
+    return np.concatenate(plans) if plans else np.zeros(0, np.int64)
+
+
+def resume(c, state: SamplerState, p, b) -> GlobalSampler:
+    new = sampler(c, p, b)
+    offset, step = resume_position(state, c["n"], p, b, c["drop_last"])
+    new.resume_at(state.epoch, offset)
+    assert step == (state.step if (state.world_size, state.batch_size) == (p, b) else 0)
+    return new, step
+
+
+def valid(c, *sizes) -> bool:
+    return not (c["drop_last"] and any(c["n"] < p for p in sizes))
+
+
+def check_rest(c, before: np.ndarray, new: GlobalSampler, step: int, finished: bool) -> None:
+    """The resumed epoch serves every not-yet-served sample (none if the epoch had finished);
+    repeats only as padding; with drop_last at most once and fewer than P dropped."""
+    e, p = c["epoch"], new.world_size
+    after = served(new, e)[step * new.batch_size * p:] if step else served(new, e)
+    for k in range(step, new.steps_in(e)):  # equal steps and batch sizes on every rank
+        assert new.plan(e, k).shape == (p, new.batch_len(k, e))
+    seen = set(before.tolist())
+    assert not seen & set(after.tolist()), "a sample served before the resume came back"
+    rest = c["n"] - len(seen)
+    uniq = np.unique(after)
+    if finished:
+        assert after.size == 0
+    elif c["drop_last"]:
+        assert uniq.size == after.size == rest - rest % p
+    else:
+        assert uniq.size == rest, "a remaining sample was never served"
+        assert after.size - rest < p or rest == 0
+
+
+@settings(max_examples=1500, deadline=None)
+@given(cases)
+def test_resume_on_other_world_size_serves_the_rest_exactly_once(c):
+    if not valid(c, c["p_old"], c["p_new"]):
+        return
+    old = sampler(c, c["p_old"], c["b_old"])
+    step = c["step"] % (old.steps_per_epoch + 1)
+    before = served(old, c["epoch"], step)
+    state = SamplerState(c["seed"], c["epoch"], step, c["p_old"], c["b_old"], 0)
+    new, start = resume(c, state, c["p_new"], c["b_new"])
+    if (c["p_old"], c["b_old"]) == (c["p_new"], c["b_new"]):  # same job size: same batches
+        assert start == step
+        for k in range(step, old.steps_per_epoch):
+            assert np.array_equal(new.plan(c["epoch"], k), old.plan(c["epoch"], k))
+        return
+    check_rest(c, before, new, 0, step == old.steps_per_epoch)
+    nxt = c["epoch"] + 1  # later epochs are normal DistributedSampler epochs
+    assert np.array_equal(new.epoch_table(nxt), sampler(c, c["p_new"], c["b_new"]).epoch_table(nxt))
+
+
+@settings(max_examples=400, deadline=None)
+@given(cases, st.integers(1, 8), st.integers(1, 40), st.integers(0, 300))
+def test_resume_twice_composes(c, p3, b3, step2):
+    """4 -> 3 -> 5 ranks (say): the second resume continues from the first's offset."""
+    if not valid(c, c["p_old"], c["p_new"], p3):
+        return
+    old = sampler(c, c["p_old"], c["b_old"])
+    step = c["step"] % (old.steps_per_epoch + 1)
+    before = served(old, c["epoch"], step)
+    st1 = SamplerState(c["seed"], c["epoch"], step, c["p_old"], c["b_old"], 0)
+    mid, start = resume(c, st1, c["p_new"], c["b_new"])
+    step2 = start + step2 % (mid.steps_in(c["epoch"]) - start + 1)
+    seen_mid = served(mid, c["epoch"], step2)[start * mid.batch_size * mid.world_size:]
+    st2 = SamplerState(c["seed"], c["epoch"], step2, c["p_new"], c["b_new"],
+                       mid.offset_of(c["epoch"]))
+    last, start3 = resume(c, st2, p3, b3)
+    if (p3, b3) == (c["p_new"], c["b_new"]):  # same job size: the same remaining batches
+        for k in range(start3, mid.steps_in(c["epoch"])):
+            assert np.array_equal(last.plan(c["epoch"], k), mid.plan(c["epoch"], k))
+        return
+    finished = step == old.steps_per_epoch or step2 == mid.steps_in(c["epoch"])
+    check_rest(c, np.concatenate([before, seen_mid]), last, 0, finished)
