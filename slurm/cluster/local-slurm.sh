@@ -10,9 +10,10 @@
 # a private munge key and socket, slurm.conf, state, spool, pid and log files, so nothing in
 # /etc is touched and a stop/start leaves no stale state behind. Both commands are idempotent.
 #
-# Trade-offs: root only (SlurmUser=root keeps the setup to one user); proctrack/linuxproc and
-# task/none because containers rarely give a usable cgroup tree (no CPU binding or memory
-# enforcement, fine for tests); CPUs and memory come from `slurmd -C`, so a job with more tasks
+# Trade-offs: loopback addresses only (works even when the host name does not resolve); root
+# only (SlurmUser=root keeps the setup to one user); proctrack/linuxproc and task/none because
+# containers rarely give a usable cgroup tree (no CPU binding or memory enforcement, fine for
+# tests); CPUs and memory come from `slurmd -C`, so a job with more tasks
 # than cores needs `#SBATCH --overcommit` (with --oversubscribe it would stay pending).
 #
 # Settings (environment): MDLOADER_SLURM_DIR, MDLOADER_SLURM_PORT (slurmctld, default 6817;
@@ -47,12 +48,14 @@ install_packages() {
         || die "apt-get install slurm-wlm munge failed (is this Debian/Ubuntu with network?)"
 }
 
-# pid of a daemon from its pid file, if that process is alive
+# pid of daemon NAME from its pid file, if that process is alive and is NAME (a stale file's
+# pid may belong to another process by now: never signal that one)
 alive_pid() {
-    local file=$1 pid
+    local name=$1 file=$DIR/run/$1.pid pid
     [[ -s $file ]] || return 1
     pid=$(<"$file")
     [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+    [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$name" ]] || return 1
     echo "$pid"
 }
 
@@ -71,7 +74,7 @@ node_line() {
     cpus=$(grep -o 'CPUs=[0-9]*' <<<"$detected" | cut -d= -f2)
     mem=$(grep -o 'RealMemory=[0-9]*' <<<"$detected" | cut -d= -f2)
     cpus=${MDLOADER_SLURM_CPUS:-${cpus:-2}}
-    echo "NodeName=$host CPUs=$cpus RealMemory=${mem:-1000} State=UNKNOWN"
+    echo "NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=${mem:-1000} State=UNKNOWN"
 }
 
 write_conf() {
@@ -80,7 +83,7 @@ write_conf() {
     cat >"$CONF" <<EOF
 # Written by slurm/cluster/local-slurm.sh: a one-node test cluster (do not use in production).
 ClusterName=mdloader
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort=$PORT
@@ -113,7 +116,7 @@ EOF
 }
 
 start_munged() {
-    alive_pid "$DIR/run/munged.pid" >/dev/null && return 0
+    alive_pid munged >/dev/null && return 0
     munged --force --key-file="$DIR/munge/munge.key" --socket="$MUNGE_SOCKET" \
         --pid-file="$DIR/run/munged.pid" --log-file="$DIR/log/munged.log" \
         --seed-file="$DIR/munge/munged.seed" 2>>"$DIR/log/munged.err" \
@@ -121,10 +124,10 @@ start_munged() {
 }
 
 start_slurm_daemons() {
-    if ! alive_pid "$DIR/run/slurmctld.pid" >/dev/null; then
+    if ! alive_pid slurmctld >/dev/null; then
         slurmctld -f "$CONF" -i || die "slurmctld did not start; see $DIR/log/slurmctld.log"
     fi
-    if ! alive_pid "$DIR/run/slurmd.pid" >/dev/null; then
+    if ! alive_pid slurmd >/dev/null; then
         slurmd -f "$CONF" || die "slurmd did not start; see $DIR/log/slurmd.log"
     fi
 }
@@ -148,7 +151,7 @@ cmd_start() {
     host=$(hostname -s)
     write_munge_key
     # Rewrite the config only when no daemon is using it (a running cluster keeps its own).
-    if ! alive_pid "$DIR/run/slurmctld.pid" >/dev/null; then
+    if ! alive_pid slurmctld >/dev/null; then
         write_conf "$host"
     fi
     start_munged
@@ -160,7 +163,7 @@ cmd_start() {
 
 stop_daemon() {
     local name=$1 pid
-    pid=$(alive_pid "$DIR/run/$name.pid") || return 0
+    pid=$(alive_pid "$name") || return 0
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 50); do
         kill -0 "$pid" 2>/dev/null || { rm -f "$DIR/run/$name.pid"; return 0; }
@@ -172,7 +175,7 @@ stop_daemon() {
 }
 
 cmd_stop() {
-    if alive_pid "$DIR/run/slurmctld.pid" >/dev/null; then
+    if alive_pid slurmctld >/dev/null; then
         scancel --quiet --partition="$PARTITION" 2>/dev/null || true
         # Give slurmd a moment to kill the job steps it owns before it goes away itself.
         for _ in $(seq 20); do
@@ -189,7 +192,7 @@ cmd_stop() {
 cmd_status() {
     local name pid rc=0
     for name in munged slurmctld slurmd; do
-        if pid=$(alive_pid "$DIR/run/$name.pid"); then
+        if pid=$(alive_pid "$name"); then
             echo "$name: running (pid $pid)"
         else
             echo "$name: stopped"
