@@ -91,10 +91,13 @@ class ShardStore:
         Every rank must pass the sizes of exactly its block (``block_bounds``)."""
         from .world import agree
 
+        from .budget import parse_bytes
+
+        max_memory_per_rank = parse_bytes(max_memory_per_rank)
         sizes = np.asarray(sizes, dtype=np.int64)
         offs = exclusive_offsets(sizes)
         total = int(sizes.sum())
-        agree(world, _check_budget, total, num_samples, max_memory_per_rank)
+        agree(world, _check_budget, total, num_samples, max_memory_per_rank, digests)
         buf, win = _allocate(world, total)
         fill(buf, offs)
         dig = _record_digests(buf, offs, sizes) if digests else None
@@ -125,14 +128,21 @@ class ShardStore:
     @classmethod
     def from_file(cls, world, path: str, label: str = "trainset", keys=None,
                   **kw) -> "ShardStore":
-        """Collective. Each rank reads only its own block of `label` from an ADIOS2 file."""
+        """Collective. Each rank reads only its own block of `label` from an ADIOS2 file.
+
+        With ``max_memory_per_rank`` (bytes or ``"4GiB"``) every rank first predicts its store's
+        size from the file's metadata (:mod:`.budget`) and the job stops before reading any data
+        if one would not fit, saying how many ranks would."""
         import time
 
+        from .budget import parse_bytes
         from .log import get_logger
         from .world import agree
 
         t0 = time.perf_counter()
-        ndata, block, meta = agree(world, _read_block, world, path, label, keys)
+        kw["max_memory_per_rank"] = agree(world, parse_bytes, kw.get("max_memory_per_rank"))
+        ndata, block, meta = agree(world, _read_block, world, path, label, keys,
+                                   kw["max_memory_per_rank"], bool(kw.get("digests")))
         store = cls.from_samples(world, block, ndata, meta=meta, progress=True, **kw)
         if world is not None and world.size > 1:
             total_read = world.comm.allreduce(meta["bytes_read"])
@@ -192,8 +202,10 @@ def exclusive_offsets(sizes: np.ndarray) -> np.ndarray:
     return offs
 
 
-def _read_block(world, path, label, keys):
-    """Rank-local: read this rank's block of `label` (one bulk read per key)."""
+def _read_block(world, path, label, keys, budget=None, digests=False):
+    """Rank-local: read this rank's block of `label` (one bulk read per key), after checking the
+    predicted store size against `budget`."""
+    from . import budget as mem
     from .sources.adios import GraphFile
 
     with GraphFile(path) as f:
@@ -206,7 +218,12 @@ def _read_block(world, path, label, keys):
                             f"{_size(world)} ranks; run with at most {info.ndata} ranks")
         bounds = block_bounds(info.ndata, _size(world))
         r = world.rank if world is not None else 0
-        block = f.read_block(label, int(bounds[r]), int(bounds[r + 1]), keys, info)
+        lo, hi = int(bounds[r]), int(bounds[r + 1])
+        if budget is not None:
+            names = list(info.keys) if keys is None else [k for k in keys if k in info.keys]
+            mem.check_block(path, info, names, r, _size(world),
+                            mem.predict_block(f, info, names, lo, hi), budget, digests)
+        block = f.read_block(label, lo, hi, keys, info)
         meta = {"path": str(path), "label": label, "keys": list(block.arrays),
                 "attributes": f.global_attributes(), "bytes_read": block.nbytes_read}
     return info.ndata, block, meta
@@ -216,8 +233,8 @@ def _record_sizes(samples) -> list[int]:
     return [codec.record_size(s) for s in samples]
 
 
-def _check_budget(total: int, num_samples: int, budget: int | None) -> None:
-    need = total + 16 * num_samples
+def _check_budget(total: int, num_samples: int, budget: int | None, digests: bool = False) -> None:
+    need = total + (24 if digests else 16) * num_samples
     if budget is not None and need > budget:
         raise MemoryBudgetError(f"this rank needs {_mib(need)} for its block and the index but "
                                 f"max_memory_per_rank is {_mib(budget)}; use more ranks")

@@ -30,6 +30,9 @@ def register(sub) -> None:
     p.add_argument("--drop-last", action="store_true", help="drop the uneven tail (else pad)")
     p.add_argument("--no-shuffle", action="store_true", help="keep file order")
     p.add_argument("--prefetch", type=int, default=2, help="prefetch depth (default: 2)")
+    p.add_argument("--max-memory-per-rank", default=None, metavar="SIZE",
+                   help="stop before loading if a rank's store would exceed SIZE (bytes or e.g. "
+                        "4GiB); the error says how many ranks would fit")
     p.set_defaults(func=run)
 
 
@@ -53,6 +56,9 @@ def validate(args) -> list[str]:
         raise ConfigError(f"--epochs must be a positive integer, got {args.epochs}")
     if args.prefetch < 0:
         raise ConfigError(f"--prefetch must be >= 0, got {args.prefetch}")
+    from ..budget import parse_bytes
+
+    parse_bytes(args.max_memory_per_rank, "--max-memory-per-rank")
     return parse_backends(args.backends)
 
 
@@ -62,11 +68,12 @@ def run(args) -> int:
     from ..store import ShardStore
     from ..world import World, abort_on_error, agree
 
-    backends = validate(args)  # same arguments on every rank: every rank fails alike
     world = World.detect()
     log = get_logger(world.rank)
     with abort_on_error(world.comm):
-        store = ShardStore.from_file(world, args.data, label=args.label, digests=True)
+        backends = agree(world, validate, args)  # the same on every rank: rank 0 says it once
+        store = ShardStore.from_file(world, args.data, label=args.label, digests=True,
+                                     max_memory_per_rank=args.max_memory_per_rank)
         first, checked = run_check(
             store, backends, batch_size=args.batch_size, epochs=args.epochs, seed=args.seed,
             shuffle=not args.no_shuffle, drop_last=args.drop_last, prefetch=args.prefetch,

@@ -1,0 +1,121 @@
+"""Memory budget per rank: ``max_memory_per_rank``, checked from the file's metadata before loading.
+
+A rank's store is its records end to end plus the global index (16 bytes a sample, +8 with
+digests). A record's size follows from its arrays' shapes and dtypes alone (:mod:`.codec`: a
+header of fixed size for a given set of keys, then each array padded to 8 bytes), and the shapes
+follow from the file's ``variable_count`` entries and the variables' global shapes. So
+:func:`predict_block` gives the *exact* size of this rank's records after reading only the count
+arrays (16 bytes a sample a key), and a job that would not fit stops before any rank reads its
+data, with the number of ranks that would fit. The total over all ranks comes from the
+variables' global sizes with the padding bound (7 bytes an array), so the suggested number of
+ranks is an upper bound for evenly sized samples, never too small.
+
+Budgets are bytes (``4294967296``) or strings with a unit: ``"4GiB"``, ``"512 MiB"``, ``"8GB"``,
+``"100k"`` (``k``/``M``/``G``/``T`` are powers of 1000, ``KiB``/``MiB``/``GiB``/``TiB`` of 1024).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from . import codec
+from .errors import ConfigError, MemoryBudgetError
+
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
+          "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30,
+          "tib": 2**40}
+_PATTERN = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+INDEX_BYTES = 16  # offset + length (int64 each) of every sample, on every rank
+DIGEST_BYTES = 8
+
+
+def parse_bytes(value, what: str = "max_memory_per_rank") -> int | None:
+    """``None``/``""`` -> no budget; an int or a string like ``"4GiB"`` -> bytes (> 0)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise ConfigError(f"{what}: expected bytes or a size like '4GiB', got {value!r}")
+    if isinstance(value, (int, np.integer, float)):
+        n = value
+    else:
+        m = _PATTERN.match(str(value))
+        unit = m and _UNITS.get(m.group(2).lower())
+        if not m or unit is None:
+            raise ConfigError(f"{what}: {value!r} is not a size; write bytes or a number with a "
+                              "unit, e.g. 4GiB, 512MiB, 8GB")
+        n = float(m.group(1)) * unit
+    if not math.isfinite(n) or n <= 0:
+        raise ConfigError(f"{what} must be positive, got {value!r}")
+    return int(n)
+
+
+def human(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def header_bytes(info, keys) -> int:
+    """Codec header of one record holding `keys` (the same for every sample)."""
+    empty = {k: np.zeros([0] * max(len(info.keys[k].shape), 1), info.keys[k].dtype) for k in keys}
+    return codec.record_size(empty)
+
+
+def _row_bytes(k) -> int:
+    """Bytes of one unit along the key's varying dimension."""
+    dims = [d for i, d in enumerate(k.shape) if i != k.vdim]
+    return int(np.prod(dims, dtype=np.int64)) * k.dtype.itemsize
+
+
+def predict_block(f, info, keys, start: int, stop: int) -> int:
+    """Exact bytes of the records of samples ``start..stop-1`` (reads only the count arrays)."""
+    total = (stop - start) * header_bytes(info, keys)
+    for key in keys:
+        cnt, _ = f.read_extents(info.label, key, start, stop)
+        payload = cnt * _row_bytes(info.keys[key])
+        total += int(((payload + 7) // 8 * 8).sum())
+    return total
+
+
+def predict_total(info, keys) -> int:
+    """Upper bound of all samples' records: every variable's bytes, headers, padding."""
+    data = sum(int(np.prod(info.keys[k].shape, dtype=np.int64)) * info.keys[k].dtype.itemsize
+               for k in keys)
+    return data + info.ndata * (header_bytes(info, keys) + 7 * len(keys))
+
+
+def index_bytes(num_samples: int, digests: bool = False) -> int:
+    return num_samples * (INDEX_BYTES + (DIGEST_BYTES if digests else 0))
+
+
+def ranks_needed(total_records: int, num_samples: int, budget: int, digests: bool) -> int | None:
+    """Fewest ranks whose even share of `total_records` plus the index fits `budget` (None:
+    the index alone does not fit)."""
+    room = budget - index_bytes(num_samples, digests)
+    if room <= 0:
+        return None
+    return max(1, -(-total_records // room))
+
+
+def check_block(path, info, keys, rank: int, size: int, block_bytes: int, budget: int | None,
+                digests: bool = False) -> None:
+    """Raise :class:`MemoryBudgetError` if this rank's block and the index exceed `budget`."""
+    if budget is None:
+        return
+    idx = index_bytes(info.ndata, digests)
+    if block_bytes + idx <= budget:
+        return
+    where = f"{path} [{info.label}]: rank {rank} needs {human(block_bytes + idx)} " \
+            f"({human(block_bytes)} of records + {human(idx)} of index) but " \
+            f"max_memory_per_rank is {human(budget)}"
+    need = ranks_needed(predict_total(info, keys), info.ndata, budget, digests)
+    if need is None:
+        raise MemoryBudgetError(f"{where}; the index alone takes {human(idx)} "
+                                f"({idx // info.ndata} B a sample): raise max_memory_per_rank")
+    raise MemoryBudgetError(f"{where}; the data set is about "
+                            f"{human(predict_total(info, keys))}: run with at least "
+                            f"{max(need, size + 1)} ranks or raise max_memory_per_rank")
