@@ -178,3 +178,22 @@ def test_rate_parsing():
     assert netns.parse_rate("unlimited") is None
     with pytest.raises(ClusterError):
         netns.parse_rate("1gb")
+
+
+@pytest.mark.cluster
+@pytest.mark.mpi
+@pytest.mark.slow
+@needs_netns
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("progress", ["mpi-tcp-thread", "mdloader-thread"])
+def test_get_from_blocked_node_across_hosts(cluster, progress):
+    """Every rank of host 0 sits in a gloo all_reduce while host 1's ranks fetch one-sided from
+    them over TCP: Open MPI's TCP progress thread (the default) or MDLoader's own progress thread
+    must complete the Gets (with neither, this deadlocks)."""
+    env = {"OMPI_MCA_btl_tcp_progress_thread": "1"}
+    if progress == "mdloader-thread":
+        env = {"OMPI_MCA_btl_tcp_progress_thread": "0", "MDLOADER_PROGRESS_THREAD": "1"}
+    res = cluster.run([sys.executable, "-m", "mpi4py", "tests/mpi_scripts/blocked_target.py",
+                       "onesided"], timeout=400, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "blocked-target ok" in res.stdout

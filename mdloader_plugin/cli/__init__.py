@@ -11,8 +11,6 @@ import importlib
 import os
 import sys
 
-# Open MPI wheel: no UCX here (it prints a harmless error per window otherwise).
-os.environ.setdefault("OMPI_MCA_osc", "^ucx")
 
 COMMANDS = [
     "synth",

@@ -1,11 +1,11 @@
 """Ranks fetch one-sided from a rank that sits in a torch.distributed (gloo) collective.
 
-Rank 0 enters a gloo all_reduce at once and stays there until every other rank has iterated a whole
-epoch of batches, most of whose samples live on rank 0 — the situation that deadlocked one-sided
-loaders inside real training (FACTS.md). Prints "blocked-target ok" on rank 0 when all is done.
+Rank 0 (on several nodes: every rank of node 0) enters a gloo all_reduce at once and stays there
+until every other rank has iterated a whole epoch of batches, many of whose samples live on the
+blocked ranks — the situation that deadlocked one-sided loaders inside real training (FACTS.md).
+Prints "blocked-target ok" on rank 0 when all is done.
 """
 
-import os
 import sys
 
 import numpy as np
@@ -17,7 +17,7 @@ from mdloader_plugin import codec
 from mdloader_plugin.loader import MDLoader
 from mdloader_plugin.sources import synth
 from mdloader_plugin.store import ShardStore, block_bounds
-from mdloader_plugin.world import World
+from mdloader_plugin.world import World, rendezvous_env
 
 backend = sys.argv[1] if len(sys.argv) > 1 else "onesided"
 world = World.detect()
@@ -25,14 +25,14 @@ n = 400
 lo, hi = block_bounds(n, world.size)[world.rank:world.rank + 2]
 store = ShardStore.from_samples(world, synth.generate("hydragnn", 3, int(lo), int(hi)), n,
                                 digests=True)
-port = world.comm.bcast(29500 + os.getpid() % 2000 if world.rank == 0 else None)
-os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+rendezvous_env(world.comm, single_node=world.num_nodes == 1)
 dist.init_process_group("gloo", rank=world.rank, world_size=world.size)
 
 loader = MDLoader(store, batch_size=16, seed=1, backend=backend, prefetch=2,
                   to_sample=codec.encode, collate=list)
 t = torch.ones(1)
-if world.rank == 0:
+blocked = world.node_of[world.rank] == 0 if world.num_nodes > 1 else world.rank == 0
+if blocked:
     dist.all_reduce(t)  # blocked in gloo while the others fetch from this rank's window
 else:
     seen = 0
