@@ -209,3 +209,18 @@ def test_bool_and_scalar_values_are_stored(tmp_path):
         g = f.read_block("trainset", 0, 2).sample(1)
     assert g["pbc"].dtype == np.uint8 and g["pbc"].tolist() == [[0, 0, 1]]
     assert g["e"].tolist() == [3.0]
+
+
+def test_hydragnn_own_writer_and_reader(tmp_path, env):
+    """HydraGNN 3.0's AdiosWriter.save / AdiosDataset.get, run through a shim of the ADIOS2
+    names they call (see tests/hydragnn_adios_shim.py), against MDLoader's reader and writer."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("hydragnn")
+    shim = Path(__file__).with_name("hydragnn_adios_shim.py")
+    r = subprocess.run([sys.executable, str(shim), str(tmp_path / "hydra.bp"),
+                        str(tmp_path / "ours.bp")], capture_output=True, text=True, timeout=180,
+                       env=env)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
