@@ -1,4 +1,4 @@
-"""Converters: ASE db / aselmdb, OC20 LMDB, extxyz, PyG .pt and g2 round-trip field values exactly."""
+"""Converters: ASE db/aselmdb, OC20 LMDB, extxyz, PyG .pt and g2 round-trip values exactly."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from mdloader_plugin.sources.graph import radius_graph
 
 
 def slabs(n: int = 5):
-    """Small periodic Pt slabs with an O adsorbate: tags, FixAtoms, energy, forces, varying sizes."""
+    """Small periodic Pt slabs with an O adsorbate: tags, FixAtoms, energy, forces."""
     from ase.build import add_adsorbate, fcc111
     from ase.calculators.singlepoint import SinglePointCalculator
     from ase.constraints import FixAtoms

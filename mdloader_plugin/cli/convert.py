@@ -1,4 +1,4 @@
-"""``mdloader convert``: ASE databases, OC20 LMDBs, extxyz, PyG datasets -> HydraGNN ADIOS2 layout."""
+"""``mdloader convert``: ASE databases, OC20 LMDBs, extxyz, PyG data -> HydraGNN ADIOS2 layout."""
 
 from __future__ import annotations
 

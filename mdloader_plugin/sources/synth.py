@@ -187,7 +187,8 @@ def generate(kind: str, seed: int, start: int, stop: int) -> Iterator[dict[str, 
     try:
         make = KINDS[kind]
     except KeyError:
-        raise ValueError(f"unknown synthetic kind {kind!r}; choose one of {sorted(KINDS)}") from None
+        raise ValueError(f"unknown synthetic kind {kind!r}; "
+                         f"choose one of {sorted(KINDS)}") from None
     if kind == "hydragnn":
         return molecules(seed, start, stop)
     return (make(seed, i) for i in range(start, stop))

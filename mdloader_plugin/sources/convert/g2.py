@@ -2,9 +2,9 @@
 
 Source name ``g2`` (no file): ``mdloader convert g2 --out data/g2.bp``. Each molecule gets the
 fields of :func:`atoms.atoms_to_graph` (no cell: ``cell`` is zero, ``pbc`` false; the
-initial magnetic moments some molecules carry are left out so every graph has the same keys) plus real
-reference data from ASE's G2 tables (``ase.data.g2``): ``energy`` = standard formation enthalpy
-at 298 K converted from kcal/mol to eV, ``zpe`` (zero-point energy, eV) and
+initial magnetic moments some molecules carry are left out so every graph has the same keys)
+plus real reference data from ASE's G2 tables (``ase.data.g2``): ``energy`` = standard
+formation enthalpy at 298 K converted from kcal/mol to eV, ``zpe`` (zero-point energy, eV) and
 ``ionization_energy`` (eV; 0 where the table has none) — a small real regression target for demos.
 """
 
