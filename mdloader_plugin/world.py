@@ -110,10 +110,14 @@ def free_port() -> int:
 
 def rendezvous_env(comm, single_node: bool) -> dict[str, str]:
     """``MASTER_ADDR``/``MASTER_PORT`` for torch.distributed, chosen by rank 0 and broadcast
-    (collective). One node: loopback. Several: rank 0's reachable address; where that address
+    (collective). ``MASTER_ADDR`` already set on rank 0 wins. One node: loopback. Several: rank
+    0's reachable address; where that address
     needed an interface lookup, each rank also gets ``GLOO_SOCKET_IFNAME`` for its own interface
     so gloo does not depend on host-name resolution either."""
-    addr, ifname = ("127.0.0.1", None) if single_node else host_address()
+    if os.environ.get("MASTER_ADDR"):  # the user's (or the batch system's) choice wins
+        addr, ifname = os.environ["MASTER_ADDR"], None
+    else:
+        addr, ifname = ("127.0.0.1", None) if single_node else host_address()
     addr, port = comm.bcast((addr, free_port()) if comm.rank == 0 else None, root=0)
     env = {"MASTER_ADDR": addr, "MASTER_PORT": str(port)}
     if ifname and "GLOO_SOCKET_IFNAME" not in os.environ:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import sys
 from typing import Sequence
 
@@ -50,20 +49,16 @@ def mpi_comm():
     return MPI.COMM_WORLD
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
-
-
 def set_rank_env(comm) -> dict[str, str]:
     """Export the torch.distributed variables for this MPI rank; returns them."""
     from mpi4py import MPI
 
+    from ...world import rendezvous_env
+
     local = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.rank)
-    addr, port = comm.bcast((socket.gethostname(), _free_port()) if comm.rank == 0 else None)
+    single_node = local.size == comm.size
     env = {"RANK": comm.rank, "WORLD_SIZE": comm.size, "LOCAL_RANK": local.rank,
-           "LOCAL_WORLD_SIZE": local.size, "MASTER_ADDR": addr, "MASTER_PORT": port}
+           "LOCAL_WORLD_SIZE": local.size, **rendezvous_env(comm, single_node)}
     local.Free()
     env = {k: str(v) for k, v in env.items()}
     os.environ.update(env)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import socket
 from typing import Any, Callable
 
 from ...errors import ConfigError
@@ -115,12 +114,6 @@ def export_rank_env(rank: int, size: int) -> None:
     os.environ["OMPI_COMM_WORLD_SIZE"] = str(size)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
-
-
 def init_distributed(comm, single_node: bool) -> None:
     """Initialise torch.distributed (gloo on CPU) on a port rank 0 picks, then HydraGNN's DDP.
 
@@ -132,13 +125,11 @@ def init_distributed(comm, single_node: bool) -> None:
     rank, size = comm.Get_rank(), comm.Get_size()
     export_rank_env(rank, size)
     if not dist.is_initialized():
-        addr = None
-        if rank == 0:
-            addr = os.getenv("MASTER_ADDR") or ("127.0.0.1" if single_node
-                                                else socket.gethostname())
-        addr, port = comm.bcast((addr, _free_port() if rank == 0 else None), root=0)
-        os.environ.update(MASTER_ADDR=addr, MASTER_PORT=str(port), RANK=str(rank),
-                          WORLD_SIZE=str(size))
+        from ...world import rendezvous_env
+
+        env = rendezvous_env(comm, single_node)
+        addr, port = env["MASTER_ADDR"], env["MASTER_PORT"]
+        os.environ.update(RANK=str(rank), WORLD_SIZE=str(size))
         backend = os.getenv("HYDRAGNN_BACKEND") or (
             "nccl" if torch.cuda.is_available() else "gloo")
         dist.init_process_group(backend=backend, init_method=f"tcp://{addr}:{port}",
