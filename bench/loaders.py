@@ -1,0 +1,396 @@
+"""MDLoader against the loaders users would otherwise pick, side by side in one run (``make bench``).
+
+For every rank count one ``mpiexec`` job loads each synthetic data set (HydraGNN-like molecules,
+OC20-like slabs) and, for every batch size, drives every loader over the SAME step plans (same
+sampler, same seed): MDLoader ``collective``, ``onesided`` and ``auto``; the DDStore-style
+per-sample lock/Get/unlock loader; HydraGNN's file-per-sample reads; full preload; a PyG
+DataLoader over the rank's own block (see ``bench/baselines.py``). A step is timed from "give me
+the next batch" to a collated ``Batch`` on every rank (prefetch off, so the number is the work,
+not hidden behind a model), synchronised before each step and reduced with MAX over ranks (the
+slowest rank sets the pace of a data-parallel step). ``fetch`` is the part that moves the bytes.
+
+Reported per configuration: step and fetch time (median, p95), samples/s, per-rank peak RSS
+(``VmHWM``, reset before each loader) and peak PSS above the process baseline (RSS counts every
+shared-memory window page a rank has read, PSS splits them among the ranks that map them; the
+memory target is judged on PSS), the bytes a rank receives per step and the physical floor: the
+time one core needs to memcpy those bytes (measured by the driver, out of cache).
+
+Also checks that every plan-driven loader served the same graphs at every step (node counts).
+
+    python bench/loaders.py [--full] [--ranks 2,4] [--batches 4,32,256] [--steps N]
+
+Writes ``bench/results/loaders.json`` and ``bench/loaders_<dataset>.png``,
+``bench/loaders_memory.png``. Data sets are generated once into ``bench/work/`` (git-ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+WORK = HERE / "work"
+sys.path[:0] = [str(HERE), str(ROOT)]
+
+from estimator_accuracy import BIN, ENV  # noqa: E402  (bench/ helpers: the MPI environment)
+
+
+def mpiexec(n: int, args: list[str], timeout: float) -> None:
+    """``mpiexec -n N python -m mpi4py ARGS`` with the bench's MPI environment; output streams
+    through (progress lines), a failure exits with the job's code."""
+    cmd = [str(BIN / "mpiexec"), "-n", str(n), sys.executable, "-m", "mpi4py", *args]
+    env = {**os.environ, **ENV, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    r = subprocess.run(cmd, env=env, cwd=ROOT, timeout=timeout)
+    if r.returncode:
+        sys.exit(f"bench: {Path(args[0]).name} on {n} ranks failed (exit {r.returncode})")
+
+MDL_BACKENDS = ("collective", "onesided", "auto")
+ON_STORE = ("ddstore",)                       # read the store's window
+FROM_FILE = ("file", "preload", "pyg-local")  # need no store (run after it is freed)
+LOADERS = MDL_BACKENDS + ON_STORE + FROM_FILE
+SAME_PLAN = ("collective", "onesided", "auto", "ddstore", "file", "preload")
+DATASETS = {"hydragnn": 4096, "oc20": 1024}   # graphs per synthetic set
+
+
+# -- memory --------------------------------------------------------------------------------------
+def _status(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def pss() -> int:
+    """Proportional set size of this process in bytes."""
+    with open("/proc/self/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def reset_peak() -> None:
+    """Reset VmHWM (peak RSS) to the current RSS (Linux >= 4.0)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+# -- stepping ------------------------------------------------------------------------------------
+class MDLStepper:
+    """The k-th call returns (fetch_s, batch) of MDLoader's k-th step, across epochs."""
+
+    def __init__(self, loader):
+        self.loader, self.epoch, self.it = loader, 0, None
+
+    def __call__(self, k: int):
+        if self.it is None:
+            self.loader.set_epoch(self.epoch)
+            self.it = iter(self.loader)
+        try:
+            batch = next(self.it)
+        except StopIteration:
+            self.epoch += 1
+            self.loader.set_epoch(self.epoch)
+            self.it = iter(self.loader)
+            batch = next(self.it)
+        return self.loader.epoch_stats.step_fetch_s[-1], batch
+
+    def warm(self) -> bool:
+        """Still in auto's online check (probing the other backend)?"""
+        on = self.loader._online
+        return on is not None and on.active
+
+
+class PlanStepper:
+    def __init__(self, loader, sampler):
+        self.loader, self.spe = loader, sampler.steps_per_epoch
+
+    def __call__(self, k: int):
+        return self.loader.step(k // self.spe, k % self.spe)
+
+    def warm(self) -> bool:
+        return False
+
+
+def run_steps(world, stepper, steps: int, budget: float) -> dict:
+    """Time `steps` steps after warm-up (or fewer, >= 2, if `budget` seconds run out)."""
+    from mpi4py import MPI
+
+    comm = world.comm
+    k, nodes, warm = 0, {}, 0
+    t_step, t_fetch, peak_pss = [], [], pss()
+    t_start = time.perf_counter()
+    while True:
+        elapsed = comm.allreduce(time.perf_counter() - t_start, op=MPI.MAX)  # also the step sync
+        measured = len(t_step)
+        if measured >= steps or (measured >= 2 and elapsed > budget):
+            break
+        t0 = time.perf_counter()
+        fetch, batch = stepper(k)
+        dt = time.perf_counter() - t0
+        nodes[k] = int(batch.num_nodes)
+        warming = k == 0 or (stepper.warm() and k < 40)
+        warm += warming
+        if not warming:
+            t_step.append(dt)
+            t_fetch.append(np.nan if fetch is None else fetch)
+        del batch
+        peak_pss = max(peak_pss, pss())
+        k += 1
+    return {"step": t_step, "fetch": t_fetch, "nodes": nodes, "warm": warm, "pss": peak_pss}
+
+
+def reduce_max(world, values: list[float]) -> np.ndarray:
+    from mpi4py import MPI
+
+    a = np.asarray(values, dtype=np.float64)
+    out = np.empty_like(a)
+    world.comm.Allreduce(a, out, op=MPI.MAX)
+    return out
+
+
+def summarise(world, res: dict, base_pss: int) -> dict:
+    step = reduce_max(world, res["step"])
+    fetch = reduce_max(world, res["fetch"])
+    fetch_ok = np.isfinite(fetch).all()
+    return {
+        "steps": int(step.size), "warmup_steps": res["warm"],
+        "step_median_s": float(np.median(step)), "step_p95_s": float(np.percentile(step, 95)),
+        "fetch_median_s": float(np.median(fetch)) if fetch_ok else None,
+        "fetch_p95_s": float(np.percentile(fetch, 95)) if fetch_ok else None,
+        "peak_rss_mib": world.comm.allreduce(_status("VmHWM"), op=_max()) / 2**20,
+        "data_pss_mib": world.comm.allreduce(res["pss"] - base_pss, op=_max()) / 2**20,
+    }
+
+
+def _max():
+    from mpi4py import MPI
+
+    return MPI.MAX
+
+
+# -- worker (under mpiexec) ---------------------------------------------------------------------
+def worker(datasets: list[str], batches: list[int], steps: int, budget: float, out: str) -> None:
+    import torch
+
+    from mdloader_plugin.log import get_logger
+    from mdloader_plugin.world import World
+
+    torch.set_num_threads(1)
+    world = World.detect()
+    get_logger(world.rank).setLevel("WARNING")
+    _warm_imports()
+    base = pss()
+    rows = []
+    for ds in datasets:
+        rows += bench_dataset(world, ds, WORK / f"{ds}-{DATASETS[ds]}.bp", batches, steps,
+                              budget, base)
+    if world.rank == 0:
+        Path(out).write_text(json.dumps(rows))
+    world.close()
+
+
+def _warm_imports() -> None:
+    """Load every module and lazy path a loader touches, so the baseline PSS includes them."""
+    import numpy as np
+    import torch_geometric.loader  # noqa: F401
+
+    import baselines  # noqa: F401
+    from mdloader_plugin.loader import pyg_collate, pyg_sample
+    from mdloader_plugin.sources import adios  # noqa: F401
+
+    pyg_collate([pyg_sample({"x": np.zeros((2, 3), np.float32),
+                             "edge_index": np.zeros((2, 1), np.int64)})] * 2)
+
+
+def bench_dataset(world, ds: str, path: Path, batches, steps, budget, base) -> list[dict]:
+    from mdloader_plugin.sampler import GlobalSampler
+    from mdloader_plugin.store import ShardStore
+
+    store = ShardStore.from_file(world, str(path))
+    info = {"dataset": ds, "ranks": world.size, "num_samples": store.num_samples,
+            "dataset_bytes": int(store.nbytes.sum()), "mean_record_bytes": float(store.nbytes.mean())}
+    samplers = {b: GlobalSampler(store.num_samples, world.size, b, shuffle=True, seed=0)
+                for b in batches}
+    raw: dict[tuple, dict] = {}
+    for b in batches:
+        for name in MDL_BACKENDS + ON_STORE:
+            raw[(b, name)] = bench_one(world, name, samplers[b], store, path, steps, budget, base)
+    nbytes = store.nbytes.copy()
+    store.close()
+    for b in batches:
+        for name in FROM_FILE:
+            raw[(b, name)] = bench_one(world, name, samplers[b], None, path, steps, budget, base)
+    refs = {b: raw[(b, "collective")]["nodes"] for b in batches}
+    rows = []
+    for (b, name), r in raw.items():
+        same = _same_batches(world, r.pop("nodes"), refs[b], name)
+        rows.append({**info, "batch": b, "loader": name, **r, "same_batches": same,
+                     "step_bytes_max": _step_bytes(world, samplers[b], nbytes)})
+        if world.rank == 0:
+            print(f"  {ds} P={world.size} B={b} {name:10s} step "
+                  f"{r['step_median_s'] * 1e3:8.2f} ms (p95 {r['step_p95_s'] * 1e3:8.2f}) "
+                  f"pss {r['data_pss_mib']:7.1f} MiB", flush=True)
+    return rows
+
+
+def bench_one(world, name, sampler, store, path, steps, budget, base) -> dict:
+    import gc
+
+    from baselines import FACTORIES
+    from mdloader_plugin.loader import MDLoader
+
+    gc.collect()
+    reset_peak()
+    world.comm.Barrier()
+    if name in MDL_BACKENDS:
+        loader = MDLoader(store, batch_size=sampler.batch_size, shuffle=True, seed=0,
+                          backend=name, prefetch=0, name=f"bench-{name}")
+        stepper = MDLStepper(loader)
+    else:
+        loader = FACTORIES[name](sampler, store, str(path), world)
+        stepper = PlanStepper(loader, sampler)
+    res = run_steps(world, stepper, steps, budget)
+    out = summarise(world, res, base)
+    if name in MDL_BACKENDS:
+        out["chosen_backend"] = loader.decision["backend"]
+        out["backends_used"] = loader.epoch_stats.backend
+    loader.close()
+    out["nodes"] = res["nodes"]
+    return out
+
+
+def _same_batches(world, nodes: dict, ref: dict, name: str):
+    """Collective: did this loader serve the same graphs as MDLoader collective at every step
+    both ran (compared by node count)? ``None`` for loaders with their own order."""
+    if name not in SAME_PLAN:
+        return None
+    ok = all(nodes[k] == ref[k] for k in nodes.keys() & ref.keys())
+    return bool(world.comm.allreduce(int(ok), op=_min()))
+
+
+def _min():
+    from mpi4py import MPI
+
+    return MPI.MIN
+
+
+def _step_bytes(world, sampler, nbytes: np.ndarray) -> int:
+    """Median over the epoch's steps of the most bytes any rank receives in a step."""
+    per = [int(nbytes[sampler.plan(0, s)].sum(axis=1).max())
+           for s in range(sampler.steps_per_epoch)]
+    return int(np.median(per))
+
+
+# -- driver ------------------------------------------------------------------------------------
+def make_data(datasets: list[str]) -> None:
+    WORK.mkdir(parents=True, exist_ok=True)
+    for ds in datasets:
+        path = WORK / f"{ds}-{DATASETS[ds]}.bp"
+        if path.exists():
+            continue
+        print(f"generating {path.relative_to(ROOT)} ...", flush=True)
+        subprocess.run([sys.executable, "-m", "mdloader_plugin", "synth", "--kind", ds,
+                        "--num-graphs", str(DATASETS[ds]), "--out", str(path), "--quiet"],
+                       check=True, cwd=ROOT)
+
+
+def memcpy_floor(nbytes: int, repeats: int = 15) -> float:
+    """Median time for one core to copy `nbytes` from a 256 MiB buffer (out of cache)."""
+    src = np.ones(256 * 2**20, dtype=np.uint8)
+    dst = np.empty(nbytes, dtype=np.uint8)
+    rng = np.random.default_rng(0)
+    times = []
+    for _ in range(repeats):
+        o = int(rng.integers(0, src.size - nbytes))
+        t = time.perf_counter()
+        np.copyto(dst, src[o:o + nbytes])
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def add_floor(rows: list[dict]) -> None:
+    floors: dict[int, float] = {}
+    for r in rows:
+        n = r["step_bytes_max"]
+        if n not in floors:
+            floors[n] = memcpy_floor(n)
+        r["floor_s"] = floors[n]
+        r["step_over_floor"] = r["step_median_s"] / floors[n]
+        f = r["fetch_median_s"]
+        r["fetch_over_floor"] = None if f is None else f / floors[n]
+        r["samples_per_s"] = r["batch"] * r["ranks"] / r["step_median_s"]
+
+
+def machine() -> dict:
+    import platform
+
+    load = os.getloadavg()
+    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
+                if ln.startswith("model name")), platform.processor())
+    return {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "host": platform.node(), "cpu": cpu,
+            "cores": os.cpu_count(), "python": platform.python_version(),
+            "loadavg_start": [round(x, 2) for x in load]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--full", action="store_true", help="ranks 2,4,8 x batch 4,32,256, 10 steps")
+    ap.add_argument("--ranks", help="comma list (default 2,4; --full 2,4,8)")
+    ap.add_argument("--batches", help="comma list (default 4,32,256)")
+    ap.add_argument("--datasets", default="hydragnn,oc20")
+    ap.add_argument("--steps", type=int, help="measured steps a config (default 5; --full 10)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds a loader may take per config before it stops at >= 2 steps")
+    ap.add_argument("--out", default=str(RESULTS / "loaders.json"))
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--tmp", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    datasets = a.datasets.split(",")
+    batches = [int(x) for x in (a.batches or "4,32,256").split(",")]
+    steps = a.steps or (10 if a.full else 5)
+    budget = a.budget or (8.0 if a.full else 3.0)
+    if a.worker:
+        return worker(datasets, batches, steps, budget, a.tmp)
+    ranks = [int(x) for x in (a.ranks or ("2,4,8" if a.full else "2,4")).split(",")]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    make_data(datasets)
+    info = machine()
+    rows = []
+    for p in ranks:
+        tmp = RESULTS / f".loaders-{p}.json"
+        t0 = time.perf_counter()
+        print(f"{p} ranks: {len(datasets)} data sets x {len(batches)} batch sizes x "
+              f"{len(LOADERS)} loaders", flush=True)
+        mpiexec(p, [__file__, "--worker", "--datasets", ",".join(datasets), "--batches",
+                    ",".join(map(str, batches)), "--steps", str(steps), "--budget", str(budget),
+                    "--tmp", str(tmp)], timeout=1800)
+        rows += json.loads(tmp.read_text())
+        tmp.unlink()
+        print(f"  {p} ranks done in {time.perf_counter() - t0:.0f} s", flush=True)
+    add_floor(rows)
+    info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    result = {"machine": info, "full": a.full, "steps": steps, "budget_s": budget,
+              "rows": rows}
+    Path(a.out).write_text(json.dumps(result, indent=1))
+    import bench_plots
+
+    figs = bench_plots.loader_figures(result, HERE)
+    print(f"wrote {a.out}, " + ", ".join(str(f) for f in figs))
+
+
+if __name__ == "__main__":
+    main()
