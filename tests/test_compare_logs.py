@@ -104,3 +104,12 @@ def test_plot_writes_a_png(logs, tmp_path, capsys):
     data = png.read_bytes()
     assert len(data) > 1000 and data[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"wrote {png}" in capsys.readouterr().out
+
+
+def test_fairchem_run_directory(tmp_path, capsys):
+    run_dir = tmp_path / "runs" / "fairchem" / "fc-mdloader"
+    write_log(run_dir / "logs" / "train.log", "fc-mdloader", "mdloader", "collective", MD,
+              prefix="2026-01-01 00:00:00 INFO: ")
+    assert main(["compare-logs", str(run_dir)]) == 0
+    assert rows_of(capsys.readouterr().out)["fc-mdloader"][:5] == [
+        "fc-mdloader", "mdloader", "collective", "3", "2.500"]

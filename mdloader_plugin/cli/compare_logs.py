@@ -82,21 +82,26 @@ def register(sub) -> None:
         description="Read MDLOADER-EPOCH lines from trainer logs (HydraGNN's logs/<run>/run.log, "
                     "fairchem's run log) and print one row a run: loader, backend, epochs, "
                     "median epoch seconds, data-wait share, speed-up against the first run.",
-        epilog="example: mdloader compare-logs logs/demo-mdloader/run.log "
-               "logs/demo-hydragnn/run.log --plot epochs.png",
+        epilog="example (baseline first, so the speed-up column is MDLoader's):\n"
+               "  mdloader compare-logs logs/gin-hydragnn/run.log logs/gin-mdloader/run.log "
+               "--plot epochs.png",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("logs", nargs="+", metavar="LOG",
-                   help="log files (or run directories holding run.log); the first run is "
-                        "the reference for the speed-up")
+                   help="log files, or run directories (HydraGNN's logs/<run>, fairchem's "
+                        "<run_dir>/<run>); the first run is the reference for the speed-up")
     p.add_argument("--plot", metavar="FILE.png", help="also draw epoch time per epoch per run")
     p.set_defaults(func=run)
 
 
+# Where the trainers put their log inside a run directory: HydraGNN, then fairchem (launch.py).
+RUN_DIR_LOGS = ("run.log", "logs/train.log")
+
+
 def resolve_log(text: str) -> Path:
-    """The log file behind `text`: the file itself, or ``run.log`` inside a run directory."""
+    """The log file behind `text`: the file itself, or the trainer's log in a run directory."""
     path = Path(text)
     if path.is_dir():
-        path = path / "run.log"
+        path = next((path / n for n in RUN_DIR_LOGS if (path / n).is_file()), path / "run.log")
     if not path.is_file():
         raise DataError(f"{text}: no such log file (pass a trainer log, e.g. logs/<run>/run.log)")
     return path
@@ -104,7 +109,9 @@ def resolve_log(text: str) -> Path:
 
 def run_name(path: Path) -> str:
     """A name for a run whose lines carry none: the run directory for ``<run>/run.log``."""
-    return path.resolve().parent.name if path.name == "run.log" else path.stem
+    if path.name == "run.log":
+        return path.resolve().parent.name
+    return path.resolve().parents[1].name if path.name == "train.log" else path.stem
 
 
 def read_runs(path: Path) -> list[Run]:
