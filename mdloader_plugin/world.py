@@ -220,7 +220,8 @@ def abort_on_error(comm=None):
         raise
     except BaseException as exc:  # noqa: BLE001 - any failure must end the job
         code = report_error(exc)
-        _abort(comm, code)
+        if not getattr(exc, "agreed", False):  # an agreed error is raised on every rank alike
+            _abort(comm, code)
         raise SystemExit(code) from None
 
 
