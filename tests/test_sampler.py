@@ -81,3 +81,19 @@ def test_state_round_trip_and_validation():
     assert SamplerState.from_dict(st_.to_dict()) == st_
     with pytest.raises(ValueError, match="seed, epoch, step"):
         SamplerState.from_dict({"seed": 1})
+
+
+@settings(max_examples=1500, deadline=None)
+@given(configs, st.integers(0, 2**32 - 1))
+def test_balanced_plans_keep_each_steps_ids_and_even_the_weights(c, wseed):
+    if c["drop_last"] and c["n"] < c["p"]:
+        return
+    w = np.random.default_rng(wseed).integers(1, 250, size=c["n"])
+    plain, bal = make(c), GlobalSampler(c["n"], c["p"], c["b"], shuffle=c["shuffle"],
+                                        seed=c["seed"], drop_last=c["drop_last"], weights=w)
+    for k in range(plain.steps_per_epoch):
+        a, b = plain.plan(c["epoch"], k), bal.plan(c["epoch"], k)
+        assert a.shape == b.shape
+        assert sorted(a.ravel().tolist()) == sorted(b.ravel().tolist())
+        loads = w[b].sum(axis=1)
+        assert loads.max() - loads.min() <= w[b].max()  # within one sample's weight
