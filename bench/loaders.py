@@ -17,7 +17,8 @@ time one core needs to memcpy those bytes (measured by the driver, out of cache)
 
 Also checks that every plan-driven loader served the same graphs at every step (node counts).
 
-    python bench/loaders.py [--full] [--ranks 2,4] [--batches 4,32,256] [--steps N]
+    python bench/loaders.py [--full] [--ranks 2,4] [--batches 4,32,256] [--steps N] [--repeats R]
+    python bench/loaders.py --cluster 2x2@1gbit     # store-based loaders across emulated hosts
 
 Writes ``bench/results/loaders.json`` and ``bench/loaders_<dataset>.png``,
 ``bench/loaders_memory.png``. Data sets are generated once into ``bench/work/`` (git-ignored).
@@ -126,7 +127,7 @@ class PlanStepper:
 
 
 def run_steps(world, stepper, steps: int, budget: float) -> dict:
-    """Time `steps` steps after warm-up (or fewer, >= 2, if `budget` seconds run out)."""
+    """Time `steps` steps after warm-up (or fewer, >= 1, once `budget` seconds have run out)."""
     from mpi4py import MPI
 
     comm = world.comm
@@ -136,7 +137,7 @@ def run_steps(world, stepper, steps: int, budget: float) -> dict:
     while True:
         elapsed = comm.allreduce(time.perf_counter() - t_start, op=MPI.MAX)  # also the step sync
         measured = len(t_step)
-        if measured >= steps or (measured >= 2 and elapsed > budget):
+        if measured >= steps or (measured >= 1 and elapsed > budget):
             break
         t0 = time.perf_counter()
         fetch, batch = stepper(k)
@@ -163,17 +164,29 @@ def reduce_max(world, values: list[float]) -> np.ndarray:
 
 
 def summarise(world, res: dict, base_pss: int) -> dict:
-    step = reduce_max(world, res["step"])
-    fetch = reduce_max(world, res["fetch"])
-    fetch_ok = np.isfinite(fetch).all()
-    return {
-        "steps": int(step.size), "warmup_steps": res["warm"],
-        "step_median_s": float(np.median(step)), "step_p95_s": float(np.percentile(step, 95)),
-        "fetch_median_s": float(np.median(fetch)) if fetch_ok else None,
-        "fetch_p95_s": float(np.percentile(fetch, 95)) if fetch_ok else None,
-        "peak_rss_mib": world.comm.allreduce(_status("VmHWM"), op=_max()) / 2**20,
-        "data_pss_mib": world.comm.allreduce(res["pss"] - base_pss, op=_max()) / 2**20,
-    }
+    """Collective: per-step times reduced with MAX over ranks, memory maxima over ranks."""
+    return {"step": reduce_max(world, res["step"]), "fetch": reduce_max(world, res["fetch"]),
+            "warm": res["warm"], "nodes": res["nodes"],
+            "peak_rss_mib": world.comm.allreduce(_status("VmHWM"), op=_max()) / 2**20,
+            "data_pss_mib": world.comm.allreduce(res["pss"] - base_pss, op=_max()) / 2**20}
+
+
+def merge(runs: list[dict]) -> dict:
+    """Statistics over the steps of all repeats of one configuration."""
+    step = np.concatenate([r["step"] for r in runs])
+    fetch = np.concatenate([r["fetch"] for r in runs])
+    fetch_ok = bool(np.isfinite(fetch).all())
+    out = {"steps": int(step.size), "repeats": len(runs),
+           "warmup_steps": int(sum(r["warm"] for r in runs)),
+           "step_median_s": float(np.median(step)), "step_p95_s": float(np.percentile(step, 95)),
+           "fetch_median_s": float(np.median(fetch)) if fetch_ok else None,
+           "fetch_p95_s": float(np.percentile(fetch, 95)) if fetch_ok else None,
+           "peak_rss_mib": max(r["peak_rss_mib"] for r in runs),
+           "data_pss_mib": max(r["data_pss_mib"] for r in runs)}
+    for k in ("chosen_backend", "backends_used"):
+        if k in runs[-1]:
+            out[k] = runs[-1][k]
+    return out
 
 
 def _max():
@@ -183,7 +196,8 @@ def _max():
 
 
 # -- worker (under mpiexec) ---------------------------------------------------------------------
-def worker(datasets: list[str], batches: list[int], steps: int, budget: float, out: str) -> None:
+def worker(datasets: list[str], batches: list[int], steps: int, budget: float, repeats: int,
+           loaders: list[str], out: str) -> None:
     import torch
 
     from mdloader_plugin.log import get_logger
@@ -197,7 +211,7 @@ def worker(datasets: list[str], batches: list[int], steps: int, budget: float, o
     rows = []
     for ds in datasets:
         rows += bench_dataset(world, ds, WORK / f"{ds}-{DATASETS[ds]}.bp", batches, steps,
-                              budget, base)
+                              budget, base, repeats, loaders)
     if world.rank == 0:
         Path(out).write_text(json.dumps(rows))
     world.close()
@@ -216,34 +230,43 @@ def _warm_imports() -> None:
                              "edge_index": np.zeros((2, 1), np.int64)})] * 2)
 
 
-def bench_dataset(world, ds: str, path: Path, batches, steps, budget, base) -> list[dict]:
+def bench_dataset(world, ds: str, path: Path, batches, steps, budget, base, repeats,
+                  loaders) -> list[dict]:
+    """All loaders over one data set. Store-based loaders run `repeats` interleaved rounds (the
+    machine's noise hits them alike); file-based ones run once, after the store is freed."""
     from mdloader_plugin.sampler import GlobalSampler
     from mdloader_plugin.store import ShardStore
 
     store = ShardStore.from_file(world, str(path))
-    info = {"dataset": ds, "ranks": world.size, "num_samples": store.num_samples,
-            "dataset_bytes": int(store.nbytes.sum()), "mean_record_bytes": float(store.nbytes.mean())}
+    info = {"dataset": ds, "ranks": world.size, "hosts": world.num_nodes,
+            "num_samples": store.num_samples, "dataset_bytes": int(store.nbytes.sum()),
+            "mean_record_bytes": float(store.nbytes.mean())}
     samplers = {b: GlobalSampler(store.num_samples, world.size, b, shuffle=True, seed=0)
                 for b in batches}
-    raw: dict[tuple, dict] = {}
+    raw: dict[tuple, list] = {}
     for b in batches:
-        for name in MDL_BACKENDS + ON_STORE:
-            raw[(b, name)] = bench_one(world, name, samplers[b], store, path, steps, budget, base)
+        for _ in range(repeats):
+            for name in [n for n in MDL_BACKENDS + ON_STORE if n in loaders]:
+                raw.setdefault((b, name), []).append(
+                    bench_one(world, name, samplers[b], store, path, steps, budget, base))
     nbytes = store.nbytes.copy()
     store.close()
     for b in batches:
-        for name in FROM_FILE:
-            raw[(b, name)] = bench_one(world, name, samplers[b], None, path, steps, budget, base)
-    refs = {b: raw[(b, "collective")]["nodes"] for b in batches}
+        for name in [n for n in FROM_FILE if n in loaders]:
+            raw[(b, name)] = [bench_one(world, name, samplers[b], None, path, steps, budget,
+                                        base)]
+    refs = {b: raw[(b, "collective")][0]["nodes"] for b in batches if (b, "collective") in raw}
     rows = []
-    for (b, name), r in raw.items():
-        same = _same_batches(world, r.pop("nodes"), refs[b], name)
-        rows.append({**info, "batch": b, "loader": name, **r, "same_batches": same,
-                     "step_bytes_max": _step_bytes(world, samplers[b], nbytes)})
+    for (b, name), runs in raw.items():
+        ref = refs.get(b)
+        same = _same_batches(world, [r.pop("nodes") for r in runs], ref, name)
+        row = {**info, "batch": b, "loader": name, **merge(runs), "same_batches": same,
+               "step_bytes_max": _step_bytes(world, samplers[b], nbytes)}
+        rows.append(row)
         if world.rank == 0:
             print(f"  {ds} P={world.size} B={b} {name:10s} step "
-                  f"{r['step_median_s'] * 1e3:8.2f} ms (p95 {r['step_p95_s'] * 1e3:8.2f}) "
-                  f"pss {r['data_pss_mib']:7.1f} MiB", flush=True)
+                  f"{row['step_median_s'] * 1e3:8.2f} ms (p95 {row['step_p95_s'] * 1e3:8.2f}) "
+                  f"pss {row['data_pss_mib']:7.1f} MiB", flush=True)
     return rows
 
 
@@ -269,16 +292,15 @@ def bench_one(world, name, sampler, store, path, steps, budget, base) -> dict:
         out["chosen_backend"] = loader.decision["backend"]
         out["backends_used"] = loader.epoch_stats.backend
     loader.close()
-    out["nodes"] = res["nodes"]
     return out
 
 
-def _same_batches(world, nodes: dict, ref: dict, name: str):
+def _same_batches(world, runs: list[dict], ref: dict | None, name: str):
     """Collective: did this loader serve the same graphs as MDLoader collective at every step
     both ran (compared by node count)? ``None`` for loaders with their own order."""
-    if name not in SAME_PLAN:
+    if name not in SAME_PLAN or ref is None:
         return None
-    ok = all(nodes[k] == ref[k] for k in nodes.keys() & ref.keys())
+    ok = all(nodes[k] == ref[k] for nodes in runs for k in nodes.keys() & ref.keys())
     return bool(world.comm.allreduce(int(ok), op=_min()))
 
 
@@ -346,50 +368,97 @@ def machine() -> dict:
             "loadavg_start": [round(x, 2) for x in load]}
 
 
+def run_grid(a, datasets, batches, steps, budget, repeats, loaders) -> list[dict]:
+    """One mpiexec a rank count (or one job on the emulated cluster with ``--cluster``)."""
+    args = ["--worker", "--datasets", ",".join(datasets), "--batches", ",".join(map(str, batches)),
+            "--steps", str(steps), "--budget", str(budget), "--repeats", str(repeats),
+            "--loaders", ",".join(loaders)]
+    rows = []
+    if a.cluster:
+        from mdloader_plugin.cluster import Cluster
+
+        hosts, rph, rate = parse_cluster(a.cluster)
+        tmp = RESULTS / ".loaders-cluster.json"
+        print(f"emulated cluster: {hosts} hosts x {rph} ranks, links {rate}", flush=True)
+        with Cluster.up(hosts=hosts, ranks_per_host=rph, rate=rate, name="bench") as cl:
+            r = cl.run([sys.executable, "-m", "mpi4py", __file__, *args, "--tmp", str(tmp)],
+                       timeout=1800, env={"PYTHONUNBUFFERED": "1"}, cwd=ROOT)
+        if r.returncode:
+            sys.exit(f"bench: loaders on the emulated cluster failed (exit {r.returncode})")
+        rows = json.loads(tmp.read_text())
+        tmp.unlink()
+        for row in rows:
+            row["link_rate"] = rate
+        return rows
+    for p in a.ranks:
+        tmp = RESULTS / f".loaders-{p}.json"
+        t0 = time.perf_counter()
+        print(f"{p} ranks: {len(datasets)} data sets x {len(batches)} batch sizes x "
+              f"{len(loaders)} loaders ({repeats} rounds of the store-based ones)", flush=True)
+        mpiexec(p, [__file__, *args, "--tmp", str(tmp)], timeout=1800)
+        rows += json.loads(tmp.read_text())
+        tmp.unlink()
+        print(f"  {p} ranks done in {time.perf_counter() - t0:.0f} s", flush=True)
+    return rows
+
+
+def parse_cluster(text: str) -> tuple[int, int, str]:
+    """``HxR[@RATE]`` -> (hosts, ranks per host, rate), e.g. ``2x2@1gbit``."""
+    shape, _, rate = text.partition("@")
+    h, _, r = shape.partition("x")
+    return int(h), int(r), rate or "1gbit"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--full", action="store_true", help="ranks 2,4,8 x batch 4,32,256, 10 steps")
+    ap.add_argument("--full", action="store_true",
+                    help="ranks 2,4,8 x batch 4,32,256, 8 steps x 3 rounds")
     ap.add_argument("--ranks", help="comma list (default 2,4; --full 2,4,8)")
     ap.add_argument("--batches", help="comma list (default 4,32,256)")
     ap.add_argument("--datasets", default="hydragnn,oc20")
-    ap.add_argument("--steps", type=int, help="measured steps a config (default 5; --full 10)")
+    ap.add_argument("--loaders", default=",".join(LOADERS), help="comma list of " +
+                    ",".join(LOADERS))
+    ap.add_argument("--steps", type=int, help="measured steps a round (default 4; --full 8)")
+    ap.add_argument("--repeats", type=int,
+                    help="interleaved rounds of the store-based loaders (default 2; --full 3)")
     ap.add_argument("--budget", type=float, default=None,
-                    help="seconds a loader may take per config before it stops at >= 2 steps")
-    ap.add_argument("--out", default=str(RESULTS / "loaders.json"))
+                    help="seconds a loader may take per config before it stops (at >= 1 "
+                         "measured step)")
+    ap.add_argument("--cluster", metavar="HxR[@RATE]",
+                    help="run on the emulated cluster (e.g. 2x2@1gbit; needs root): store-based "
+                         "loaders only, writes loaders_cluster.json")
+    ap.add_argument("--out")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tmp", help=argparse.SUPPRESS)
     a = ap.parse_args()
     datasets = a.datasets.split(",")
     batches = [int(x) for x in (a.batches or "4,32,256").split(",")]
-    steps = a.steps or (10 if a.full else 5)
-    budget = a.budget or (8.0 if a.full else 3.0)
+    steps = a.steps or (8 if a.full else 4)
+    repeats = a.repeats or (3 if a.full else 2)
+    budget = a.budget or (8.0 if a.full else 2.0)
+    loaders = a.loaders.split(",")
+    if a.cluster and a.loaders == ",".join(LOADERS):
+        loaders = list(MDL_BACKENDS + ON_STORE)
     if a.worker:
-        return worker(datasets, batches, steps, budget, a.tmp)
-    ranks = [int(x) for x in (a.ranks or ("2,4,8" if a.full else "2,4")).split(",")]
+        return worker(datasets, batches, steps, budget, repeats, loaders, a.tmp)
+    a.ranks = [int(x) for x in (a.ranks or ("2,4,8" if a.full else "2,4")).split(",")]
+    out = Path(a.out or RESULTS / ("loaders_cluster.json" if a.cluster else "loaders.json"))
     RESULTS.mkdir(parents=True, exist_ok=True)
     make_data(datasets)
     info = machine()
-    rows = []
-    for p in ranks:
-        tmp = RESULTS / f".loaders-{p}.json"
-        t0 = time.perf_counter()
-        print(f"{p} ranks: {len(datasets)} data sets x {len(batches)} batch sizes x "
-              f"{len(LOADERS)} loaders", flush=True)
-        mpiexec(p, [__file__, "--worker", "--datasets", ",".join(datasets), "--batches",
-                    ",".join(map(str, batches)), "--steps", str(steps), "--budget", str(budget),
-                    "--tmp", str(tmp)], timeout=1800)
-        rows += json.loads(tmp.read_text())
-        tmp.unlink()
-        print(f"  {p} ranks done in {time.perf_counter() - t0:.0f} s", flush=True)
+    rows = run_grid(a, datasets, batches, steps, budget, repeats, loaders)
     add_floor(rows)
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    result = {"machine": info, "full": a.full, "steps": steps, "budget_s": budget,
-              "rows": rows}
-    Path(a.out).write_text(json.dumps(result, indent=1))
+    result = {"machine": info, "full": a.full, "steps": steps, "repeats": repeats,
+              "budget_s": budget, "cluster": a.cluster, "rows": rows}
+    out.write_text(json.dumps(result, indent=1))
+    if a.cluster:
+        print(f"wrote {out}")
+        return
     import bench_plots
 
     figs = bench_plots.loader_figures(result, HERE)
-    print(f"wrote {a.out}, " + ", ".join(str(f) for f in figs))
+    print(f"wrote {out}, " + ", ".join(str(f) for f in figs))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ The epoch numbers are the driver's ``MDLOADER-EPOCH`` records (wall = slowest ra
 mean over ranks of the time the trainer waited in ``next()``); epoch 0 includes warm-up and is
 reported but left out of the medians.
 
-    python bench/training.py [--full] [--ranks 2] [--graphs 1000] [--epochs 3]
+    python bench/training.py [--full] [--ranks 2] [--graphs 2000] [--epochs 3]
 
 Writes ``bench/results/training.json`` and ``bench/training.png``.
 """
@@ -99,7 +99,7 @@ def figure(result: dict, path: Path) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--full", action="store_true", help="4 ranks, 2000 graphs, adds preload")
+    ap.add_argument("--full", action="store_true", help="4 ranks, 4000 graphs, adds preload")
     ap.add_argument("--ranks", type=int)
     ap.add_argument("--graphs", type=int)
     ap.add_argument("--epochs", type=int, default=3)
@@ -115,7 +115,7 @@ def main() -> None:
     from loaders import RESULTS, WORK, machine, mpiexec
 
     ranks = a.ranks or (4 if a.full else 2)
-    graphs = a.graphs or (2000 if a.full else 1000)
+    graphs = a.graphs or (4000 if a.full else 2000)
     variants = a.variants.split(",") if a.variants else list(VARIANTS if a.full else QUICK)
     data = WORK / f"train-{graphs}.bp"
     if not data.exists():

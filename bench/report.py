@@ -1,0 +1,218 @@
+"""``bench/RESULTS.md`` from the JSON under ``bench/results/``: tables and the issue's targets.
+
+    python bench/report.py
+
+Reads ``loaders.json``, ``training.json``, ``scale_perlmutter.json`` and
+``estimator_accuracy.json`` (each optional) and writes the Markdown the README quotes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+LOADERS = ("auto", "collective", "onesided", "ddstore", "file", "preload", "pyg-local")
+TITLES = {"auto": "MDL auto", "collective": "MDL coll.", "onesided": "MDL 1-sided",
+          "ddstore": "DDStore-style", "file": "file/sample", "preload": "preload",
+          "pyg-local": "PyG local"}
+
+
+def _load(name: str):
+    p = RESULTS / name
+    return json.loads(p.read_text()) if p.exists() else None
+
+
+def _geo(xs) -> float:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def _ms(x) -> str:
+    return "–" if x is None else (f"{x * 1e3:.2f}" if x < 0.1 else f"{x * 1e3:.0f}")
+
+
+def _configs(rows):
+    keys = sorted({(r["dataset"], r["ranks"], r["batch"]) for r in rows})
+    by = {(r["dataset"], r["ranks"], r["batch"], r["loader"]): r for r in rows}
+    return keys, by
+
+
+def loader_tables(res: dict) -> list[str]:
+    keys, by = _configs(res["rows"])
+    out = ["### Per-step time to a collated batch (ms, median over steps of the slowest rank; "
+           "p95 in the JSON)", "",
+           "| data | ranks | batch | floor | " + " | ".join(TITLES[l] for l in LOADERS) + " |",
+           "|---|---:|---:|---:|" + "---:|" * len(LOADERS)]
+    for ds, p, b in keys:
+        cells = [_ms(by[(ds, p, b, l)]["step_median_s"]) if (ds, p, b, l) in by else "–"
+                 for l in LOADERS]
+        floor = by[(ds, p, b, "auto")]["floor_s"]
+        out.append(f"| {ds} | {p} | {b} | {_ms(floor)} | " + " | ".join(cells) + " |")
+    out += ["", "### Fetch only (ms: bytes of the step into the rank; MDLoader: the backend's "
+            "fetch), ratio to the memcpy floor, per-rank memory", "",
+            "| data | ranks | batch | MB/step/rank | floor ms | MDL auto fetch (x floor) | "
+            "coll. fetch | 1-sided fetch | DDStore fetch | file fetch | auto samples/s | "
+            "auto PSS MiB (target) | preload PSS MiB | auto peak RSS MiB |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for ds, p, b in keys:
+        a = by[(ds, p, b, "auto")]
+        f = {l: by.get((ds, p, b, l), {}).get("fetch_median_s") for l in LOADERS}
+        tgt = 1.15 * a["dataset_bytes"] / p / 2**20 + 64
+        pre = by.get((ds, p, b, "preload"), {}).get("data_pss_mib")
+        out.append(f"| {ds} | {p} | {b} | {a['step_bytes_max'] / 1e6:.2f} | {_ms(a['floor_s'])} "
+                   f"| {_ms(f['auto'])} ({a['fetch_over_floor']:.1f}x) | {_ms(f['collective'])} "
+                   f"| {_ms(f['onesided'])} | {_ms(f['ddstore'])} | {_ms(f['file'])} "
+                   f"| {a['samples_per_s']:.0f} | {a['data_pss_mib']:.0f} ({tgt:.0f}) "
+                   f"| {pre:.0f} | {a['peak_rss_mib']:.0f} |" if pre is not None else "")
+    return out
+
+
+def targets(res: dict | None, train: dict | None, cl: dict | None = None) -> list[str]:
+    out = ["| target | measured | met? |", "|---|---|---|"]
+    if cl:
+        keys, by = _configs(cl["rows"])
+        st = [by[(*k, "ddstore")]["step_median_s"] / by[(*k, "auto")]["step_median_s"]
+              for k in keys if k[2] >= 32 and (*k, "ddstore") in by and (*k, "auto") in by]
+        if st:
+            out.append(f"| MDLoader ≥ 10x faster than DDStore-style at batch ≥ 32, across hosts "
+                       f"(emulated cluster) | step: {min(st):.1f}x–{max(st):.1f}x (geo-mean "
+                       f"{_geo(st):.1f}x) | {'yes' if min(st) >= 10 else 'no'} |")
+    if res:
+        keys, by = _configs(res["rows"])
+        for base in ("ddstore", "file"):
+            st = [by[(*k, base)]["step_median_s"] / by[(*k, "auto")]["step_median_s"]
+                  for k in keys if k[2] >= 32 and (*k, base) in by]
+            fe = [by[(*k, base)]["fetch_median_s"] / by[(*k, "auto")]["fetch_median_s"]
+                  for k in keys if k[2] >= 32 and (*k, base) in by]
+            if st:
+                out.append(f"| MDLoader ≥ 10x faster than {TITLES[base]} at batch ≥ 32, one "
+                           "host | "
+                           f"step (batch ready): {min(st):.1f}x–{max(st):.1f}x (geo-mean "
+                           f"{_geo(st):.1f}x); fetch only: {min(fe):.1f}x–{max(fe):.1f}x "
+                           f"(geo-mean {_geo(fe):.1f}x) | "
+                           f"{'yes' if min(st) >= 10 else 'fetch only' if min(fe) >= 10 else 'no'} |")
+        fl = [by[(*k, "auto")]["fetch_over_floor"] for k in keys if k[2] >= 64]
+        sf = [by[(*k, "auto")]["step_over_floor"] for k in keys if k[2] >= 64]
+        if fl:
+            out.append(f"| fetch ≤ 3x memcpy floor at batch ≥ 64 | auto fetch {min(fl):.1f}x–"
+                       f"{max(fl):.1f}x the floor (batch ready: {min(sf):.0f}x–{max(sf):.0f}x) | "
+                       f"{'yes' if max(fl) <= 3 else 'no'} |")
+        ratio = [by[(*k, "auto")]["step_median_s"] / min(by[(*k, "onesided")]["step_median_s"],
+                                                         by[(*k, "collective")]["step_median_s"])
+                 for k in keys]
+        out.append(f"| auto within 2% of the faster backend (geo-mean) | {_geo(ratio) - 1:+.1%} "
+                   f"(worst {max(ratio) - 1:+.1%}, {len(ratio)} configs) | "
+                   f"{'yes' if _geo(ratio) <= 1.02 else 'no'} |")
+        mem = [(by[(*k, "auto")]["data_pss_mib"],
+                1.15 * by[(*k, "auto")]["dataset_bytes"] / k[1] / 2**20 + 64) for k in keys]
+        worst = max(m / t for m, t in mem)
+        out.append(f"| per-rank memory ≤ 1.15 × data/ranks + 64 MiB | auto peak PSS above the "
+                   f"process baseline at most {worst:.0%} of the budget | "
+                   f"{'yes' if worst <= 1 else 'no'} |")
+    if train:
+        md = [s for s in train["summary"] if s["variant"].startswith("mdloader")]
+        shares = ", ".join(f"{s['variant'].split('-')[1]} {s['data_wait_share']:.1%}" for s in md)
+        ok = all(s["data_wait_share"] <= 0.02 for s in md)
+        out.append(f"| data-wait ≤ 2% of step time in training | {shares} | "
+                   f"{'yes' if ok else 'no'} |")
+    return out
+
+
+def cluster_table(cl: dict) -> list[str]:
+    keys, by = _configs(cl["rows"])
+    r0 = cl["rows"][0]
+    out = [f"Emulated cluster (`--cluster {cl['cluster']}`): {r0['hosts']} hosts (network "
+           f"namespaces) x {r0['ranks'] // r0['hosts']} ranks, Open MPI over TCP on links "
+           f"limited to {r0.get('link_rate', '?')}; store-based loaders only. ms per step "
+           "(fetch in brackets).", "",
+           "| data | ranks | batch | MDL auto | MDL coll. | MDL 1-sided | DDStore-style | "
+           "DDStore / auto (step) | DDStore / auto (fetch) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for ds, p, b in keys:
+        g = {l: by.get((ds, p, b, l)) for l in ("auto", "collective", "onesided", "ddstore")}
+        cell = {l: f"{_ms(r['step_median_s'])} ({_ms(r['fetch_median_s'])})" if r else "–"
+                for l, r in g.items()}
+        a, d = g["auto"], g["ddstore"]
+        rs = f"{d['step_median_s'] / a['step_median_s']:.1f}x" if a and d else "–"
+        rf = f"{d['fetch_median_s'] / a['fetch_median_s']:.1f}x" if a and d else "–"
+        out.append(f"| {ds} | {p} | {b} | {cell['auto']} | {cell['collective']} | "
+                   f"{cell['onesided']} | {cell['ddstore']} | {rs} | {rf} |")
+    return out
+
+
+def training_table(train: dict) -> list[str]:
+    out = [f"HydraGNN GIN demo (`{train['config']}`), {train['ranks']} ranks, "
+           f"{train['graphs']} graphs (80% train), {train['epochs']} epochs; medians of epochs "
+           "1.. (epoch 0 includes warm-up).", "",
+           "| loader | backend | epoch s | data-wait s | data-wait share | samples/s | "
+           "epoch 0 s |", "|---|---|---:|---:|---:|---:|---:|"]
+    for s in train["summary"]:
+        out.append(f"| {s['variant']} | {s['backend']} | {s['epoch_s']:.2f} | "
+                   f"{s['data_wait_s']:.3f} | {s['data_wait_share']:.1%} | "
+                   f"{s['samples_per_s']:.0f} | {s['epoch0_s']:.2f} |")
+    return out
+
+
+def scale_table(scale: dict) -> list[str]:
+    out = [f"**{scale['kind']}** — `{scale['profile']}` profile, {scale['ranks_per_node']} "
+           "ranks a node; predicted fetch ms per step (auto's pick):", "",
+           "| data | batch | " + " | ".join(str(p) for p in sorted({r['ranks'] for r in
+                                                                    scale['rows']})) + " |",
+           "|---|---:|" + "---:|" * len({r['ranks'] for r in scale['rows']})]
+    groups = sorted({(r["dataset"], r["batch"]) for r in scale["rows"]})
+    for ds, b in groups:
+        rs = sorted((r for r in scale["rows"] if r["dataset"] == ds and r["batch"] == b),
+                    key=lambda r: r["ranks"])
+        out.append(f"| {ds} | {b} | " + " | ".join(f"{r['auto_s'] * 1e3:.2f} ({r['auto'][:4]})"
+                                                    for r in rs) + " |")
+    return out
+
+
+def main() -> None:
+    res, train = _load("loaders.json"), _load("training.json")
+    scale, est = _load("scale_perlmutter.json"), _load("estimator_accuracy.json")
+    m = (res or train or {}).get("machine", {})
+    lines = ["# MDLoader benchmark results", "",
+             f"Measured {m.get('date', '?')} on `{m.get('host', '?')}`: {m.get('cpu', '?')}, "
+             f"{m.get('cores', '?')} cores shared with other jobs (load average "
+             f"{m.get('loadavg_start', ['?'])[0]} at start, {m.get('loadavg_end', ['?'])[0]} at "
+             f"end), Python {m.get('python', '?')}, Open MPI 5 wheel, every rank count "
+             "oversubscribed on these cores. Numbers are noisy; the JSON under `bench/results/` "
+             "has every value. Reproduce with `make bench` (reduced grid) or "
+             "`BENCH_FULL=1 make bench`.", ""]
+    cl = _load("loaders_cluster.json")
+    lines += ["## Targets", ""] + targets(res, train, cl) + [""]
+    if res:
+        lines += [f"## Loaders side by side ({'full' if res['full'] else 'reduced'} grid, "
+                  f"{res['steps']} measured steps x {res.get('repeats', 1)} interleaved rounds for the "
+                  "store-based loaders, 1 round for the others; same plans and seed for every loader "
+                  "except PyG local)", ""] + loader_tables(res) + [""]
+        same = {r["loader"]: r["same_batches"] for r in res["rows"]
+                if r["same_batches"] is not None}
+        bad = sorted(k for k, v in same.items() if not v)
+        lines += ["Same graphs at every step as MDLoader collective: " +
+                  ("all plan-driven loaders" if not bad else f"NOT for {', '.join(bad)}"), "",
+                  "Figures: `bench/loaders_hydragnn.png`, `bench/loaders_oc20.png`, "
+                  "`bench/loaders_memory.png`.", ""]
+    if cl:
+        lines += ["## Across hosts (emulated cluster)", ""] + cluster_table(cl) + [""]
+    if train:
+        lines += ["## Training (HydraGNN)", ""] + training_table(train) + [
+            "", "Figure: `bench/training.png`.", ""]
+    if est:
+        s = est["summary"]["online"]
+        lines += ["## Backend choice (estimator accuracy, `bench/estimator_accuracy.py`)", "",
+                  f"{est['summary']['configs']} configurations: auto (model + online check) "
+                  f"picked the faster backend in {s['right_pick_fraction']:.0%}, regret "
+                  f"geo-mean {s['regret_geomean']:.1%}, worst {s['regret_worst']:.0%}.", ""]
+    if scale:
+        lines += ["## Scale on paper (model output)", ""] + scale_table(scale) + [
+            "", "Figure: `bench/scale_perlmutter.png` (labelled MODEL OUTPUT).", ""]
+    (HERE / "RESULTS.md").write_text("\n".join(lines))
+    print(f"wrote {HERE / 'RESULTS.md'}")
+
+
+if __name__ == "__main__":
+    main()

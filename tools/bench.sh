@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# make bench: loaders side by side, HydraGNN training, scale on paper, estimator accuracy, then
+# bench/RESULTS.md. Reduced grid by default (a few minutes on 2 cores); BENCH_FULL=1 runs the
+# full grid (ranks 2,4,8 x batch 4,32,256 x both data sets; 4-rank training; full estimator grid).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_osc=^ucx
+export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+export PATH="$PWD/.venv/bin:$PATH"
+full=()
+quick=(--quick)
+if [[ "${BENCH_FULL:-0}" == 1 ]]; then full=(--full); quick=(); fi
+start=$(date +%s)
+echo "== loaders side by side"
+"$PY" bench/loaders.py "${full[@]}"
+echo "== HydraGNN training"
+"$PY" bench/training.py "${full[@]}"
+echo "== scale on paper (model output)"
+"$PY" bench/scale.py
+echo "== estimator accuracy"
+"$PY" bench/estimator_accuracy.py "${quick[@]}"
+"$PY" bench/report.py
+echo "bench done in $(( $(date +%s) - start )) s: bench/RESULTS.md, bench/*.png, bench/results/*.json"
