@@ -128,17 +128,11 @@ class MDLoader:
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
         self.size = 1 if world is None else world.size
-        if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
-            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if prefetch < 0:
-            raise ConfigError(f"prefetch must be >= 0, got {prefetch}")
-        if backend != "auto" and backend not in BACKENDS:
-            get_backend(backend)  # raises with the list of choices
-        try:
-            self.sampler_core = GlobalSampler(store.num_samples, self.size, int(batch_size),
-                                              shuffle=shuffle, seed=seed, drop_last=drop_last)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+        from .world import agree  # the same arguments everywhere: rank 0 reports once
+
+        self.sampler_core = agree(world, _checked_sampler, store.num_samples, self.size,
+                                  batch_size, prefetch, backend, profile, shuffle=shuffle,
+                                  seed=seed, drop_last=drop_last)
         self.batch_size, self.prefetch = int(batch_size), prefetch
         self.to_sample = to_sample or pyg_sample
         self.collate = collate or pyg_collate
@@ -291,6 +285,29 @@ class MDLoader:
         samples = [self.to_sample(codec.decode(fetched.buf, int(o), int(n)))
                    for o, n in zip(fetched.offsets, fetched.nbytes)]
         return self.collate(samples)
+
+
+def _checked_sampler(num_samples: int, size: int, batch_size, prefetch, backend: str, profile,
+                     **kw) -> GlobalSampler:
+    """MDLoader's arguments checked (a bad one is a ConfigError) and its sampler."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size <= 0:
+        raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if isinstance(prefetch, bool) or not isinstance(prefetch, (int, np.integer)) or prefetch < 0:
+        raise ConfigError(f"prefetch must be an integer >= 0, got {prefetch!r}")
+    if backend != "auto":
+        try:
+            get_backend(backend)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    else:
+        from .estimator.profile import get_profile
+
+        get_profile(profile)  # a missing or absurd profile fails here, before any collective
+    try:
+        return GlobalSampler(num_samples, size, int(batch_size), **kw)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 class _CommView:

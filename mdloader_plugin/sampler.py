@@ -204,7 +204,7 @@ class GlobalSampler:
     def rank_indices(self, epoch: int, rank: int) -> np.ndarray:
         """All ids rank `rank` takes in `epoch`, in order (DistributedSampler's ``__iter__``)."""
         if self.weights is not None:
-            return np.concatenate([self.plan(epoch, s)[rank] for s in range(self.steps_per_epoch)])
+            return np.concatenate([self.plan(epoch, s)[rank] for s in range(self.steps_in(epoch))])
         return self.epoch_table(epoch)[rank]
 
 

@@ -30,13 +30,25 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    from ..estimator import Workload, choose, get_model, get_profile
+def _decide(args):
+    from ..estimator import Workload, choose, get_profile
 
     prof = get_profile(args.profile)
     rpn = args.ranks_per_node or int(prof.provenance.get("ranks_per_node", 1))
     w = Workload(args.ranks, args.batch_size, args.sample_bytes, args.sample_std, rpn)
-    d = choose(w, prof)
+    return prof, w, choose(w, prof)
+
+
+def run(args) -> int:
+    from ..estimator import get_model
+    from ..world import World, _world_size_env, agree
+
+    # started by mpiexec on several ranks: one answer (or one error), rank 0's
+    world = World.detect() if _world_size_env() > 1 else None
+
+    prof, w, d = agree(world, _decide, args)
+    if world is not None and world.rank != 0:
+        return 0
     if args.json:
         print(json.dumps({"choice": d.backend, "predicted_s": d.predicted_s}))
         return 0

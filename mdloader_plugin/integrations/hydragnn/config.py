@@ -4,7 +4,8 @@ A config is what HydraGNN users already write (``Verbosity``, ``Dataset``, ``Neu
 ``Architecture``, ``Variables_of_interest``, ``Training``) plus these top-level keys::
 
     loader: mdloader              # or: hydragnn (HydraGNN's own DataLoader, the baseline)
-    mdloader: {backend: auto, prefetch: 2, profile: local}   # used when loader: mdloader
+    mdloader: {backend: auto, prefetch: 2, profile: local,   # used when loader: mdloader
+               max_memory_per_rank: 4GiB}                   # stop early if a store won't fit
     hydragnn_loader: {preload: false}                        # used when loader: hydragnn
     seed: 0                       # model init and shuffling (same seed -> same batches)
     run_name: gin-demo            # logs/<run_name>/run.log (default: HydraGNN's own log name)
@@ -31,7 +32,8 @@ from ...errors import ConfigError
 LOADERS = ("mdloader", "hydragnn")
 BACKENDS = ("auto", "onesided", "collective")
 MDLOADER_DEFAULTS = {"backend": "auto", "prefetch": 2, "profile": "local", "seed": None,
-                     "drop_last": False}
+                     "drop_last": False, "max_memory_per_rank": None}
+SECTIONS = ("loader", "mdloader", "hydragnn_loader")
 HYDRAGNN_LOADER_DEFAULTS = {"preload": False}
 
 
@@ -86,6 +88,7 @@ def apply_override(cfg: dict, item: str) -> None:
 def normalise(cfg: dict, source: str = "config") -> dict:
     """A validated deep copy with MDLoader's defaults filled in."""
     cfg = copy.deepcopy(cfg)
+    _check_spelling(cfg, source)
     name = cfg.setdefault("loader", "mdloader")
     if name not in LOADERS:
         raise ConfigError(f"{source}: loader: {name!r} is unknown; choose one of "
@@ -95,6 +98,7 @@ def normalise(cfg: dict, source: str = "config") -> dict:
     if cfg["mdloader"]["backend"] not in BACKENDS:
         raise ConfigError(f"{source}: mdloader.backend: {cfg['mdloader']['backend']!r} is "
                           f"unknown; choose one of {', '.join(BACKENDS)}")
+    _check_mdloader_options(cfg["mdloader"], source)
     cfg.setdefault("seed", 0)
     if cfg["mdloader"]["seed"] is None:
         cfg["mdloader"]["seed"] = cfg["seed"]
@@ -109,6 +113,32 @@ def normalise(cfg: dict, source: str = "config") -> dict:
                 "NeuralNetwork.Training.Optimizer.learning_rate"):
         _require(cfg, source, key)
     return cfg
+
+
+def _check_spelling(cfg: dict, source: str) -> None:
+    """A top-level key one typo away from ``loader``/``mdloader``/``hydragnn_loader`` would be
+    silently ignored (and the default loader used): refuse it."""
+    import difflib
+
+    for key in cfg:
+        close = difflib.get_close_matches(str(key), SECTIONS, n=1, cutoff=0.75)
+        if close and key not in SECTIONS:
+            raise ConfigError(f"{source}: top-level key {key!r} is not known; did you mean "
+                              f"{close[0]!r}?")
+
+
+def _check_mdloader_options(opts: dict, source: str) -> None:
+    from ...budget import parse_bytes
+
+    unknown = sorted(set(opts) - set(MDLOADER_DEFAULTS))
+    if unknown:
+        raise ConfigError(f"{source}: mdloader.{unknown[0]} is not an option; options: "
+                          f"{', '.join(MDLOADER_DEFAULTS)}")
+    pf = opts["prefetch"]
+    if isinstance(pf, bool) or not isinstance(pf, int) or pf < 0:
+        raise ConfigError(f"{source}: mdloader.prefetch must be an integer >= 0, got {pf!r}")
+    opts["max_memory_per_rank"] = parse_bytes(opts["max_memory_per_rank"],
+                                              f"{source}: mdloader.max_memory_per_rank")
 
 
 def _require(cfg: dict, source: str, dotted: str, kind: type | None = None) -> Any:

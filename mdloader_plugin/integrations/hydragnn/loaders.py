@@ -27,7 +27,8 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
     batch_size = int(cfg["NeuralNetwork"]["Training"]["batch_size"])
     loaders = []
     for label in labels:
-        store = ShardStore.from_file(world, cfg["Dataset"]["path"], label)
+        store = ShardStore.from_file(world, cfg["Dataset"]["path"], label,
+                                     max_memory_per_rank=opts.get("max_memory_per_rank"))
         loaders.append(MDLoader(store, batch_size=batch_size, shuffle=True,
                                 seed=int(opts["seed"]), drop_last=bool(opts["drop_last"]),
                                 backend=opts["backend"], prefetch=int(opts["prefetch"]),
