@@ -117,13 +117,17 @@ class MDLoader:
         profile: machine profile name or path for ``auto`` (default ``"local"``).
         online_check: let ``auto`` measure both backends early and switch once if the
             prediction was wrong.
+        balance_weights: per-sample cost (e.g. atoms a graph, one entry per global sample):
+            each step's samples are dealt so every rank gets about the same total
+            (``sampler.balance_plan``); the samples of a step and of an epoch do not change.
     """
 
     def __init__(self, store, *, batch_size: int, shuffle: bool = True, seed: int = 0,
                  drop_last: bool = False, backend: str = "auto", prefetch: int = 2,
                  to_sample: Callable[[dict], Any] | None = None,
                  collate: Callable[[list], Any] | None = None, profile: str | None = None,
-                 online_check: bool = True, progress: str | bool = "auto", name: str = "train"):
+                 online_check: bool = True, progress: str | bool = "auto", name: str = "train",
+                 balance_weights: np.ndarray | None = None):
         world = store.world
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
@@ -132,7 +136,7 @@ class MDLoader:
 
         self.sampler_core = agree(world, _checked_sampler, store.num_samples, self.size,
                                   batch_size, prefetch, backend, profile, shuffle=shuffle,
-                                  seed=seed, drop_last=drop_last)
+                                  seed=seed, drop_last=drop_last, weights=balance_weights)
         self.batch_size, self.prefetch = int(batch_size), prefetch
         self.to_sample = to_sample or pyg_sample
         self.collate = collate or pyg_collate

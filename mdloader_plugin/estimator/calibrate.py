@@ -13,10 +13,14 @@ numbers include the contention a real step sees):
 6. ``backends`` a few real steps of each backend at small batches    -> os.t_step, coll.t_step
                 (what the micro-benchmarks miss: the backends' own Python work per step)
 
-Each series is fitted by non-negative least squares on relative error (``fit.py``). On one node
-there is no inter-node pair: inter parameters are copied from intra ones and their source says
-so. Quick mode (tests) uses fewer sizes and repetitions; the full run takes ~20-40 s on 4 ranks
-of a 2-core machine.
+Each series is fitted by non-negative least squares on relative error (``fit.py``). Intra- and
+inter-node parameters come from separate series (owners picked by ``World.node_of``), so a run
+across nodes (or hosts of ``mdloader cluster``) prices an on-node owner apart from an off-node one.
+A level without a pair (all ranks on one node: no inter; one rank a node: no intra) gets the
+other level's values and a source that says so. With one owner count only (2 ranks a node: one
+on-node peer) a Get's issue cost cannot be told from the flush: the flush takes it all and
+``t_get`` comes from the other level. Quick mode (tests) uses fewer sizes and repetitions; the
+full run takes ~20-40 s on 4 ranks of a 2-core machine.
 """
 
 from __future__ import annotations
@@ -44,12 +48,14 @@ class Plan:
     reps: int = 15
     sizes: tuple[int, ...] = (256, 4096, 65536)
     blocks: tuple[int, ...] = (1, 8, 32)
-    a2a_sizes: tuple[int, ...] = (0, 1024, 16384, 131072)
+    # up to 1 MiB a pair: across nodes the per-byte term must stand out of the per-peer latency
+    a2a_sizes: tuple[int, ...] = (0, 1024, 16384, 131072, 1 << 20)
     steps: int = 12
 
     @classmethod
     def quick(cls) -> "Plan":
-        return cls(reps=5, sizes=(1024, 32768), blocks=(1, 8), a2a_sizes=(0, 4096, 65536), steps=5)
+        return cls(reps=5, sizes=(1024, 32768), blocks=(1, 8), a2a_sizes=(0, 4096, 65536, 1 << 19),
+                   steps=5)
 
 
 @dataclass
@@ -57,6 +63,7 @@ class Result:
     params: dict[str, float] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     quality: dict[str, float] = field(default_factory=dict)
+    gaps: dict[str, str] = field(default_factory=dict)  # key -> why it was not measured
 
     def set(self, key: str, value: float, source: str) -> None:
         self.params[key], self.sources[key] = float(value), source
@@ -193,9 +200,26 @@ def _gets(world, plan: Plan, res: Result) -> None:
         win.Unlock_all()
         win.Free()
     for key in ("os.t_flush", "os.t_get", "os.bw"):
-        if f"{key}_inter" not in res.params:
-            res.set(f"{key}_inter", res.params[f"{key}_intra"],
-                    "copied from the intra-node value: all ranks on one node, no inter-node pair")
+        _fill_level(res, key)
+
+
+LEVEL_GAP = {"intra": "one rank a node, no on-node pair",
+             "inter": "all ranks on one node, no inter-node pair"}
+
+
+def _fill_level(res: Result, key: str) -> None:
+    """Give `key`_intra / `key`_inter the other level's value where one was not measured."""
+    have = [lvl for lvl in ("intra", "inter") if f"{key}_{lvl}" in res.params]
+    for level in ("intra", "inter"):
+        if level in have:
+            continue
+        if have:
+            why = res.gaps.get(f"{key}_{level}", LEVEL_GAP[level])
+            res.set(f"{key}_{level}", res.params[f"{key}_{have[0]}"],
+                    f"copied from the {have[0]}-node value: {why}")
+        else:  # only t_get: one owner a step at every level
+            res.set(f"{key}_{level}", FLOOR_S, "not separable from the flush (one owner a step "
+                    "at every level): issue cost counted in t_flush")
 
 
 def _get_series(world, plan: Plan, win, peers: list[int], win_bytes: int, MPI) -> list:
@@ -229,10 +253,17 @@ def _fit_gets(world, res: Result, level: str, rows: list) -> None:
         return
     n, blocks, nbytes, ndt, y = map(np.array, zip(*rows))
     y = np.maximum(y - ndt * res.params["os.t_dtype"], 1e-7)  # datatype cost measured apart
-    fit = nnls_relative({"flush": np.ones_like(y), "get": n, "block": blocks, "per_byte": nbytes}, y)
+    cols = {"flush": np.ones_like(y), "get": n, "block": blocks, "per_byte": nbytes}
+    if np.unique(n).size < 2:  # one owner count: "get" is a copy of "flush", not identifiable
+        del cols["get"]
+    fit = nnls_relative(cols, y)
     src = _fit_source(f"Get ({level}-node owners)", fit)
     res.set(f"os.t_flush_{level}", positive(fit.coef["flush"], FLOOR_S), src)
-    res.set(f"os.t_get_{level}", positive(fit.coef["get"], FLOOR_S), src)
+    if "get" in cols:
+        res.set(f"os.t_get_{level}", positive(fit.coef["get"], FLOOR_S), src)
+    else:
+        res.gaps[f"os.t_get_{level}"] = (f"one {level}-node owner a rank, so a Get's issue cost "
+                                         "is not separable from the flush")
     res.set(f"os.bw_{level}", 1.0 / max(fit.coef["per_byte"] or 0.0, 1e-13), src)
     if level == "intra" or "os.t_block" not in res.params:
         res.set("os.t_block", positive(fit.coef["block"], 1e-9), src)
@@ -267,14 +298,12 @@ def _fit_a2a(res: Result, rows: list, pairwise: bool) -> None:
             f"message per rank costs {'about as much as' if pairwise else 'less than'} a dense one")
     res.set("coll.bruck_max_bytes", 0, "Open MPI and MPICH Alltoallv have no Bruck variant "
             "(linear or pairwise exchange only)")
-    copied = "copied from the intra-node value: all ranks on one node, no inter-node pair"
     for lvl in ("intra", "inter"):
-        peer, byte = fit.coef[f"peer_{lvl}"], fit.coef[f"byte_{lvl}"]
-        lsrc = src
-        if peer is None:
-            peer, byte, lsrc = fit.coef["peer_intra"], fit.coef["byte_intra"], copied
-        res.set(f"coll.t_peer_{lvl}", positive(peer, FLOOR_S), lsrc)
-        res.set(f"coll.bw_{lvl}", 1.0 / max(byte or 0.0, 1e-13), lsrc)
+        if fit.coef[f"peer_{lvl}"] is not None:
+            res.set(f"coll.t_peer_{lvl}", positive(fit.coef[f"peer_{lvl}"], FLOOR_S), src)
+            res.set(f"coll.bw_{lvl}", 1.0 / max(fit.coef[f"byte_{lvl}"] or 0.0, 1e-13), src)
+    for key in ("coll.t_peer", "coll.bw"):
+        _fill_level(res, key)
     res.quality["alltoallv"] = fit.rel_rms
 
 
