@@ -126,38 +126,6 @@ def global_natoms(store, world) -> np.ndarray:
     return np.concatenate(world.comm.allgather(mine))
 
 
-def balance_plan(plan: np.ndarray, natoms: np.ndarray) -> np.ndarray:
-    """Re-deal a step's ``[P, b]`` sample ids so each rank gets ``b`` of them with about the same
-    total atoms: largest first, each to the open rank with the fewest atoms so far."""
-    ranks, b = plan.shape
-    if ranks == 1 or b == 0:
-        return plan
-    ids = plan.reshape(-1)
-    order = ids[np.argsort(-natoms[ids], kind="stable")]
-    out = np.empty((ranks, b), dtype=plan.dtype)
-    load, fill = np.zeros(ranks, dtype=np.int64), np.zeros(ranks, dtype=np.int64)
-    for sid in order:
-        open_ = np.nonzero(fill < b)[0]
-        r = open_[np.argmin(load[open_])]
-        out[r, fill[r]] = sid
-        fill[r] += 1
-        load[r] += natoms[sid]
-    return out
-
-
-class AtomBalancedPlans:
-    """Wraps the core sampler's ``plan`` with :func:`balance_plan` (same steps, same ids)."""
-
-    def __init__(self, core, natoms: np.ndarray):
-        self.core, self.natoms = core, natoms
-
-    def __getattr__(self, name: str):
-        return getattr(self.core, name)
-
-    def plan(self, epoch: int, step: int) -> np.ndarray:
-        return balance_plan(self.core.plan(epoch, step), self.natoms)
-
-
 def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split: str = "train",
                  dataset_name: str = "oc20", key_mapping: Mapping[str, Any] | None = None,
                  transforms: Mapping[str, Any] | None = None, max_atoms: int | None = None,
@@ -185,8 +153,7 @@ def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split
     loader = MDLoader(store, batch_size=int(batch_size), shuffle=shuffle, seed=int(seed),
                       drop_last=drop_last, backend=backend, prefetch=int(prefetch),
                       to_sample=ToAtomicData(dataset_name, key_mapping, transforms, split),
-                      collate=collate_fn, profile=profile, name=label)
-    if balance == "atoms":
-        loader.sampler_core = AtomBalancedPlans(loader.sampler_core, natoms)
+                      collate=collate_fn, profile=profile, name=label,
+                      balance_weights=natoms if balance == "atoms" else None)
     _OPEN.append(loader)
     return FairchemMDLoader(loader, [f"{dataset_name}.{split}"])
