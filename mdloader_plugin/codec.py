@@ -22,6 +22,7 @@ with ``torch.from_numpy`` share that memory too.
 
 from __future__ import annotations
 
+import math
 import struct
 from typing import Mapping
 
@@ -150,7 +151,7 @@ def decode(buf, start: int = 0, nbytes: int | None = None) -> dict[str, np.ndarr
         if code >= len(_DTYPES):
             raise CodecError(f"array {name!r}: unknown dtype code {code}")
         dt = _DTYPES[code]
-        n = int(np.prod(shape, dtype=np.int64))
+        n = math.prod(shape)  # ints from the header (np.prod cost ~15 us a call)
         if off + n * dt.itemsize > total:
             raise CodecError(f"array {name!r} runs past the end of its record")
         out[name] = np.frombuffer(mv, dtype=dt, count=n, offset=start + off).reshape(shape)

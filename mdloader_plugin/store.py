@@ -144,6 +144,8 @@ class ShardStore:
         ndata, block, meta = agree(world, _read_block, world, path, label, keys,
                                    kw["max_memory_per_rank"], bool(kw.get("digests")))
         store = cls.from_samples(world, block, ndata, meta=meta, progress=True, **kw)
+        del block
+        _trim_heap()
         if world is not None and world.size > 1:
             total_read = world.comm.allreduce(meta["bytes_read"])
         else:
@@ -185,6 +187,22 @@ class ShardStore:
             self.window.Free()
             self.window = None
             self.buffer = np.empty(0, dtype=np.uint8)
+
+
+def _trim_heap() -> None:
+    """Hand the freed file block back to the OS. glibc keeps freed heap memory for reuse: after
+    loading, each rank kept about its block size again on top of the store (measured: +30 MiB a
+    rank for a 34 MiB block on 2 ranks, gone after ``malloc_trim``). Best effort: a no-op where
+    libc has no malloc_trim."""
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _size(world) -> int:
