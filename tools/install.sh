@@ -15,7 +15,7 @@ $PIP install -c requirements/lock.txt -e ".[wheels-mpi,convert,hydragnn,fairchem
 # hydragnn 3.0 (the only PyPI release) declares pickle5 (does not build on Python 3.11, never
 # imported) and torch-scatter (source build, not needed by the models we train): install its code
 # without those declared dependencies; its real needs come from the 'hydragnn' extra above.
-echo "[install] hydragnn 3.0 (--no-deps; see README 'Install routes')"
+echo "[install] hydragnn 3.0 (--no-deps; see README 'Using it from HydraGNN')"
 $PIP install --no-deps hydragnn==3.0
 # Open MPI wheel settings: oversubscribe 2 cores without flags; no UCX on this machine.
 etc="$VENV/etc"
