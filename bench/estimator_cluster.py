@@ -180,6 +180,7 @@ def _ratio_panel(bx, result: dict, colors: dict) -> None:
         for xi, yi, c in zip(x, y, cs):  # filled: auto picked the faster one
             bx.scatter(xi, yi, color=colors[rate] if c["auto"] == c["best"] else "white",
                        edgecolors=colors[rate], zorder=3)
+    _single_node_lines(bx, result)
     bx.axhline(1.0, color="k", lw=0.8)
     bx.set(xscale="log", yscale="log", xlabel="batch size per rank",
            ylabel="measured collective / onesided (>1: onesided faster)",
@@ -187,13 +188,45 @@ def _ratio_panel(bx, result: dict, colors: dict) -> None:
     bx.legend(fontsize=6)
 
 
-def single_node_summary() -> dict | None:
-    """The single-node grid's summary (``estimator_accuracy.json``), for the comparison."""
+def _single_node_lines(bx, result: dict) -> None:
+    """The same world sizes on ONE node (from ``estimator_accuracy.json``), in grey."""
+    one = result.get("single_node") or {}
+    first = result["rates"][0]
+    series: dict[tuple, list] = {}
+    for p in one.get("same_configs", []):
+        if p["rate"] == first:
+            series.setdefault((p["ranks"], p["dist"]), []).append(p)
+    for (ranks, dist), ps in sorted(series.items()):
+        ps.sort(key=lambda p: p["batch"])
+        m = [p["one_node"]["measured_s"] for p in ps]
+        bx.plot([p["batch"] for p in ps], [t["collective"] / t["onesided"] for t in m],
+                ":" if dist == "oc20" else "-", color="grey", lw=1,
+                label=f"ONE node, {ranks} ranks, {dist}")
+
+
+def single_node(result: dict) -> dict | None:
+    """The single-node grid (``estimator_accuracy.json``): its summary, and the configs run there
+    with the same world size, data and batch as here, beside the cluster's 2 x R layout."""
     path = RESULTS / "estimator_accuracy.json"
     if not path.exists():
         return None
     doc = json.loads(path.read_text())
-    return {"summary": doc.get("summary"), "quick": doc.get("quick"), "file": path.name}
+    one = {(c["ranks"], c["dist"], c["batch"]): c for c in doc.get("configs", [])}
+    pairs = []
+    for c in result["configs"]:
+        s = one.get((c["ranks"], c["dist"], c["batch"]))
+        if s:
+            pairs.append({"ranks": c["ranks"], "dist": c["dist"], "batch": c["batch"],
+                          "rate": c["rate"], "one_node": _pick(s),
+                          f"{HOSTS}_hosts": _pick(c)})
+    return {"summary": doc.get("summary"), "quick": doc.get("quick"), "file": path.name,
+            "same_configs": pairs,
+            "best_differs": sum(p["one_node"]["best"] != p[f"{HOSTS}_hosts"]["best"]
+                                for p in pairs)}
+
+
+def _pick(c: dict) -> dict:
+    return {"measured_s": c["measured_s"], "best": c["best"], "auto": c["auto"]}
 
 
 def report(result: dict) -> None:
@@ -203,11 +236,23 @@ def report(result: dict) -> None:
             print(f"{rate:>10} {label:>6}: right picks {x['right_pick_fraction']:.0%} of "
                   f"{s['configs']}, regret geo-mean {x['regret_geomean']:+.1%}, worst "
                   f"{x['regret_worst']:+.1%}")
+    one = result.get("single_node")
+    if one and one["same_configs"]:
+        print(f"  vs one node: the faster backend differs in {one['best_differs']} of "
+              f"{len(one['same_configs'])} configs run on both (same ranks, data, batch)")
+        for p in one["same_configs"][:3]:
+            a, b = p["one_node"], p[f"{HOSTS}_hosts"]
+            print(f"    {p['ranks']} ranks {p['dist']} batch {p['batch']}: one node "
+                  f"{_ms(a['measured_s'])} -> best {a['best']}, auto {a['auto']}; {HOSTS} hosts "
+                  f"at {p['rate']} {_ms(b['measured_s'])} -> best {b['best']}, auto {b['auto']}")
     for ch in result["network_changes"]:
-        times = "; ".join(f"{r}: " + ", ".join(f"{b} {t * 1e3:.1f} ms" for b, t in m.items())
-                          for r, m in ch["measured_s"].items())
+        times = "; ".join(f"{r}: {_ms(m)}" for r, m in ch["measured_s"].items())
         print(f"  choice changes: {HOSTS}x{ch['ranks_per_host']} {ch['dist']} batch "
               f"{ch['batch']}: best {ch['best']}, auto {ch['auto']} ({times})")
+
+
+def _ms(times: dict) -> str:
+    return ", ".join(f"{b} {t * 1e3:.1f} ms" for b, t in sorted(times.items()))
 
 
 def main() -> None:
@@ -235,8 +280,9 @@ def main() -> None:
         raise SystemExit(f"estimator_cluster: {exc}") from None
     result = evaluate(rows, profiles)
     result.update(hosts=HOSTS, rates=rates, batches=batches, steps=steps, quick=a.quick,
-                  profiles=profiles, single_node=single_node_summary(),
-                  seconds=round(time.perf_counter() - t0, 1), load_avg=os.getloadavg())
+                  profiles=profiles, seconds=round(time.perf_counter() - t0, 1),
+                  load_avg=os.getloadavg())
+    result["single_node"] = single_node(result)
     out = RESULTS / "estimator_cluster.json"
     out.write_text(json.dumps(result, indent=1))
     plot(result, ROOT / "bench" / "estimator_cluster.png")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from mdloader_plugin.cluster import STATE_ROOT, Cluster, ClusterError, netns
+from mdloader_plugin.estimator import Workload, get_profile, predict
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = ROOT / "tests" / "cluster_probe.py"
@@ -197,3 +198,53 @@ def test_get_from_blocked_node_across_hosts(cluster, progress):
                        "onesided"], timeout=400, capture_output=True, text=True, cwd=ROOT, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "blocked-target ok" in res.stdout
+
+
+LEVELED = ("os.t_flush", "os.bw", "coll.t_peer", "coll.bw")  # keys with _intra and _inter
+
+
+@pytest.mark.cluster
+@pytest.mark.mpi
+@pytest.mark.slow
+@needs_netns
+@pytest.mark.timeout(600)
+def test_calibrate_across_hosts_measures_inter_node(cluster, tmp_path):
+    """`mdloader calibrate --quick` on 2 hosts x 2 ranks fits inter-node parameters from
+    off-host pairs, apart from the intra-node ones, and says nodes=2 in its provenance."""
+    out = tmp_path / "cluster.json"
+    res = cluster.run([sys.executable, "-m", "mpi4py", "-m", "mdloader_plugin", "calibrate",
+                       "--quick", "--out", str(out)], timeout=500, capture_output=True,
+                      text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-3000:]
+    prof = get_profile(str(out))
+    prov = prof.provenance
+    assert (prov["nodes"], prov["ranks_per_node"], prov["ranks"]) == (2, 2, 4)
+    assert sorted(prov["host"]) == sorted(h["hostname"] for h in cluster.hosts)
+    assert "get_inter" in prov["fit_rel_rms"] and "get_intra" in prov["fit_rel_rms"]
+    for key in LEVELED:
+        for level in ("intra", "inter"):
+            assert prof.sources[f"{key}_{level}"].startswith("calibrate:"), (key, level)
+    assert "inter-node owners" in prof.sources["os.t_flush_inter"]
+    differ = [k for k in LEVELED if prof.params[f"{k}_inter"] != prof.params[f"{k}_intra"]]
+    assert differ, {k: (prof.params[f"{k}_intra"], prof.params[f"{k}_inter"]) for k in LEVELED}
+    # the models read the inter values: pricing off-host owners as on-host changes predictions
+    same = {**prof.params, **{f"{k}_inter": prof.params[f"{k}_intra"] for k in LEVELED}}
+    w = Workload(4, 64, 12000.0, 4000.0, 2)
+    assert any(predict(b, w, prof.params) != predict(b, w, same)
+               for b in ("onesided", "collective"))
+
+
+@pytest.mark.parametrize("backend", ["onesided", "collective"])
+def test_models_price_on_host_owners_cheaper(backend):
+    """With inter-node links slower than shared memory, the same job packed more ranks a host
+    is predicted faster, and a job on one host ignores the inter-node parameters."""
+    params = dict(get_profile("local").params)
+    for key in LEVELED + ("os.t_get",):
+        slow = 10.0 if key.endswith(("t_flush", "t_peer", "t_get")) else 0.1
+        params[f"{key}_inter"] = params[f"{key}_intra"] * slow
+    times = [predict(backend, Workload(8, 32, 12000.0, 4000.0, rpn), params)
+             for rpn in (1, 2, 4, 8)]
+    assert times == sorted(times, reverse=True) and times[0] > times[-1]
+    one_host = Workload(8, 32, 12000.0, 4000.0, 8)
+    other = {**params, **{k: v * 3 for k, v in params.items() if k.endswith("_inter")}}
+    assert predict(backend, one_host, other) == pytest.approx(predict(backend, one_host, params))
