@@ -172,6 +172,9 @@ class MDLoader:
         if backend == "auto" and online_check and self.size > 1:
             self._online = _OnlineSwitch(self)
         self._producer: _Producer | None = None
+        from .watchdog import fetch_timeout
+
+        self._fetch_timeout, self._watchdog = fetch_timeout(), None
         self.epoch_stats = EpochStats()
         self.dataset = LocalSamples(self)
         self.sampler = _EpochSampler(self)
@@ -276,6 +279,9 @@ class MDLoader:
     def close(self) -> None:
         """Stop the producer and free MPI resources (collective: call on every rank)."""
         self._finish_producer()
+        if self._watchdog is not None:
+            self._watchdog.close()
+            self._watchdog = None
         for b in self._backends.values():
             b.close()
         self._backends = {}
@@ -290,6 +296,28 @@ class MDLoader:
         self.close()
 
     # -- used by the producer ------------------------------------------------------------------
+    def _arm_watchdog(self, epoch: int, step: int, backend, plan) -> None:
+        """Abort the job if this fetch outlives ``MDLOADER_FETCH_TIMEOUT`` (see watchdog)."""
+        if self.size == 1 or self._fetch_timeout <= 0:
+            return
+        if self._watchdog is None:
+            from .watchdog import FetchWatchdog
+
+            self._watchdog = FetchWatchdog(self._fetch_timeout, lambda: self.world.comm.Abort(3),
+                                           self.rank)
+
+        def waiting_for():
+            if backend.name == "collective":
+                return [r for r in range(self.size) if r != self.rank]
+            owners = np.unique(self.store.owner_of(plan[self.rank]))
+            return owners[owners != self.rank].tolist()
+
+        self._watchdog.arm(epoch, step, backend.name, waiting_for)
+
+    def _disarm_watchdog(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.disarm()
+
     def _backend_for_step(self, stats: EpochStats):
         """The backend of the next step (the online check may probe or switch)."""
         name = self.decision["backend"]
@@ -370,7 +398,9 @@ class _Producer:
             plan = ld.sampler_core.plan(self.epoch, step)
             backend = ld._backend_for_step(self.stats)
             t0 = time.perf_counter()
+            ld._arm_watchdog(self.epoch, step, backend, plan)
             fetched = backend.fetch(plan)
+            ld._disarm_watchdog()
             t1 = time.perf_counter()
             ld._after_step(t1 - t0)
             self.stats.fetch_s += t1 - t0
