@@ -83,7 +83,7 @@ def run_grid(rates: list[str], layouts: list[int], batches: list[int], steps: in
             for rate in rates:
                 cl.set_rate(rate)
                 if rph == CAL_RPH:
-                    profiles[rate] = str(calibrate(cl, rate, quick))
+                    profiles[rate] = str(calibrate(cl, rate, quick).relative_to(ROOT))
                 rows += measure(cl, rate, batches, steps)
     return rows, profiles
 
@@ -102,7 +102,7 @@ def evaluate(rows: list[dict], profiles: dict[str, str], margin: float = 0.05) -
     for c in configs.values():
         sizes = _sizes_like(c["mean_bytes"], c["std_bytes"])
         d = choose_initial(c["ranks"], c["ranks_per_host"], c["batch"], sizes,
-                           get_profile(profiles[c["rate"]]))
+                           get_profile(str(ROOT / profiles[c["rate"]])))
         m = c["measured_s"]
         other = next(k for k in m if k != d.backend)
         c.update(predicted_s=d.predicted_s, auto=d.backend, best=min(m, key=m.get),
