@@ -104,3 +104,61 @@ def test_resume_twice_composes(c, p3, b3, step2):
         return
     finished = step == old.steps_per_epoch or step2 == mid.steps_in(c["epoch"])
     check_rest(c, np.concatenate([before, seen_mid]), last, 0, finished)
+
+
+# -- the loader's state on one rank (serial) ------------------------------------------------------
+def _loader(n=23, batch=4):
+    from mdloader_plugin.loader import MDLoader
+    from mdloader_plugin.store import ShardStore
+
+    store = ShardStore.from_samples(None, [{"sid": np.array([i])} for i in range(n)], n)
+    return MDLoader(store, batch_size=batch, seed=3, backend="onesided", prefetch=0,
+                    to_sample=lambda a: int(a["sid"][0]), collate=list)
+
+
+def test_state_dict_round_trip_and_bad_states():
+    import pytest
+
+    from mdloader_plugin.errors import ConfigError
+
+    ld = _loader()
+    ld.set_epoch(2)
+    it = iter(ld)
+    first = [next(it) for _ in range(2)]
+    state = ld.state_dict()
+    assert state == {"seed": 3, "epoch": 2, "step": 2, "world_size": 1, "batch_size": 4,
+                     "offset": 0}
+    other = _loader(batch=3)  # another batch size: the rest of the epoch, none twice
+    other.load_state_dict(state)
+    rest = [i for b in other for i in b]
+    assert sorted(sum(first, []) + rest) == list(range(23))
+    old = _loader()
+    old.load_state_dict({"seed": 3, "epoch": 2, "step": 2})  # a state from before world_size
+    assert [i for b in old for i in b] == [i for b in list(_loader_epoch(2))[2:] for i in b]
+    for bad, msg in [({"seed": 4, "epoch": 0, "step": 0}, "seed 4"),
+                     ({"seed": 3, "epoch": 0}, "seed, epoch, step"),
+                     ({"seed": 3, "epoch": 0, "step": 99}, "step 99"),
+                     ({"seed": 3, "epoch": 0, "step": 0, "offset": 500}, "offset 500"),
+                     ({"seed": 3, "epoch": -1, "step": 0}, "negative")]:
+        with pytest.raises(ConfigError, match=msg):
+            _loader().load_state_dict(bad)
+
+
+def _loader_epoch(epoch):
+    ld = _loader()
+    ld.set_epoch(epoch)
+    return iter(ld)
+
+
+def test_hydragnn_run_saves_the_loader_state_beside_its_checkpoint(tmp_path, monkeypatch):
+    import json
+
+    from mdloader_plugin.integrations.hydragnn import driver
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "logs" / "run").mkdir(parents=True)
+    ld = _loader()
+    list(ld)
+    driver._save_loader_state(ld, "run", 0)
+    saved = json.loads((tmp_path / "logs" / "run" / "mdloader_state.json").read_text())
+    assert saved == ld.state_dict() and saved["step"] == len(ld)

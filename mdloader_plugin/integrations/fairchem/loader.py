@@ -131,7 +131,8 @@ def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split
                  transforms: Mapping[str, Any] | None = None, max_atoms: int | None = None,
                  batch_size: int | None = None, balance: str | None = None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False, backend: str = "auto",
-                 prefetch: int = 2, profile: str | None = None) -> FairchemMDLoader:
+                 prefetch: int = 2, profile: str | None = None,
+                 max_memory_per_rank: int | str | None = None) -> FairchemMDLoader:
     """Hydra target: MDLoader over ``path[label]`` serving fairchem ``AtomicData`` batches."""
     from ...loader import MDLoader
     from ...log import get_logger
@@ -144,7 +145,7 @@ def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split
     if balance not in ("atoms", "none"):
         raise ConfigError(f"loader balance: {balance!r} is unknown; choose atoms or none")
     world = _world()
-    store = ShardStore.from_file(world, path, label)
+    store = ShardStore.from_file(world, path, label, max_memory_per_rank=max_memory_per_rank)
     natoms = global_natoms(store, world) if (max_atoms or balance == "atoms") else None
     if max_atoms:
         batch_size = max(1, int(max_atoms) // max(1, int(round(float(natoms.mean())))))

@@ -90,11 +90,24 @@ def train(cfg: dict, comm) -> list[dict]:
             model, optimizer, timed, val_l, test_l, writer, scheduler, cfg["NeuralNetwork"],
             name, verbosity, False, False, False)
         compat.get("save_model")(model, optimizer, name)
+        _save_loader_state(train_l, name, world.rank)
         compat.get("print_timers")(verbosity)
     finally:
         loaders.close((train_l, val_l, test_l))
         world.close()
     return timed.records
+
+
+def _save_loader_state(loader, name: str, rank: int) -> None:
+    """``logs/<name>/mdloader_state.json`` beside HydraGNN's checkpoint: the train loader's
+    ``state_dict()`` (seed, epoch, step, world_size, batch_size, offset) for a later resume."""
+    if rank != 0 or not hasattr(loader, "state_dict"):
+        return
+    import json
+
+    path = os.path.join("logs", name, "mdloader_state.json")
+    with open(path, "w") as f:
+        json.dump(loader.state_dict(), f)
 
 
 def _to_sample(cfg: dict):
