@@ -20,5 +20,11 @@ echo "== scale on paper (model output)"
 "$PY" bench/scale.py
 echo "== estimator accuracy"
 "$PY" bench/estimator_accuracy.py "${quick[@]}"
+# --- estimator on the emulated multi-node cluster (issue 10; needs root, ~3-5 min; opt-in) ---
+if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then
+  echo "== estimator accuracy on the emulated cluster (2 hosts, 200mbit and unlimited links)"
+  "$PY" bench/estimator_cluster.py
+fi
+# --- end of the emulated-cluster block ---
 "$PY" bench/report.py
 echo "bench done in $(( $(date +%s) - start )) s: bench/RESULTS.md, bench/*.png, bench/results/*.json"
