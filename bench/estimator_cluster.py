@@ -19,7 +19,8 @@ whose faster backend changes with the rate, and the single-node grid's summary b
 Why 200mbit and not 1gbit by default: under the CPU load of a shared 2-core box TCP between
 namespaces itself tops out near 1 Gbit/s, so a 1gbit limit barely binds (``cluster/netns.py``).
 Needs root. ~3 minutes on 2 cores under load (quick: ~2.5). Writes
-``bench/results/estimator_cluster.json`` and ``bench/estimator_cluster.png``; everything it creates is removed on exit, also on error.
+``bench/results/estimator_cluster.json`` and ``bench/estimator_cluster.png``; everything it
+creates is removed on exit, also on error.
 
     python bench/estimator_cluster.py [--rates 200mbit,unlimited] [--quick]
 """
