@@ -51,13 +51,16 @@ def _dataset_figure(rows, ds, path: Path, mach: dict) -> Path:
             axes[i, 0].errorbar(b, med * 1e3, yerr=[np.zeros_like(med), (p95 - med) * 1e3],
                                 color=color, marker=marker, label=label, capsize=3)
             axes[i, 1].plot(b, [r["samples_per_s"] for r in rs], color=color, marker=marker)
-            axes[i, 2].plot(b, [r["step_over_floor"] for r in rs], color=color, marker=marker)
+            fo = [(r["batch"], r["fetch_over_floor"]) for r in rs if r["fetch_over_floor"]]
+            if fo:
+                axes[i, 2].plot(*zip(*fo), color=color, marker=marker)
         floor = sorted({(r["batch"], r["floor_s"]) for r in sel if r["loader"] == "auto"})
         axes[i, 0].plot([f[0] for f in floor], [f[1] * 1e3 for f in floor], "k:",
                         label="memcpy floor (1 core)")
         axes[i, 2].axhline(3.0, color="grey", ls="--", lw=1, label="3x floor (target, fetch)")
-        for ax, yl in zip(axes[i], ("step time, ms (median, bar to p95)", "samples/s (all ranks)",
-                                    "step time / memcpy floor")):
+        for ax, yl in zip(axes[i], ("step time to a collated batch, ms\n(median, bar to p95)",
+                                    "samples/s (all ranks)",
+                                    "fetch time / memcpy floor\n(bytes into the rank only)")):
             ax.set(xscale="log", yscale="log", xlabel="batch size per rank", ylabel=yl,
                    title=f"{ds}-like, {p} ranks")
             ax.set_xticks(batches, [str(x) for x in batches])

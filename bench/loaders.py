@@ -1,4 +1,4 @@
-"""MDLoader against the loaders users would otherwise pick, side by side in one run (``make bench``).
+"""MDLoader against the loaders users would otherwise pick, side by side in one run (make bench).
 
 For every rank count one ``mpiexec`` job loads each synthetic data set (HydraGNN-like molecules,
 OC20-like slabs) and, for every batch size, drives every loader over the SAME step plans (same
@@ -93,6 +93,8 @@ def reset_peak() -> None:
 class MDLStepper:
     """The k-th call returns (fetch_s, batch) of MDLoader's k-th step, across epochs."""
 
+    warms_up = True  # the first step starts the producer and the online check
+
     def __init__(self, loader):
         self.loader, self.epoch, self.it = loader, 0, None
 
@@ -118,6 +120,7 @@ class MDLStepper:
 class PlanStepper:
     def __init__(self, loader, sampler):
         self.loader, self.spe = loader, sampler.steps_per_epoch
+        self.warms_up = loader.name != "file"  # per-sample file reads have nothing to warm
 
     def __call__(self, k: int):
         return self.loader.step(k // self.spe, k % self.spe)
@@ -143,7 +146,7 @@ def run_steps(world, stepper, steps: int, budget: float) -> dict:
         fetch, batch = stepper(k)
         dt = time.perf_counter() - t0
         nodes[k] = int(batch.num_nodes)
-        warming = k == 0 or (stepper.warm() and k < 40)
+        warming = (k == 0 and stepper.warms_up) or (stepper.warm() and k < 40)
         warm += warming
         if not warming:
             t_step.append(dt)
@@ -370,7 +373,8 @@ def machine() -> dict:
 
 def run_grid(a, datasets, batches, steps, budget, repeats, loaders) -> list[dict]:
     """One mpiexec a rank count (or one job on the emulated cluster with ``--cluster``)."""
-    args = ["--worker", "--datasets", ",".join(datasets), "--batches", ",".join(map(str, batches)),
+    args = ["--worker", *(["--graphs", str(a.graphs)] if a.graphs else []),
+            "--datasets", ",".join(datasets), "--batches", ",".join(map(str, batches)),
             "--steps", str(steps), "--budget", str(budget), "--repeats", str(repeats),
             "--loaders", ",".join(loaders)]
     rows = []
@@ -427,7 +431,14 @@ def main() -> None:
     ap.add_argument("--cluster", metavar="HxR[@RATE]",
                     help="run on the emulated cluster (e.g. 2x2@1gbit; needs root): store-based "
                          "loaders only, writes loaders_cluster.json")
+    ap.add_argument("--graphs", type=int, help="graphs in every synthetic set (default: "
+                    + ", ".join(f"{k} {v}" for k, v in DATASETS.items()) + ")")
     ap.add_argument("--out")
+    ap.add_argument("--no-figures", action="store_true", help="JSON only")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the rows of other rank counts already in the output file")
+    ap.add_argument("--replot", action="store_true",
+                    help="only redraw the figures from bench/results/loaders.json")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tmp", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -439,6 +450,14 @@ def main() -> None:
     loaders = a.loaders.split(",")
     if a.cluster and a.loaders == ",".join(LOADERS):
         loaders = list(MDL_BACKENDS + ON_STORE)
+    if a.replot:
+        import bench_plots
+
+        print(bench_plots.loader_figures(json.loads((RESULTS / "loaders.json").read_text()),
+                                         HERE))
+        return
+    if a.graphs:
+        DATASETS.update({k: a.graphs for k in DATASETS})
     if a.worker:
         return worker(datasets, batches, steps, budget, repeats, loaders, a.tmp)
     a.ranks = [int(x) for x in (a.ranks or ("2,4,8" if a.full else "2,4")).split(",")]
@@ -448,11 +467,16 @@ def main() -> None:
     info = machine()
     rows = run_grid(a, datasets, batches, steps, budget, repeats, loaders)
     add_floor(rows)
+    if a.merge and out.exists():
+        done = {(r["dataset"], r["ranks"]) for r in rows}
+        rows = [r for r in json.loads(out.read_text())["rows"]
+                if (r["dataset"], r["ranks"]) not in done] + rows
+        info["merged"] = True
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     result = {"machine": info, "full": a.full, "steps": steps, "repeats": repeats,
               "budget_s": budget, "cluster": a.cluster, "rows": rows}
     out.write_text(json.dumps(result, indent=1))
-    if a.cluster:
+    if a.cluster or a.no_figures:
         print(f"wrote {out}")
         return
     import bench_plots

@@ -70,6 +70,10 @@ def loader_tables(res: dict) -> list[str]:
     return out
 
 
+def _verdict(step_ratio: float, fetch_ratio: float) -> str:
+    return "yes" if step_ratio >= 10 else "fetch only" if fetch_ratio >= 10 else "no"
+
+
 def targets(res: dict | None, train: dict | None, cl: dict | None = None) -> list[str]:
     out = ["| target | measured | met? |", "|---|---|---|"]
     if cl:
@@ -77,8 +81,8 @@ def targets(res: dict | None, train: dict | None, cl: dict | None = None) -> lis
         st = [by[(*k, "ddstore")]["step_median_s"] / by[(*k, "auto")]["step_median_s"]
               for k in keys if k[2] >= 32 and (*k, "ddstore") in by and (*k, "auto") in by]
         if st:
-            out.append(f"| MDLoader ≥ 10x faster than DDStore-style at batch ≥ 32, across hosts "
-                       f"(emulated cluster) | step: {min(st):.1f}x–{max(st):.1f}x (geo-mean "
+            out.append("| MDLoader ≥ 10x faster than DDStore-style at batch ≥ 32, across "
+                       f"hosts (emulated cluster) | step: {min(st):.1f}x–{max(st):.1f}x (geo-mean "
                        f"{_geo(st):.1f}x) | {'yes' if min(st) >= 10 else 'no'} |")
     if res:
         keys, by = _configs(res["rows"])
@@ -93,7 +97,7 @@ def targets(res: dict | None, train: dict | None, cl: dict | None = None) -> lis
                            f"step (batch ready): {min(st):.1f}x–{max(st):.1f}x (geo-mean "
                            f"{_geo(st):.1f}x); fetch only: {min(fe):.1f}x–{max(fe):.1f}x "
                            f"(geo-mean {_geo(fe):.1f}x) | "
-                           f"{'yes' if min(st) >= 10 else 'fetch only' if min(fe) >= 10 else 'no'} |")
+                           f"{_verdict(min(st), min(fe))} |")
         fl = [by[(*k, "auto")]["fetch_over_floor"] for k in keys if k[2] >= 64]
         sf = [by[(*k, "auto")]["step_over_floor"] for k in keys if k[2] >= 64]
         if fl:
@@ -103,8 +107,14 @@ def targets(res: dict | None, train: dict | None, cl: dict | None = None) -> lis
         ratio = [by[(*k, "auto")]["step_median_s"] / min(by[(*k, "onesided")]["step_median_s"],
                                                          by[(*k, "collective")]["step_median_s"])
                  for k in keys]
+        picks = [by[(*k, "auto")].get("chosen_backend") for k in keys]
+        right = sum(p == min(("onesided", "collective"),
+                             key=lambda b, k=k: by[(*k, b)]["step_median_s"])
+                    for p, k in zip(picks, keys))
         out.append(f"| auto within 2% of the faster backend (geo-mean) | {_geo(ratio) - 1:+.1%} "
-                   f"(worst {max(ratio) - 1:+.1%}, {len(ratio)} configs) | "
+                   f"(worst {max(ratio) - 1:+.1%}, {len(ratio)} configs); auto ran "
+                   + ", ".join(f"{b} {picks.count(b)}x" for b in sorted(set(map(str, picks))))
+                   + f", the faster one in {right} of {len(keys)} | "
                    f"{'yes' if _geo(ratio) <= 1.02 else 'no'} |")
         mem = [(by[(*k, "auto")]["data_pss_mib"],
                 1.15 * by[(*k, "auto")]["dataset_bytes"] / k[1] / 2**20 + 64) for k in keys]
@@ -129,7 +139,8 @@ def cluster_table(cl: dict) -> list[str]:
            f"limited to {r0.get('link_rate', '?')}; store-based loaders only. ms per step "
            "(fetch in brackets).", "",
            "| data | ranks | batch | MDL auto | MDL coll. | MDL 1-sided | DDStore-style | "
-           "DDStore / auto (step) | DDStore / auto (fetch) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "DDStore / auto (step) | DDStore / auto (fetch) |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for ds, p, b in keys:
         g = {l: by.get((ds, p, b, l)) for l in ("auto", "collective", "onesided", "ddstore")}
         cell = {l: f"{_ms(r['step_median_s'])} ({_ms(r['fetch_median_s'])})" if r else "–"
@@ -145,7 +156,7 @@ def cluster_table(cl: dict) -> list[str]:
 def training_table(train: dict) -> list[str]:
     out = [f"HydraGNN GIN demo (`{train['config']}`), {train['ranks']} ranks, "
            f"{train['graphs']} graphs (80% train), {train['epochs']} epochs; medians of epochs "
-           "1.. (epoch 0 includes warm-up).", "",
+           f"1.. of {train.get('rounds', 1)} interleaved round(s) (epoch 0 includes warm-up).", "",
            "| loader | backend | epoch s | data-wait s | data-wait share | samples/s | "
            "epoch 0 s |", "|---|---|---:|---:|---:|---:|---:|"]
     for s in train["summary"]:
@@ -186,9 +197,9 @@ def main() -> None:
     lines += ["## Targets", ""] + targets(res, train, cl) + [""]
     if res:
         lines += [f"## Loaders side by side ({'full' if res['full'] else 'reduced'} grid, "
-                  f"{res['steps']} measured steps x {res.get('repeats', 1)} interleaved rounds for the "
-                  "store-based loaders, 1 round for the others; same plans and seed for every loader "
-                  "except PyG local)", ""] + loader_tables(res) + [""]
+                  f"{res['steps']} measured steps x {res.get('repeats', 1)} interleaved rounds for "
+                  "the store-based loaders, 1 round for the others; same plans and seed for every "
+                  "loader except PyG local)", ""] + loader_tables(res) + [""]
         same = {r["loader"]: r["same_batches"] for r in res["rows"]
                 if r["same_batches"] is not None}
         bad = sorted(k for k, v in same.items() if not v)

@@ -1,4 +1,4 @@
-"""Training-level benchmark: HydraGNN epoch time and data-wait share with each loader (``make bench``).
+"""Training-level benchmark: HydraGNN epoch time and data-wait share with each loader (make bench).
 
 One ``mpiexec`` job trains the demo GIN (``recipes/hydragnn/demo.yaml``) on a synthetic
 HydraGNN-like set once per loader variant, back to back in the same processes (so Python, torch
@@ -39,15 +39,15 @@ VARIANTS = {  # name -> --set overrides
 QUICK = ("mdloader-auto", "mdloader-onesided", "mdloader-collective", "hydragnn-native")
 
 
-def worker(variants: list[str], data: str, epochs: int, out: str) -> None:
+def worker(variants: list[str], data: str, epochs: int, rounds: int, out: str) -> None:
     from mpi4py import MPI
 
     from mdloader_plugin.integrations.hydragnn import config, driver
 
     comm = MPI.COMM_WORLD
     runs = []
-    for v in variants:
-        sets = VARIANTS[v] + [f"Dataset.path={data}", f"run_name=bench-{v}",
+    for v in [v for _ in range(rounds) for v in variants]:  # interleaved: noise hits all alike
+        sets = VARIANTS[v] + [f"Dataset.path={data}", f"run_name=bench-{v}",  # logs/bench-*
                               f"NeuralNetwork.Training.num_epoch={epochs}"]
         cfg = config.load(ROOT / "recipes" / "hydragnn" / "demo.yaml", sets)
         t0 = time.perf_counter()
@@ -60,16 +60,18 @@ def worker(variants: list[str], data: str, epochs: int, out: str) -> None:
         Path(out).write_text(json.dumps(runs))
 
 
-def summarise(run: dict) -> dict:
+def summarise(runs: list[dict]) -> dict:
+    """Medians over the steady epochs (1..) of every round of one variant."""
+    run = runs[0]
     recs = run["records"]
-    steady = recs[1:] or recs
+    steady = [r for x in runs for r in (x["records"][1:] or x["records"])]
     wall = np.median([r["wall_s"] for r in steady])
     wait = np.median([r["data_wait_s"] for r in steady])
     return {"variant": run["variant"], "backend": recs[-1].get("backend", "-"),
             "epochs": len(recs), "epoch_s": float(wall), "data_wait_s": float(wait),
             "data_wait_share": float(wait / wall), "samples_per_s": float(
                 np.median([r["samples"] / r["wall_s"] for r in steady])),
-            "epoch0_s": recs[0]["wall_s"], "steps": recs[-1]["steps"],
+            "epoch0_s": recs[0]["wall_s"], "steps": recs[-1]["steps"], "rounds": len(runs),
             "samples": recs[-1]["samples"], "ranks": recs[-1]["ranks"]}
 
 
@@ -103,18 +105,21 @@ def main() -> None:
     ap.add_argument("--ranks", type=int)
     ap.add_argument("--graphs", type=int)
     ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--rounds", type=int, help="interleaved rounds of all variants (default 1; "
+                    "--full 2)")
     ap.add_argument("--variants", help="comma list of " + ",".join(VARIANTS))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
     ap.add_argument("--tmp", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
-        return worker(a.variants.split(","), a.data, a.epochs, a.tmp)
+        return worker(a.variants.split(","), a.data, a.epochs, a.rounds or 1, a.tmp)
     import subprocess
 
     from loaders import RESULTS, WORK, machine, mpiexec
 
     ranks = a.ranks or (4 if a.full else 2)
+    rounds = a.rounds or (2 if a.full else 1)
     graphs = a.graphs or (4000 if a.full else 2000)
     variants = a.variants.split(",") if a.variants else list(VARIANTS if a.full else QUICK)
     data = WORK / f"train-{graphs}.bp"
@@ -125,16 +130,17 @@ def main() -> None:
                         str(data), "--quiet"], check=True, cwd=ROOT)
     info = machine()
     tmp = RESULTS / ".training.json"
-    print(f"training {len(variants)} variants on {ranks} ranks, {graphs} graphs, "
-          f"{a.epochs} epochs ...", flush=True)
+    print(f"training {len(variants)} variants x {rounds} rounds on {ranks} ranks, {graphs} "
+          f"graphs, {a.epochs} epochs ...", flush=True)
     mpiexec(ranks, [__file__, "--worker", "--variants", ",".join(variants), "--data", str(data),
-                    "--epochs", str(a.epochs), "--tmp", str(tmp)], timeout=1800)
+                    "--epochs", str(a.epochs), "--rounds", str(rounds), "--tmp", str(tmp)],
+            timeout=3600)
     runs = json.loads(tmp.read_text())
     tmp.unlink()
     info["loadavg_end"] = [round(x, 2) for x in __import__("os").getloadavg()]
     result = {"machine": info, "ranks": ranks, "graphs": graphs, "epochs": a.epochs,
-              "config": "recipes/hydragnn/demo.yaml", "runs": runs,
-              "summary": [summarise(r) for r in runs]}
+              "rounds": rounds, "config": "recipes/hydragnn/demo.yaml", "runs": runs,
+              "summary": [summarise([r for r in runs if r["variant"] == v]) for v in variants]}
     out = RESULTS / "training.json"
     out.write_text(json.dumps(result, indent=1))
     fig = figure(result, HERE / "training.png")

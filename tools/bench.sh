@@ -2,6 +2,9 @@
 # make bench: loaders side by side, HydraGNN training, scale on paper, estimator accuracy, then
 # bench/RESULTS.md. Reduced grid by default (a few minutes on 2 cores); BENCH_FULL=1 runs the
 # full grid (ranks 2,4,8 x batch 4,32,256 x both data sets; 4-rank training; full estimator grid).
+# BENCH_CLUSTER=1 adds the store-based loaders across 2 emulated hosts (root; 2x2@1gbit by default,
+# BENCH_CLUSTER_SHAPE=HxR@RATE to change). Note: the estimator step rewrites
+# bench/results/estimator_accuracy.json (quick grid unless BENCH_FULL=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -14,6 +17,10 @@ if [[ "${BENCH_FULL:-0}" == 1 ]]; then full=(--full); quick=(); fi
 start=$(date +%s)
 echo "== loaders side by side"
 "$PY" bench/loaders.py "${full[@]}"
+if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then  # needs root (network namespaces)
+  echo "== store-based loaders across 2 emulated hosts"
+  "$PY" bench/loaders.py --cluster "${BENCH_CLUSTER_SHAPE:-2x2@1gbit}" "${full[@]}"
+fi
 echo "== HydraGNN training"
 "$PY" bench/training.py "${full[@]}"
 echo "== scale on paper (model output)"
