@@ -56,7 +56,8 @@ class SamplerState:
             extra = [int(d.get(k, 0)) for k in ("world_size", "batch_size", "offset")]
             st = cls(int(d["seed"]), int(d["epoch"]), int(d["step"]), *extra)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise ValueError(f"loader state must have integer seed, epoch, step; got {d!r}") from exc
+            raise ValueError(f"loader state must have integer seed, epoch, step; "
+                             f"got {d!r}") from exc
         if min(st.epoch, st.step, st.world_size, st.batch_size, st.offset) < 0:
             raise ValueError(f"loader state has negative entries: {d!r}")
         return st

@@ -18,7 +18,8 @@ from mpirun import ROOT
 PKG = ROOT / "mdloader_plugin"
 ALLOWED = {"sources/convert/oc20lmdb.py"}
 UNPICKLE = re.compile(r"\b(c?[Pp]ickle|dill|cloudpickle|joblib|_pickle)\s*\.\s*(load|loads|"
-                      r"Unpickler)\b|\bimport\s+(dill|cloudpickle|joblib)\b|allow_pickle\s*=\s*True")
+                      r"Unpickler)\b|\bimport\s+(dill|cloudpickle|joblib)\b"
+                      r"|allow_pickle\s*=\s*True")
 TORCH_LOAD = re.compile(r"torch\.load\s*\(")
 OBJECT_MPI = re.compile(r"\.(bcast|allgather|gather|scatter|alltoall|send|recv|isend|irecv|"
                         r"sendrecv|allreduce|reduce)\(")
