@@ -126,32 +126,31 @@ def rendezvous_env(comm, single_node: bool) -> dict[str, str]:
     return env
 
 
+_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+_SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
+
+
 def rank_prefix() -> str:
     """'[rank r] ' when running under MPI with more than one rank, else ''."""
-    for var in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"):
-        if var in os.environ and _world_size_env() > 1:
-            return f"[rank {os.environ[var]}] "
-    return ""
+    return f"[rank {_env_rank()}] " if _world_size_env() > 1 else ""
+
+
+def _env_int(names: tuple[str, ...], default: int) -> int:
+    """The first of the launcher's variables `names` that holds an integer (MPI not needed)."""
+    for var in names:
+        try:
+            return int(os.environ[var])
+        except (KeyError, ValueError):
+            pass
+    return default
 
 
 def _env_rank() -> int:
-    for var in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"):
-        if var in os.environ:
-            try:
-                return int(os.environ[var])
-            except ValueError:
-                pass
-    return 0
+    return _env_int(_RANK_VARS, 0)
 
 
 def _world_size_env() -> int:
-    for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"):
-        if var in os.environ:
-            try:
-                return int(os.environ[var])
-            except ValueError:
-                pass
-    return 1
+    return _env_int(_SIZE_VARS, 1)
 
 
 def agree(world, fn, *args, **kwargs):

@@ -11,18 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mdloader_plugin.cluster.launch import MPI_ENV as CLUSTER_MPI_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 MPIEXEC = str(BIN / "mpiexec")
 
-MPI_ENV = {
-    "OMPI_ALLOW_RUN_AS_ROOT": "1",
-    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-    "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe",
-    "OMPI_MCA_osc": "^ucx",
-    "OMP_NUM_THREADS": "1",
-    "PYTHONUNBUFFERED": "1",
-}
+# The launcher settings the emulated cluster uses too (one list, in the package).
+MPI_ENV = {**CLUSTER_MPI_ENV, "PYTHONUNBUFFERED": "1"}
 
 
 def mpi_env(extra: dict | None = None) -> dict:
