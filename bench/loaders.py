@@ -469,9 +469,9 @@ def main() -> None:
     add_floor(rows)
     if a.merge and out.exists():
         done = {(r["dataset"], r["ranks"]) for r in rows}
-        rows = [r for r in json.loads(out.read_text())["rows"]
-                if (r["dataset"], r["ranks"]) not in done] + rows
-        info["merged"] = True
+        old = json.loads(out.read_text())
+        rows = [r for r in old["rows"] if (r["dataset"], r["ranks"]) not in done] + rows
+        info["merged_with"] = old["machine"]
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     result = {"machine": info, "full": a.full, "steps": steps, "repeats": repeats,
               "budget_s": budget, "cluster": a.cluster, "rows": rows}

@@ -92,7 +92,7 @@ def figure(result: dict, path: Path) -> Path:
     ax.set(xlabel="epoch time, s (median of epochs 1..)",
            title=f"HydraGNN GIN demo, {rows[0]['ranks']} ranks, {rows[0]['samples']} graphs/epoch",
            xlim=(0, wall.max() * 1.3))
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
