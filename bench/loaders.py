@@ -200,7 +200,7 @@ def _max():
 
 # -- worker (under mpiexec) ---------------------------------------------------------------------
 def worker(datasets: list[str], batches: list[int], steps: int, budget: float, repeats: int,
-           loaders: list[str], out: str) -> None:
+           loaders: list[str], out: str, profile: str | None = None) -> None:
     import torch
 
     from mdloader_plugin.log import get_logger
@@ -214,7 +214,7 @@ def worker(datasets: list[str], batches: list[int], steps: int, budget: float, r
     rows = []
     for ds in datasets:
         rows += bench_dataset(world, ds, WORK / f"{ds}-{DATASETS[ds]}.bp", batches, steps,
-                              budget, base, repeats, loaders)
+                              budget, base, repeats, loaders, profile)
     if world.rank == 0:
         Path(out).write_text(json.dumps(rows))
     world.close()
@@ -234,7 +234,7 @@ def _warm_imports() -> None:
 
 
 def bench_dataset(world, ds: str, path: Path, batches, steps, budget, base, repeats,
-                  loaders) -> list[dict]:
+                  loaders, profile=None) -> list[dict]:
     """All loaders over one data set. Store-based loaders run `repeats` interleaved rounds (the
     machine's noise hits them alike); file-based ones run once, after the store is freed."""
     from mdloader_plugin.sampler import GlobalSampler
@@ -251,7 +251,8 @@ def bench_dataset(world, ds: str, path: Path, batches, steps, budget, base, repe
         for _ in range(repeats):
             for name in [n for n in MDL_BACKENDS + ON_STORE if n in loaders]:
                 raw.setdefault((b, name), []).append(
-                    bench_one(world, name, samplers[b], store, path, steps, budget, base))
+                    bench_one(world, name, samplers[b], store, path, steps, budget, base,
+                              profile))
     nbytes = store.nbytes.copy()
     store.close()
     for b in batches:
@@ -273,7 +274,7 @@ def bench_dataset(world, ds: str, path: Path, batches, steps, budget, base, repe
     return rows
 
 
-def bench_one(world, name, sampler, store, path, steps, budget, base) -> dict:
+def bench_one(world, name, sampler, store, path, steps, budget, base, profile=None) -> dict:
     import gc
 
     from baselines import FACTORIES
@@ -284,7 +285,7 @@ def bench_one(world, name, sampler, store, path, steps, budget, base) -> dict:
     world.comm.Barrier()
     if name in MDL_BACKENDS:
         loader = MDLoader(store, batch_size=sampler.batch_size, shuffle=True, seed=0,
-                          backend=name, prefetch=0, name=f"bench-{name}")
+                          backend=name, prefetch=0, name=f"bench-{name}", profile=profile)
         stepper = MDLStepper(loader)
     else:
         loader = FACTORIES[name](sampler, store, str(path), world)
@@ -376,7 +377,7 @@ def run_grid(a, datasets, batches, steps, budget, repeats, loaders) -> list[dict
     args = ["--worker", *(["--graphs", str(a.graphs)] if a.graphs else []),
             "--datasets", ",".join(datasets), "--batches", ",".join(map(str, batches)),
             "--steps", str(steps), "--budget", str(budget), "--repeats", str(repeats),
-            "--loaders", ",".join(loaders)]
+            "--loaders", ",".join(loaders), *(["--profile", a.profile] if a.profile else [])]
     rows = []
     if a.cluster:
         from mdloader_plugin.cluster import Cluster
@@ -433,6 +434,8 @@ def main() -> None:
                          "loaders only, writes loaders_cluster.json")
     ap.add_argument("--graphs", type=int, help="graphs in every synthetic set (default: "
                     + ", ".join(f"{k} {v}" for k, v in DATASETS.items()) + ")")
+    ap.add_argument("--profile", help="machine profile for auto (name or JSON path; default "
+                    "local), e.g. bench/results/profile-cluster-200mbit.json with --cluster")
     ap.add_argument("--out")
     ap.add_argument("--no-figures", action="store_true", help="JSON only")
     ap.add_argument("--merge", action="store_true",
@@ -459,7 +462,7 @@ def main() -> None:
     if a.graphs:
         DATASETS.update({k: a.graphs for k in DATASETS})
     if a.worker:
-        return worker(datasets, batches, steps, budget, repeats, loaders, a.tmp)
+        return worker(datasets, batches, steps, budget, repeats, loaders, a.tmp, a.profile)
     a.ranks = [int(x) for x in (a.ranks or ("2,4,8" if a.full else "2,4")).split(",")]
     out = Path(a.out or RESULTS / ("loaders_cluster.json" if a.cluster else "loaders.json"))
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -474,7 +477,8 @@ def main() -> None:
         info["merged_with"] = old["machine"]
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     result = {"machine": info, "full": a.full, "steps": steps, "repeats": repeats,
-              "budget_s": budget, "cluster": a.cluster, "rows": rows}
+              "budget_s": budget, "cluster": a.cluster, "profile": a.profile or "local",
+              "rows": rows}
     out.write_text(json.dumps(result, indent=1))
     if a.cluster or a.no_figures:
         print(f"wrote {out}")
