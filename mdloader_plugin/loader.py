@@ -159,7 +159,7 @@ class MDLoader:
         self.batch_size, self.prefetch = int(batch_size), prefetch
         self.to_sample = to_sample or pyg_sample
         self.collate = collate or pyg_collate
-        self.epoch, self._step = 0, 0
+        self.epoch, self._step, self._resuming = 0, 0, False
         self.requested_backend = backend
         self.log = get_logger(self.rank)
         self._comm = world.comm.Dup() if self.size > 1 else None
@@ -243,10 +243,14 @@ class MDLoader:
         if not 0 <= step <= len(self):
             raise ConfigError(f"loader state step {step} outside 0..{len(self)}")
         self._step = step
+        self._resuming = True  # the next iteration serves exactly the rest (maybe nothing)
 
     def __iter__(self):
         self._finish_producer()
-        start = self._step if self._step < len(self) else 0
+        # A finished epoch iterated again starts over (as a DataLoader does); a state saved at
+        # the end of an epoch and just loaded leaves nothing to serve in that epoch.
+        start = self._step if self._step < len(self) or self._resuming else 0
+        self._resuming = False
         stats = EpochStats(epoch=self.epoch, backend=self.backend_name)
         self.epoch_stats = stats
         prod = _Producer(self, self.epoch, start, stats)
