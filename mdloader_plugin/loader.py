@@ -503,3 +503,5 @@ class _OnlineSwitch:
                            "predicted_s": dict(res.predicted_s), "measured_s": dict(res.measured_s),
                            "decision": res}
             ld.log.info(f"[{ld.name}] {res.log_line()}")
+            for name in [n for n in ld._backends if n != res.backend]:
+                ld._backends.pop(name).close()  # same step on every rank; frees its progress thread

@@ -1,0 +1,37 @@
+"""auto's online check on real ranks: probe both backends, decide identically everywhere, drop the
+loser, and serve exactly the batches a single-backend loader serves."""
+
+import numpy as np
+
+from mdloader_plugin import codec
+from mdloader_plugin.estimator.choose import Decision, OnlineCheck
+from mdloader_plugin.loader import MDLoader
+from mdloader_plugin.sources import synth
+from mdloader_plugin.store import ShardStore, block_bounds
+from mdloader_plugin.world import World
+
+N, B = 300, 4
+world = World.detect()
+lo, hi = block_bounds(N, world.size)[world.rank:world.rank + 2]
+store = ShardStore.from_samples(world, synth.generate("hydragnn", 5, int(lo), int(hi)), N)
+kw = dict(batch_size=B, seed=2, to_sample=codec.encode, collate=list)
+auto = MDLoader(store, backend="auto", **kw)
+# Predictions close enough that the model cannot skip the probe: the measurement decides.
+auto._online.check = OnlineCheck(Decision("onesided", {"onesided": 1e-3, "collective": 1.05e-3},
+                                          "forced near-tie for the test"))
+ref = MDLoader(store, backend="collective", **kw)
+for epoch in range(2):
+    auto.set_epoch(epoch)
+    ref.set_epoch(epoch)
+    got = [b"".join(r.tobytes() for r in batch) for batch in auto]
+    want = [b"".join(r.tobytes() for r in batch) for batch in ref]
+    assert got == want, f"epoch {epoch}: auto's batches differ from collective's"
+res = auto._online.check.result
+assert res is not None and set(res.measured_s) == {"onesided", "collective"}, res
+assert list(auto._backends) == [res.backend], list(auto._backends)
+assert len(set(world.comm.allgather(res.backend))) == 1, "ranks decided differently"
+auto.close()
+ref.close()
+store.close()
+if world.rank == 0:
+    print(f"online switch ok: kept {res.backend} ({res.reason})", flush=True)
