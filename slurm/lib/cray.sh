@@ -1,0 +1,36 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034  # LAUNCH is read by lib/common.sh
+# Cray MPICH settings and the one-rank-a-GPU srun line shared by the HPE/Cray sites
+# (Perlmutter, Frontier). Sourced by slurm/lib/<site>.sh after it set GPUS_PER_NODE and
+# CPUS_PER_TASK.
+
+site_env() {
+    # Passive-target Gets must complete while the target rank sits in NCCL's/RCCL's gradient
+    # allreduce (not MPI): without a progress thread such a Get can wait for the target's next
+    # MPI call, or deadlock (seen with 3 ranks on CPU, see FACTS.md).
+    mdl_export MPICH_ASYNC_PROGRESS=1
+    # The progress thread needs MPI_THREAD_MULTIPLE, which Cray MPICH grants only when allowed.
+    mdl_export MPICH_MAX_THREAD_SAFETY=multiple
+    # Four NICs a node: each rank uses the NIC on its own NUMA domain, where its host buffers
+    # live (the default BLOCK policy can send a rank's RMA traffic through a NIC across the socket).
+    mdl_export MPICH_OFI_NIC_POLICY=NUMA
+    # MDLoader's windows and Alltoallv buffers are host memory: GPU-aware MPI is not needed (its
+    # device-pointer checks would add latency to every RMA call, and it needs the GTL library
+    # linked into mpi4py).
+    mdl_export MPICH_GPU_SUPPORT_ENABLED=0
+    # MPICH_RMA_OVER_DMAPP is deliberately not set: it applies to Aries (Cray XC) only.
+    # The collective backend's Alltoallv at thousands of ranks can overflow the NIC's hardware
+    # message matching; hybrid mode falls back to software matching instead of failing.
+    mdl_export FI_CXI_RX_MATCH_MODE=hybrid
+    # One CPU thread a rank for torch (the loader decodes on the main thread, no fork workers).
+    mdl_export OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
+}
+
+# One rank a GPU (GCD), each pinned to its cores and to the GPU closest to them (same NUMA
+# domain as its NIC).
+site_launcher() {
+    local nodes=$1
+    LAUNCH=(srun --nodes="$nodes" --ntasks="$((nodes * GPUS_PER_NODE))"
+            --ntasks-per-node="$GPUS_PER_NODE" --cpus-per-task="$CPUS_PER_TASK"
+            --cpu-bind=cores --gpus-per-task=1 --gpu-bind=closest)
+}
