@@ -12,15 +12,22 @@ Guarantees:
 * the collective backend's Alltoallvs run in the same order on every rank even when a consumer
   abandons an iteration early (HydraGNN's graph-size scan does): the abandoned producer finishes
   the epoch's exchanges without decoding them, on the loader's private communicator;
+* the next epoch starts without a wait: when an epoch's last batch is produced, the thread goes
+  on with the first ``prefetch`` steps of the epoch it expects next (the following one if
+  ``set_epoch`` advanced by one last time, else the same one again); the next ``iter()`` takes
+  them over if it asks for that epoch from step 0, and otherwise they are dropped. Every rank
+  runs exactly those steps whether taken over or not, so collective exchanges stay matched;
 * ``backend="auto"`` picks a backend from the cost model at start and may switch once, at a step
   all ranks agree on, when measured step times disagree with the prediction (see ``estimator``).
 """
 
 from __future__ import annotations
 
+import atexit
 import queue
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -33,6 +40,20 @@ from .log import get_logger
 from .sampler import GlobalSampler, SamplerState, resume_position
 
 _DONE = object()
+_IDLE_EXIT_S = 2.0  # a producer thread with nothing to do for this long ends (restarted on demand)
+_LIVE: "weakref.WeakSet[MDLoader]" = weakref.WeakSet()
+
+
+def _stop_producers() -> None:
+    """Let every producer finish the exchanges it was given: a loader the script never closed
+    may be fetching the next epoch's first steps, and MPI must not be finalised under a running
+    collective. Registered when the first loader is made, i.e. after mpi4py's own exit hook,
+    so it runs before ``MPI_Finalize``."""
+    for loader in list(_LIVE):
+        try:
+            loader._finish_producer()
+        except Exception:  # noqa: BLE001 - exiting anyway; MPI reports its own errors
+            pass
 
 
 _DATA_FIRST = ("x", "edge_index", "edge_attr", "y", "pos")  # Data.__init__'s own arguments
@@ -160,6 +181,8 @@ class MDLoader:
         self.to_sample = to_sample or pyg_sample
         self.collate = collate or pyg_collate
         self.epoch, self._step, self._resuming = 0, 0, False
+        self._last_iter_epoch: int | None = None  # to guess the epoch after this one
+        self.speculation = {"taken": 0, "dropped": 0}  # early next-epoch steps
         self.requested_backend = backend
         self.log = get_logger(self.rank)
         self._comm = world.comm.Dup() if self.size > 1 else None
@@ -178,6 +201,10 @@ class MDLoader:
         self.epoch_stats = EpochStats()
         self.dataset = LocalSamples(self)
         self.sampler = _EpochSampler(self)
+        if not _LIVE:
+            atexit.unregister(_stop_producers)
+            atexit.register(_stop_producers)
+        _LIVE.add(self)
 
     # -- set-up ------------------------------------------------------------------------------
     def _check_threads(self) -> None:
@@ -246,20 +273,31 @@ class MDLoader:
         self._resuming = True  # the next iteration serves exactly the rest (maybe nothing)
 
     def __iter__(self):
-        self._finish_producer()
         # A finished epoch iterated again starts over (as a DataLoader does); a state saved at
         # the end of an epoch and just loaded leaves nothing to serve in that epoch.
         start = self._step if self._step < len(self) or self._resuming else 0
         self._resuming = False
-        stats = EpochStats(epoch=self.epoch, backend=self.backend_name)
+        advances = self._last_iter_epoch is None or self.epoch == self._last_iter_epoch + 1
+        self._last_iter_epoch = self.epoch
+        guess = self.epoch + 1 if advances else self.epoch
+        prod = self._producer
+        if prod is not None and start == 0 and prod.can_take_over(self.epoch):
+            self.speculation["taken"] += 1
+            stats = prod.take_over(guess)
+        else:
+            if prod is not None and prod.speculating:
+                self.speculation["dropped"] += 1
+            self._finish_producer()
+            stats = EpochStats(epoch=self.epoch, backend=self.backend_name)
+            prod = _Producer(self, self.epoch, start, stats, guess)
+            self._producer = prod
+            prod.start(threaded=self.prefetch > 0)
         self.epoch_stats = stats
-        prod = _Producer(self, self.epoch, start, stats)
-        self._producer = prod
         return self._consume(prod, start, stats)
 
     def _consume(self, prod: "_Producer", start: int, stats: EpochStats):
         t_epoch = time.perf_counter()
-        prod.start(threaded=self.prefetch > 0)
+        served = 0
         try:
             for step in range(start, len(self)):
                 t0 = time.perf_counter()
@@ -267,11 +305,12 @@ class MDLoader:
                 stats.data_wait_s += time.perf_counter() - t0
                 self._step = step + 1
                 stats.steps += 1
+                served += 1
                 stats.samples += self.sampler_core.batch_len(step, prod.epoch)
                 yield item
         finally:
             stats.wall_s = time.perf_counter() - t_epoch
-            if prod.consumed < len(self) - start:
+            if served < len(self) - start:
                 prod.abandon()
 
     def _finish_producer(self) -> None:
@@ -375,18 +414,61 @@ class _CommView:
 
 
 class _Producer:
-    """Fetches, decodes and collates the steps of one epoch, in a thread or inline."""
+    """Fetches, decodes and collates the steps of an epoch, in a thread or inline.
 
-    def __init__(self, loader: MDLoader, epoch: int, start: int, stats: EpochStats):
+    The thread works through *segments* (epoch, first step, end step) that only the loader's
+    thread hands it: at start the epoch asked for, then the first ``prefetch`` steps of the epoch
+    the loader expects next (``spec_epoch``); :meth:`take_over` hands it the rest of that epoch
+    and the next guess. Which exchanges run is thereby fixed by the trainer's calls, never by
+    timing, so every rank runs the same ones; an abandoned producer finishes the segments it was
+    given (exchanging without decoding when a collective backend needs the match) and stops.
+    """
+
+    def __init__(self, loader: MDLoader, epoch: int, start: int, stats: EpochStats,
+                 spec_epoch: int):
         self.loader, self.epoch, self.start_step, self.stats = loader, epoch, start, stats
         self.q: queue.Queue = queue.Queue(maxsize=max(1, loader.prefetch))
+        self._segments: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread_idle = False
         self._abandoned = threading.Event()
         self._thread: threading.Thread | None = None
         self._inline = None
-        self.consumed = 0
+        self.consumed = 0  # batches the consumer took from the current epoch
+        self.spec_epoch, self.spec_steps, self.spec_stats = None, 0, None
+        self._segments.put((epoch, start, loader.sampler_core.steps_in(epoch), stats))
+        self._plan_speculation(spec_epoch)
         # Collective exchanges must be matched on every rank, so an abandoned producer keeps
-        # exchanging (without decoding) until the epoch ends.
+        # exchanging (without decoding) through the segments it was given.
         self.drain = any(n == "collective" for n in loader._backends) and loader.size > 1
+
+    def _plan_speculation(self, spec_epoch: int) -> None:
+        ld = self.loader
+        self.spec_epoch = spec_epoch
+        self.spec_steps = min(ld.prefetch, ld.sampler_core.steps_in(spec_epoch))
+        self.spec_stats = EpochStats(epoch=spec_epoch, backend=ld.backend_name)
+        if ld.prefetch > 0:  # inline producers never run ahead
+            self._hand((spec_epoch, 0, self.spec_steps, self.spec_stats))
+
+    @property
+    def speculating(self) -> bool:
+        return self._thread is not None and self.spec_steps > 0
+
+    def can_take_over(self, epoch: int) -> bool:
+        ld = self.loader
+        return (self._thread is not None and not self._abandoned.is_set()
+                and epoch == self.spec_epoch
+                and self.consumed == ld.sampler_core.steps_in(self.epoch) - self.start_step)
+
+    def take_over(self, next_guess: int) -> EpochStats:
+        """The consumer now wants ``spec_epoch`` from step 0: its first steps are (being) made;
+        hand the thread the rest of it and the next guess."""
+        ld = self.loader
+        epoch, stats = self.spec_epoch, self.spec_stats
+        self._hand((epoch, self.spec_steps, ld.sampler_core.steps_in(epoch), stats))
+        self.epoch, self.start_step, self.stats, self.consumed = epoch, 0, stats, 0
+        self._plan_speculation(next_guess)
+        return stats
 
     def start(self, threaded: bool) -> None:
         if threaded:
@@ -394,41 +476,69 @@ class _Producer:
                                             daemon=True)
             self._thread.start()
         else:
-            self._inline = self._steps()
+            epoch, start, stop, stats = self._segments.get_nowait()
+            self._inline = self._steps(epoch, start, stop, stats)
 
-    def _steps(self):
+    def _steps(self, epoch: int, start: int, stop: int, stats: EpochStats):
         ld = self.loader
-        for step in range(self.start_step, len(ld)):
-            plan = ld.sampler_core.plan(self.epoch, step)
-            backend = ld._backend_for_step(self.stats)
+        for step in range(start, stop):
+            if self._abandoned.is_set() and not self.drain:
+                return
+            plan = ld.sampler_core.plan(epoch, step)
+            backend = ld._backend_for_step(stats)
             t0 = time.perf_counter()
-            ld._arm_watchdog(self.epoch, step, backend, plan)
+            ld._arm_watchdog(epoch, step, backend, plan)
             fetched = backend.fetch(plan)
             ld._disarm_watchdog()
             t1 = time.perf_counter()
             ld._after_step(t1 - t0)
-            self.stats.fetch_s += t1 - t0
-            self.stats.step_fetch_s.append(t1 - t0)
+            stats.fetch_s += t1 - t0
+            stats.step_fetch_s.append(t1 - t0)
             if self._abandoned.is_set():
-                if not self.drain:
-                    return
-                continue
+                continue  # draining: the exchange ran, nobody wants the batch
             batch = ld._build_batch(fetched)
-            self.stats.decode_s += time.perf_counter() - t1
+            stats.decode_s += time.perf_counter() - t1
             yield batch
 
     def _run(self) -> None:
         try:
-            for batch in self._steps():
-                while not self._abandoned.is_set():
-                    try:
-                        self.q.put(batch, timeout=0.05)
+            idle_since = None
+            while True:
+                # abandoned is read before the queue: segments handed over before an abandon
+                # are always seen (and run, when draining)
+                done = self._abandoned.is_set()
+                try:
+                    seg = self._segments.get(timeout=0.05)
+                except queue.Empty:
+                    if done:
                         break
-                    except queue.Full:
-                        continue
+                    idle_since = idle_since or time.monotonic()
+                    if time.monotonic() - idle_since > _IDLE_EXIT_S:
+                        with self._lock:  # a thread idle this long ends (so an unclosed loader
+                            if self._segments.empty():  # can be collected); _hand restarts
+                                self._thread_idle = True
+                                return
+                    continue
+                idle_since = None
+                for batch in self._steps(*seg):
+                    while not self._abandoned.is_set():
+                        try:
+                            self.q.put(batch, timeout=0.05)
+                            break
+                        except queue.Full:
+                            continue
             self.q.put(_DONE)
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which re-raises
             self.q.put(exc)
+
+    def _hand(self, segment: tuple) -> None:
+        """Give the thread a segment (restarting it if it ended idle)."""
+        with self._lock:
+            self._segments.put(segment)
+            if self._thread_idle:
+                self._thread_idle = False
+                self._thread.join()
+                self.start(threaded=True)
 
     def next(self):
         if self._inline is not None:

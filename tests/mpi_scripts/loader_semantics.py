@@ -3,8 +3,9 @@
 Every rank regenerates the whole synthetic set (deterministic), so it can build the batches PyG's
 own DataLoader would give it, and compares them tensor for tensor with MDLoader's, for each
 backend. Then: ranks abandon an iteration at different steps (as HydraGNN's graph-size scan does)
-and a full epoch must still work; and a loader resumed from state_dict() yields exactly the
-remaining batches.
+and a full epoch must still work; an epoch whose first steps were fetched early (at the end of
+the previous one) yields the same batches whether those steps were taken over or dropped; and a
+loader resumed from state_dict() yields exactly the remaining batches.
 """
 
 import sys
@@ -14,6 +15,7 @@ import torch
 from torch.utils.data import DistributedSampler
 from torch_geometric.loader import DataLoader
 
+from mdloader_plugin import loader as loader_module
 from mdloader_plugin.loader import MDLoader, pyg_sample
 from mdloader_plugin.sources import synth
 from mdloader_plugin.store import ShardStore, block_bounds
@@ -33,8 +35,12 @@ def same(a, b) -> bool:
 
 
 for backend in ("onesided", "collective", "auto"):
+    # collective: producer threads end whenever idle and are restarted when handed work
+    loader_module._IDLE_EXIT_S = 0.0 if backend == "collective" else 2.0
     loader = MDLoader(store, batch_size=B, seed=5, backend=backend, prefetch=2)
-    for epoch in (0, 3):
+    # 0 -> 3 -> 4: the early next-epoch steps guessed wrong and are dropped; 5 and 6 follow their
+    # epoch and take them over; 6 again is first a miss, then (guessing "same again") a hit
+    for epoch in (0, 3, 4, 5, 6, 6, 6):
         loader.set_epoch(epoch)
         sampler = DistributedSampler(dataset, num_replicas=world.size, rank=world.rank,
                                      shuffle=True, seed=5)
@@ -43,6 +49,8 @@ for backend in ("onesided", "collective", "auto"):
         got = list(loader)
         assert len(got) == len(ref) == len(loader), (len(got), len(ref))
         assert all(same(g, r) for g, r in zip(got, ref)), f"{backend} epoch {epoch} differs"
+    if loader.prefetch:
+        assert loader.speculation == {"taken": 3, "dropped": 3}, loader.speculation
 
     # abandon at a rank-dependent step (collective exchanges must stay matched), then a full epoch
     loader.set_epoch(1)
