@@ -152,6 +152,9 @@ class MDLoader:
         shuffle, seed, drop_last: as ``DistributedSampler`` (same order for the same arguments).
         backend: ``"onesided"``, ``"collective"`` or ``"auto"`` (cost model + online check).
         prefetch: steps the producer thread may run ahead (0 = fetch in the caller's thread).
+        prefetch_mib: at most this many MiB of records wait in the prefetch queue (at least one
+            batch always may); default ``MDLOADER_PREFETCH_MIB`` or 32. Bounds the memory of
+            large batches: in flight are the queue, the batch being made and the trainer's.
         to_sample: decoded ``dict[str, ndarray]`` -> sample (default: PyG ``Data``).
         collate: list of samples -> batch (default: PyG ``Batch.from_data_list``).
         profile: machine profile name or path for ``auto`` (default ``"local"``).
@@ -167,7 +170,7 @@ class MDLoader:
                  to_sample: Callable[[dict], Any] | None = None,
                  collate: Callable[[list], Any] | None = None, profile: str | None = None,
                  online_check: bool = True, progress: str | bool = "auto", name: str = "train",
-                 balance_weights: np.ndarray | None = None):
+                 balance_weights: np.ndarray | None = None, prefetch_mib: float | None = None):
         world = store.world
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
@@ -175,9 +178,11 @@ class MDLoader:
         from .world import agree  # the same arguments everywhere: rank 0 reports once
 
         self.sampler_core = agree(world, _checked_sampler, store.num_samples, self.size,
-                                  batch_size, prefetch, backend, profile, shuffle=shuffle,
-                                  seed=seed, drop_last=drop_last, weights=balance_weights)
+                                  batch_size, prefetch, backend, profile, prefetch_mib,
+                                  shuffle=shuffle, seed=seed, drop_last=drop_last,
+                                  weights=balance_weights)
         self.batch_size, self.prefetch = int(batch_size), prefetch
+        self.prefetch_bytes = _prefetch_bytes(prefetch_mib)
         self.to_sample = to_sample or pyg_sample
         self.collate = collate or pyg_collate
         self.epoch, self._step, self._resuming = 0, 0, False
@@ -381,9 +386,25 @@ class MDLoader:
         return self.collate(samples)
 
 
+def _prefetch_bytes(mib: float | None) -> int:
+    import os
+
+    src = "prefetch_mib"
+    if mib is None:
+        src, mib = "MDLOADER_PREFETCH_MIB", os.environ.get("MDLOADER_PREFETCH_MIB", 32)
+    try:
+        value = float(mib)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not value > 0:
+        raise ConfigError(f"{src} must be a number of MiB > 0, got {mib!r}")
+    return int(value * 2**20)
+
+
 def _checked_sampler(num_samples: int, size: int, batch_size, prefetch, backend: str, profile,
-                     **kw) -> GlobalSampler:
+                     prefetch_mib, **kw) -> GlobalSampler:
     """MDLoader's arguments checked (a bad one is a ConfigError) and its sampler."""
+    _prefetch_bytes(prefetch_mib)
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size <= 0:
         raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -430,6 +451,8 @@ class _Producer:
         self.q: queue.Queue = queue.Queue(maxsize=max(1, loader.prefetch))
         self._segments: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
+        self._room = threading.Condition()  # bytes of records waiting in q, capped
+        self._queued = 0
         self._thread_idle = False
         self._abandoned = threading.Event()
         self._thread: threading.Thread | None = None
@@ -496,9 +519,12 @@ class _Producer:
             stats.step_fetch_s.append(t1 - t0)
             if self._abandoned.is_set():
                 continue  # draining: the exchange ran, nobody wants the batch
+            nbytes = int(fetched.nbytes.sum())
             batch = ld._build_batch(fetched)
+            del fetched  # the records are in the batch now: free them before the next fetch
             stats.decode_s += time.perf_counter() - t1
-            yield batch
+            yield batch, nbytes
+            del batch  # nor hold the served batch while making the next one
 
     def _run(self) -> None:
         try:
@@ -520,16 +546,30 @@ class _Producer:
                                 return
                     continue
                 idle_since = None
-                for batch in self._steps(*seg):
-                    while not self._abandoned.is_set():
-                        try:
-                            self.q.put(batch, timeout=0.05)
-                            break
-                        except queue.Full:
-                            continue
+                for item in self._steps(*seg):
+                    self._enqueue(item)
+                    del item  # queued: only the queue and the consumer hold it
             self.q.put(_DONE)
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which re-raises
             self.q.put(exc)
+
+    def _enqueue(self, item: tuple) -> None:
+        """Queue (batch, nbytes) once there is room: fewer than ``prefetch`` batches and at most
+        ``prefetch_bytes`` of records waiting (one batch always may wait)."""
+        cap = self.loader.prefetch_bytes
+        with self._room:
+            while (self._queued and self._queued + item[1] > cap
+                   and not self._abandoned.is_set()):
+                self._room.wait(0.05)
+            if self._abandoned.is_set():
+                return
+            self._queued += item[1]
+        while not self._abandoned.is_set():
+            try:
+                self.q.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
 
     def _hand(self, segment: tuple) -> None:
         """Give the thread a segment (restarting it if it ended idle)."""
@@ -549,8 +589,13 @@ class _Producer:
             raise item
         if item is _DONE:
             raise AssertionError("Internal error: producer ended before the epoch's last step")
+        batch, nbytes = item
+        if self._inline is None:
+            with self._room:
+                self._queued -= nbytes
+                self._room.notify()
         self.consumed += 1
-        return item
+        return batch
 
     def abandon(self) -> None:
         self._abandoned.set()

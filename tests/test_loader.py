@@ -35,3 +35,46 @@ def test_probe_is_never_skipped_when_the_profile_is_blind_to_the_network(nodes, 
     loader = SimpleNamespace(world=SimpleNamespace(num_nodes=nodes))
     prof = SimpleNamespace(provenance={"kind": kind, "nodes": prof_nodes})
     assert _profile_blind_to_network(loader, prof) is blind
+
+
+@pytest.mark.parametrize("prefetch_mib,ahead", [(None, 5), (1e-4, 2)])
+def test_prefetch_queue_is_bounded_by_steps_and_by_bytes(prefetch_mib, ahead):
+    """prefetch=4: 4 batches wait and a 5th is made; a byte cap smaller than one batch lets one
+    wait (and one be made). Counted once the producer has stopped making batches."""
+    import time
+
+    import numpy as np
+
+    from mdloader_plugin.loader import MDLoader
+    from mdloader_plugin.store import ShardStore
+
+    made = []
+    store = ShardStore.from_samples(None, [{"sid": np.array([i])} for i in range(64)], 64)
+    loader = MDLoader(store, batch_size=4, seed=1, backend="onesided", prefetch=4,
+                      prefetch_mib=prefetch_mib, to_sample=lambda a: int(a["sid"][0]),
+                      collate=lambda s: made.append(s) or s)
+    it = iter(loader)
+    first = next(it)
+    seen, deadline = -1, time.monotonic() + 30
+    while seen != len(made) and time.monotonic() < deadline:  # until the producer blocks
+        seen = len(made)
+        time.sleep(0.5)
+    assert len(made) - 1 == ahead
+    rest = list(it)
+    assert [first, *rest] == made[:16] and len(rest) == 15
+    loader.close()
+
+
+def test_prefetch_mib_must_be_positive(monkeypatch):
+    import numpy as np
+
+    from mdloader_plugin.errors import ConfigError
+    from mdloader_plugin.loader import MDLoader
+    from mdloader_plugin.store import ShardStore
+
+    store = ShardStore.from_samples(None, [{"sid": np.array([i])} for i in range(8)], 8)
+    with pytest.raises(ConfigError, match="prefetch_mib must be a number of MiB > 0"):
+        MDLoader(store, batch_size=2, backend="onesided", prefetch_mib=0)
+    monkeypatch.setenv("MDLOADER_PREFETCH_MIB", "lots")
+    with pytest.raises(ConfigError, match="MDLOADER_PREFETCH_MIB must be a number"):
+        MDLoader(store, batch_size=2, backend="onesided")
