@@ -97,6 +97,7 @@ class MDLStepper:
 
     def __init__(self, loader):
         self.loader, self.epoch, self.it = loader, 0, None
+        self._tail = None  # batches still to skip after the online check ended
 
     def __call__(self, k: int):
         if self.it is None:
@@ -112,9 +113,18 @@ class MDLStepper:
         return self.loader.epoch_stats.step_fetch_s[-1], batch
 
     def warm(self) -> bool:
-        """Still in auto's online check (probing the other backend)?"""
+        """Still in auto's online check (probing the other backend), or serving batches the
+        producer fetched during it? The producer runs up to ``prefetch + 1`` steps ahead of the
+        trainer, so that many batches after the decision may still come from the probe."""
         on = self.loader._online
-        return on is not None and on.active
+        if on is None:
+            return False
+        if on.active:
+            return True
+        if self._tail is None:
+            self._tail = self.loader.prefetch + 1
+        self._tail -= 1
+        return self._tail >= 0
 
 
 class PlanStepper:
