@@ -27,26 +27,34 @@ NOTES = [
     "round trip (emulated cluster rows). On one host the step time of every loader is dominated "
     "by decode + PyG's `Batch.from_data_list` (~0.1-0.2 ms a molecule, ~0.35 ms an OC20 slab on "
     "one core), which all loaders pay alike.",
-    "- **File-per-sample**: 8-45x slower per step and 100-2,600x slower to fetch on a "
-    "page-cached local file; the step-level ratio falls under 10x only where collate dominates "
-    "(small molecules, few ranks).",
+    "- **File-per-sample**: 16-37x slower per step and 180-2,000x slower to fetch on a "
+    "page-cached local file, at every batch size >= 32; collate, which every loader pays, keeps "
+    "the step-level ratio far below the fetch-level one.",
     "- **Fetch vs the memcpy floor**: the floor is one unshared core copying contiguous bytes; "
     "the fetch runs with 2-8 ranks on 2 cores that other jobs also use (each rank gets well under "
     "one core), into a fresh buffer each step (page faults on first touch, ~2x for 18 MB), plus "
-    "~0.1 ms of fixed Python/MPI cost a step. 2 ranks meet it at large records (1.6x at OC20 "
+    "~0.1 ms of fixed Python/MPI cost a step. 2 ranks meet it at large records (1.9x at OC20 "
     "B=256); oversubscribed rank counts do not.",
-    "- **auto on one host**: auto ran the same backend (onesided) as the faster single backend "
-    "in most configurations, so its gap is run-to-run noise on a loaded machine; the estimator "
-    "benchmark (many steps, both backends measured in one job) shows auto's regret ~0%.",
-    "- **auto across hosts**: with the uncalibrated `local` profile the model predicts onesided "
-    "31x faster and skips the online probe, although collective is faster over TCP; with the "
-    "profile calibrated on the emulated cluster auto picks collective every time, but its steps "
-    "still ran slower than the collective-only loader: auto keeps the onesided backend (and its "
-    "MPI progress thread across nodes) alive after switching, which costs CPU on 2 cores.",
-    "- **Data-wait in training**: MDLoader's own queue wait is ~1% of the epoch; the rest of the "
-    "wait the trainer sees is the first batch of each epoch (the producer starts at `iter()`) and "
-    "GIL hand-off between the prefetch thread (decode + collate in Python) and the training "
-    "thread on oversubscribed cores. HydraGNN's native loader waits 75-80% of the epoch.",
+    "- **auto on one host**: auto ran one-sided everywhere, the faster backend in most "
+    "configurations; where it was not, the two backends are within run-to-run noise on a "
+    "loaded machine. The estimator benchmark (many steps, both backends measured in one job) "
+    "shows auto's regret ~0%.",
+    "- **auto across hosts**: auto now picks collective in every configuration (the probe is "
+    "never skipped when a multi-node job uses a profile calibrated on one node, and the "
+    "backend it does not keep is closed). Its remaining gap to the collective-only loader "
+    "(+6% at 200mbit, +15% at 1gbit, geo-mean) is in the steady steps after the decision, "
+    "where both run the same code; 4 measured steps x 2 rounds of 10-1200 ms on 2 cores "
+    "shared by 4 ranks and the emulated network cannot resolve it further. The probe's own "
+    "steps (about 10 a run, including the batches the producer fetched during it) are "
+    "excluded as warm-up.",
+    "- **Per-rank memory**: only OC20 batch 256 (18 MB of records a step a rank) exceeds the "
+    "budget: the store's share (41 MiB on 2 ranks) plus the records of the step, their "
+    "collated batch and, for collective, the packed send buffer (3-4 x 18 MB) exceed the 64 MiB "
+    "allowance; the peak varies by +-20 MiB between runs with glibc's reuse of freed buffers.",
+    "- **Data-wait in training**: the producer now fetches the first steps of the next epoch "
+    "while the last ones are trained on, so the trainer no longer waits for each epoch's "
+    "first batch: data-wait fell from 2.1-2.4% to 0.3-0.6% of the epoch (same machine, back "
+    "to back). HydraGNN's native loader waits 75-80% of the epoch.",
 ]
 
 
