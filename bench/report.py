@@ -39,14 +39,12 @@ NOTES = [
     "configurations; where it was not, the two backends are within run-to-run noise on a "
     "loaded machine. The estimator benchmark (many steps, both backends measured in one job) "
     "shows auto's regret ~0%.",
-    "- **auto across hosts**: auto now picks collective in every configuration (the probe is "
-    "never skipped when a multi-node job uses a profile calibrated on one node, and the "
-    "backend it does not keep is closed). Its remaining gap to the collective-only loader "
-    "(+6% at 200mbit, +15% at 1gbit, geo-mean) is in the steady steps after the decision, "
-    "where both run the same code; 4 measured steps x 2 rounds of 10-1200 ms on 2 cores "
-    "shared by 4 ranks and the emulated network cannot resolve it further. The probe's own "
-    "steps (about 10 a run, including the batches the producer fetched during it) are "
-    "excluded as warm-up.",
+    "- **auto across hosts**: auto picks collective (the probe is never skipped when a "
+    "multi-node job uses a profile calibrated on one node, and the backend it does not keep is "
+    "closed) and is within 2% of the faster backend at both link rates. An earlier run with 4 "
+    "measured steps x 2 rounds showed auto 6-15% behind the collective-only loader in steady "
+    "steps; 16 steps x 3 rounds, and a separate 60-step comparison in one job, show no "
+    "systematic gap: it was noise.",
     "- **Per-rank memory**: only OC20 batch 256 (18 MB of records a step a rank) exceeds the "
     "budget: the store's share (41 MiB on 2 ranks) plus the records of the step, their "
     "collated batch and, for collective, the packed send buffer (3-4 x 18 MB) exceed the 64 MiB "
@@ -193,7 +191,9 @@ def cluster_table(cl: dict) -> list[str]:
     out = [f"Emulated cluster (`--cluster {cl['cluster']}`): {r0['hosts']} hosts (network "
            f"namespaces) x {r0['ranks'] // r0['hosts']} ranks, Open MPI over TCP on links "
            f"limited to {r0.get('link_rate', '?')}; auto's profile "
-           f"`{cl.get('profile', 'local')}`; store-based loaders only. ms per step "
+           f"`{cl.get('profile', 'local')}`; store-based loaders only; up to "
+           f"{cl.get('steps', '?')} measured steps x {cl.get('repeats', '?')} interleaved rounds "
+           "(auto's probe and the batches fetched during it are warm-up). ms per step, median "
            "(fetch in brackets).", "",
            "| data | ranks | batch | MDL auto | MDL coll. | MDL 1-sided | DDStore-style | "
            "DDStore / auto (step) | DDStore / auto (fetch) |",

@@ -19,7 +19,7 @@ echo "== loaders side by side"
 "$PY" bench/loaders.py "${full[@]}"
 if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then  # needs root (network namespaces)
   echo "== store-based loaders across 2 emulated hosts"
-  "$PY" bench/loaders.py --cluster "${BENCH_CLUSTER_SHAPE:-2x2@1gbit}" "${full[@]}"
+  "$PY" bench/loaders.py --cluster "${BENCH_CLUSTER_SHAPE:-2x2@1gbit}" --steps 16 --repeats 3
 fi
 echo "== HydraGNN training"
 "$PY" bench/training.py "${full[@]}"
