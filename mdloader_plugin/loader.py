@@ -313,6 +313,7 @@ class MDLoader:
                 served += 1
                 stats.samples += self.sampler_core.batch_len(step, prod.epoch)
                 yield item
+                del item  # the trainer has it; do not keep it alive while the next one is made
         finally:
             stats.wall_s = time.perf_counter() - t_epoch
             if served < len(self) - start:
