@@ -448,7 +448,7 @@ class _Producer:
 
     def __init__(self, loader: MDLoader, epoch: int, start: int, stats: EpochStats,
                  spec_epoch: int):
-        self.loader, self.epoch, self.start_step, self.stats = loader, epoch, start, stats
+        self.loader, self.epoch, self.start_step = loader, epoch, start
         self.q: queue.Queue = queue.Queue(maxsize=max(1, loader.prefetch))
         self._segments: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
@@ -490,7 +490,7 @@ class _Producer:
         ld = self.loader
         epoch, stats = self.spec_epoch, self.spec_stats
         self._hand((epoch, self.spec_steps, ld.sampler_core.steps_in(epoch), stats))
-        self.epoch, self.start_step, self.stats, self.consumed = epoch, 0, stats, 0
+        self.epoch, self.start_step, self.consumed = epoch, 0, 0
         self._plan_speculation(next_guess)
         return stats
 
