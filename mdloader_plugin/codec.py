@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -156,3 +157,118 @@ def decode(buf, start: int = 0, nbytes: int | None = None) -> dict[str, np.ndarr
             raise CodecError(f"array {name!r} runs past the end of its record")
         out[name] = np.frombuffer(mv, dtype=dt, count=n, offset=start + off).reshape(shape)
     return out
+
+
+@dataclass
+class Columns:
+    """The arrays of many records of one schema, each concatenated over the records.
+
+    ``arrays[k]`` joins every record's ``k`` along axis ``axis[k]`` (0-d arrays become one entry
+    each); ``sizes[k][i]`` is record i's extent along that axis. Fresh memory: nothing refers to
+    the buffer the records came from."""
+
+    arrays: dict
+    sizes: dict
+    axis: dict
+    count: int
+
+
+def _template(mv, start: int, limit: int):
+    """Header of the record at `start`: (head, entries) with each entry's name, dtype, ndim and
+    the header positions of its payload offset and shape."""
+    magic, version, count, _, head, total = _FIXED.unpack_from(mv, start)
+    if magic != MAGIC or version != VERSION or not head <= total <= limit:
+        return None
+    entries, pos = [], _FIXED.size
+    for _ in range(count):
+        nlen, code, ndim, _, _ = _ENTRY.unpack_from(mv, start + pos)
+        if code >= len(_DTYPES):
+            return None
+        name = bytes(mv[start + pos + _ENTRY.size + 8 * ndim:][:nlen]).decode()
+        entries.append((name, _DTYPES[code], ndim, pos + 4, pos + _ENTRY.size))
+        pos += _ENTRY.size + 8 * ndim + nlen
+    return head, entries
+
+
+def gather_columns(buf: np.ndarray, offsets: Sequence[int], nbytes: Sequence[int],
+                   axis_of: Callable[[str, int], int] = lambda name, ndim: 0) -> Columns | None:
+    """Concatenate the arrays of the records at `offsets` of uint8 `buf`, key by key.
+
+    ``axis_of(name, ndim)`` gives the axis to join along (0 or ``ndim - 1``). The headers are
+    read as one [records, header] array, so the cost is a few numpy calls per key plus one slice
+    per record and key, not a Python decode per record. Returns None when the records do not
+    share one schema (same names, dtypes and ranks in the same order), or when they disagree on
+    the extents that are not joined: the caller then takes the per-record path (which also
+    reports the record that is malformed)."""
+    starts = np.asarray(offsets, dtype=np.int64)
+    limits = np.asarray(nbytes, dtype=np.int64)
+    if starts.size == 0 or int(limits.min()) < _FIXED.size:
+        return None
+    mv = memoryview(buf).cast("B")
+    tpl = _template(mv, int(starts[0]), int(limits[0]))
+    if tpl is None or int(limits.min()) < tpl[0]:
+        return None
+    head, entries = tpl
+    if int((starts + limits).max()) > buf.size:
+        return None
+    hdr = buf[starts[:, None] + np.arange(head)]
+    if not _same_schema(hdr, entries, head):
+        return None
+    totals = _u32(hdr, 12)
+    if np.any(totals > limits):
+        return None
+    cols = Columns({}, {}, {}, int(starts.size))
+    for name, dt, ndim, off_at, shape_at in entries:
+        shapes = hdr[:, shape_at:shape_at + 8 * ndim].copy().view("<i8").reshape(len(hdr), ndim)
+        got = _join(mv, starts + _u32(hdr, off_at), totals - _u32(hdr, off_at), dt, shapes,
+                    axis_of(name, ndim) if ndim else 0)
+        if got is None:
+            return None
+        cols.arrays[name], cols.sizes[name] = got
+        cols.axis[name] = axis_of(name, ndim) if ndim else 0
+    return cols
+
+
+def _u32(hdr: np.ndarray, at: int) -> np.ndarray:
+    return hdr[:, at:at + 4].copy().view("<u4").reshape(-1).astype(np.int64)
+
+
+def _same_schema(hdr: np.ndarray, entries, head: int) -> bool:
+    """Every header byte that is not a length, payload offset or shape equals record 0's."""
+    fixed = np.ones(head, dtype=bool)
+    fixed[12:16] = False  # total length
+    for _, _, ndim, off_at, shape_at in entries:
+        fixed[off_at:off_at + 4] = False
+        fixed[shape_at:shape_at + 8 * ndim] = False
+    return bool(np.all(hdr[:, fixed] == hdr[0, fixed]))
+
+
+def _join(mv, payload, room, dt, shapes, axis):
+    """One key of every record joined along `axis`, and each record's extent along it."""
+    ndim = shapes.shape[1]
+    if ndim == 0:  # scalars: one entry each
+        counts = sizes = np.ones(len(shapes), np.int64)
+        rest = ()
+    else:
+        if np.any(shapes < 0) or np.any(shapes[:, :axis] != shapes[0, :axis]) or \
+                np.any(shapes[:, axis + 1:] != shapes[0, axis + 1:]):
+            return None
+        counts, sizes = shapes.prod(axis=1), shapes[:, axis]
+        rest = tuple(int(v) for v in shapes[0])
+    if np.any(counts * dt.itemsize > room):
+        return None
+    lead = math.prod(rest[:axis])  # rows of the leading axes, each a separate segment
+    seg = (counts // max(lead, 1)) * dt.itemsize
+    lo = (payload[None, :] + np.arange(lead)[:, None] * seg[None, :]).reshape(-1)
+    hi = lo + np.tile(seg, lead)
+    raw = _gather_bytes(mv, lo, hi)
+    shape = (*rest[:axis], int(sizes.sum()), *rest[axis + 1:]) if ndim else (len(counts),)
+    return raw.view(dt).reshape(shape), sizes.astype(np.int64)
+
+
+def _gather_bytes(mv: memoryview, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """mv[lo[0]:hi[0]] + mv[lo[1]:hi[1]] + ... as one new writable, 16-byte aligned array
+    (one C-level join over memoryview slices: within ~1.5x of a memcpy of the same bytes)."""
+    joined = bytearray().join(map(mv.__getitem__, map(slice, lo.tolist(), hi.tolist())))
+    out = np.frombuffer(joined, dtype=np.uint8)
+    return out if out.ctypes.data % 16 == 0 else out.copy()

@@ -9,9 +9,9 @@ loader resumed from state_dict() yields exactly the remaining batches.
 """
 
 import sys
+from pathlib import Path
 
 import numpy as np
-import torch
 from torch.utils.data import DistributedSampler
 from torch_geometric.loader import DataLoader
 
@@ -20,6 +20,9 @@ from mdloader_plugin.loader import MDLoader, pyg_sample
 from mdloader_plugin.sources import synth
 from mdloader_plugin.store import ShardStore, block_bounds
 from mdloader_plugin.world import World
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from pyg_equal import batch_diff  # noqa: E402
 
 N, B = int(sys.argv[1]), int(sys.argv[2])
 world = World.detect()
@@ -30,8 +33,7 @@ dataset = [pyg_sample(g) for g in everything]
 
 
 def same(a, b) -> bool:
-    keys = set(a.keys()) | {"batch", "ptr"}
-    return all(torch.equal(a[k], b[k]) for k in keys) and set(a.keys()) == set(b.keys())
+    return batch_diff(a, b) == ""
 
 
 for backend in ("onesided", "collective", "auto"):
@@ -48,7 +50,9 @@ for backend in ("onesided", "collective", "auto"):
         ref = list(DataLoader(dataset, batch_size=B, sampler=sampler))
         got = list(loader)
         assert len(got) == len(ref) == len(loader), (len(got), len(ref))
-        assert all(same(g, r) for g, r in zip(got, ref)), f"{backend} epoch {epoch} differs"
+        diffs = [batch_diff(g, r) for g, r in zip(got, ref)]
+        assert not any(diffs), f"{backend} epoch {epoch}: {next(d for d in diffs if d)}"
+    assert loader._column_collate.enabled, "the column-wise collate fell back"
     if loader.prefetch:
         assert loader.speculation == {"taken": 3, "dropped": 3}, loader.speculation
 

@@ -17,47 +17,49 @@ over MPI (or taken from the file's ``pna_deg`` attribute when present).
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from ...batching import ColumnTransform
 from ...sources.adios import GraphFile
 
 _CHUNK = 65536  # graphs a read when scanning node counts
 
 
+class HydraSample(ColumnTransform):
+    """``arrays -> Data``: x columns picked by ``input_node_features``, y as a column (min-max
+    scaled when `y_minmax` is given), float64 as float32, ``edge_index`` as int64; every other
+    key is kept. Each key's map works the same on one graph's array and on a batch's joined
+    one, so MDLoader runs it once a batch (:mod:`mdloader_plugin.batching`)."""
+
+    def __init__(self, node_features: Sequence[int] | None,
+                 y_minmax: tuple[float, float] | None):
+        self.cols = list(node_features) if node_features is not None else None
+        self.y_minmax = y_minmax
+
+    def column(self, key: str, a: np.ndarray) -> np.ndarray:
+        a = np.asarray(a)
+        if key == "x" and self.cols is not None and a.ndim == 2:
+            a = a[:, self.cols]
+        if key == "y":
+            a = a.reshape(-1, 1)
+            if self.y_minmax is not None:
+                lo, hi = self.y_minmax
+                a = (a - lo) / (hi - lo if hi > lo else 1.0)
+            a = a.astype(np.float32, copy=False)
+        elif a.dtype == np.float64:
+            a = a.astype(np.float32)
+        if key == "edge_index":
+            a = a.astype(np.int64, copy=False)
+        if not a.flags.writeable:
+            a = a.copy()
+        return np.ascontiguousarray(a)
+
+
 def make_to_sample(node_features: Sequence[int] | None,
-                   y_minmax: tuple[float, float] | None) -> Callable:
-    """``arrays -> Data``: x columns picked by ``input_node_features``, y as a column, min-max
-    scaled when `y_minmax` is given; every other key is kept as a tensor (copied)."""
-    import torch
-    from torch_geometric.data import Data
-
-    cols = list(node_features) if node_features is not None else None
-
-    def to_sample(arrays: Mapping[str, np.ndarray]) -> Data:
-        out = {}
-        for key, arr in arrays.items():
-            a = np.asarray(arr)  # views are fine: collate copies them into the batch
-            if not a.flags.writeable:
-                a = a.copy()
-            if key == "x" and cols is not None and a.ndim == 2:
-                a = a[:, cols]
-            if key == "y":
-                a = a.reshape(-1, 1)
-                if y_minmax is not None:
-                    lo, hi = y_minmax
-                    a = (a - lo) / (hi - lo if hi > lo else 1.0)
-            if a.dtype == np.float64 and key != "y":
-                a = a.astype(np.float32)
-            out[key] = torch.from_numpy(np.ascontiguousarray(a))
-        if "y" in out:
-            out["y"] = out["y"].float()
-        if "edge_index" in out:
-            out["edge_index"] = out["edge_index"].long()
-        return Data(**out)
-
-    return to_sample
+                   y_minmax: tuple[float, float] | None) -> HydraSample:
+    return HydraSample(node_features, y_minmax)
 
 
 def y_minmax(path: str, label: str = "trainset") -> tuple[float, float]:
