@@ -106,8 +106,8 @@ class ColumnCollate:
         cols = codec.gather_columns(fetched.buf, fetched.offsets, fetched.nbytes, cat_axis)
         batch = None
         if cols is not None:
-            first = self.to_sample(codec.decode(fetched.buf, int(fetched.offsets[0]),
-                                                int(fetched.nbytes[0])))
+            o, n = int(fetched.offsets[0]), int(fetched.nbytes[0])
+            first = self.to_sample(codec.decode(fetched.buf[o:o + n].copy()))  # no view kept
             batch = build_batch(first, self._columns(cols.arrays), cols)
         self.enabled = batch is not None
         return batch
@@ -193,9 +193,15 @@ def _assemble(out, keys, tensors, nodes, cols, torch):
 
 
 def _shift(t, inc, sizes: np.ndarray, axis: int) -> None:
-    """Add inc[i] to sample i's part of `t` along `axis` (in place)."""
-    a = t.numpy()
-    per = np.repeat(inc.numpy(), sizes)
-    shape = [1] * a.ndim
-    shape[axis] = per.size
-    np.add(a, per.reshape(shape), out=a, casting="unsafe")
+    """Add inc[i] to sample i's part of `t` along `axis` (in place), ~64 samples at a time so
+    the temporary stays small."""
+    a, inc = t.numpy(), inc.numpy()
+    ends = np.cumsum(sizes)
+    for lo in range(0, len(sizes), 64):
+        hi = min(lo + 64, len(sizes))
+        first = int(ends[lo - 1]) if lo else 0
+        per = np.repeat(inc[lo:hi], sizes[lo:hi])
+        shape = [1] * a.ndim
+        shape[axis] = per.size
+        part = a[(slice(None),) * axis + (slice(first, int(ends[hi - 1])),)]
+        np.add(part, per.reshape(shape), out=part, casting="unsafe")

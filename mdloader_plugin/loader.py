@@ -352,11 +352,12 @@ class MDLoader:
         if self._online is not None and self._online.active:
             self._online.record(seconds)
 
-    def _build_batch(self, fetched):
+    def _build_batch(self, fetched, backend):
         fast = self._column_collate
         if fast.enabled:
             batch = fast(fetched)
-            if batch is not None:
+            if batch is not None:  # it holds copies: the receive buffer is free again
+                backend.buffers.give(fetched.buf)
                 return batch
             self.log.info(f"[{self.name}] batches are collated sample by sample (the records "
                           "do not fit the column-wise path: see mdloader_plugin.batching)")
@@ -497,9 +498,10 @@ class _Producer:
             stats.fetch_s += t1 - t0
             stats.step_fetch_s.append(t1 - t0)
             if self._abandoned.is_set():
+                backend.buffers.give(fetched.buf)
                 continue  # draining: the exchange ran, nobody wants the batch
             nbytes = int(fetched.nbytes.sum())
-            batch = ld._build_batch(fetched)
+            batch = ld._build_batch(fetched, backend)
             del fetched  # the records are in the batch now: free them before the next fetch
             stats.decode_s += time.perf_counter() - t1
             yield batch, nbytes

@@ -178,3 +178,20 @@ def test_gather_columns_joins_exact_bytes(samples):
         assert cols.arrays[k].dtype == want.dtype and cols.arrays[k].shape == want.shape
         assert cols.arrays[k].tobytes() == want.tobytes()
         assert cols.sizes[k].tolist() == [p.shape[axis] for p in parts]
+
+
+def test_buffer_pool_reuses_the_smallest_fitting_buffer_and_keeps_few():
+    from mdloader_plugin.backends.base import BufferPool
+
+    pool = BufferPool(slots=2)
+    a = pool.take(3 << 20)
+    assert a.size == 3 << 20 and a.base.size >= a.size  # room to grow
+    addr = a.base.ctypes.data
+    pool.give(a)
+    b = pool.take(2 << 20)
+    assert b.base.ctypes.data == addr and b.size == 2 << 20  # the same memory again
+    c = pool.take(3 << 20)  # nothing free: a new one
+    assert c.base.ctypes.data != addr
+    for buf in (b, c, pool.take(10), pool.take(20)):
+        pool.give(buf)
+    assert sorted(x.size for x in pool._free) == sorted([b.base.size, c.base.size])  # largest two

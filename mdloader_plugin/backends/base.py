@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
+
+_GROW = 1.1           # a new buffer has room for steps this much larger (a step's bytes vary
+                      # by a few % at batch >= 32: the sum of many random record sizes)
+_ROUND = 1 << 20      # capacities are whole MiB
 
 
 @dataclass
@@ -22,6 +27,36 @@ class Fetched:
         return self.buf[o:o + int(self.nbytes[i])]
 
 
+class BufferPool:
+    """Step buffers reused from step to step: a fresh multi-MiB buffer a step costs a page fault
+    every 4 KiB on first touch (~2x the copy itself at 18 MB) and leaves the allocator holding
+    freed blocks of every size it has seen. A buffer comes back only when nothing refers to it
+    any more (:meth:`give`); at most `slots` wait, the rest are freed."""
+
+    def __init__(self, slots: int = 2):
+        self._free: list[np.ndarray] = []
+        self._slots, self._lock = slots, threading.Lock()
+
+    def take(self, n: int) -> np.ndarray:
+        """A uint8 array of `n` bytes (contents undefined)."""
+        with self._lock:
+            fits = [b for b in self._free if b.size >= n]
+            if fits:
+                best = min(fits, key=lambda b: b.size)
+                self._free = [b for b in self._free if b is not best]
+                return best[:n]
+        cap = -(-int(n * _GROW) // _ROUND) * _ROUND if n > _ROUND // 2 else n
+        return np.empty(cap, dtype=np.uint8)[:n]
+
+    def give(self, buf: np.ndarray) -> None:
+        """Return a buffer from :meth:`take` (no view of it may be alive)."""
+        whole = buf.base if isinstance(buf.base, np.ndarray) else buf
+        with self._lock:
+            self._free.append(whole)
+            self._free.sort(key=lambda b: b.size)
+            del self._free[:max(0, len(self._free) - self._slots)]  # keep the largest
+
+
 class Backend:
     """Moves the records a step needs onto the rank that needs them.
 
@@ -32,6 +67,7 @@ class Backend:
     name = "base"
 
     def __init__(self, store, world):
+        self.buffers = BufferPool(slots=1)  # receive buffers; the loader gives them back
         self.store = store
         self.world = world
         self.rank = 0 if world is None else world.rank
@@ -52,8 +88,9 @@ class Backend:
 def gather_local(buf: np.ndarray, src_offsets: np.ndarray, nbytes: np.ndarray,
                  out: np.ndarray, dst_offsets: np.ndarray) -> None:
     """Copy records ``buf[src:src+n]`` to ``out[dst:dst+n]`` (a memcpy a record)."""
+    src, dst = memoryview(buf).cast("B"), memoryview(out).cast("B")  # ~40% less per record
     for s, n, d in zip(src_offsets.tolist(), nbytes.tolist(), dst_offsets.tolist()):
-        out[d:d + n] = buf[s:s + n]
+        dst[d:d + n] = src[s:s + n]
 
 
 def exclusive_cumsum(a: np.ndarray) -> np.ndarray:

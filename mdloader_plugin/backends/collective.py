@@ -37,7 +37,7 @@ class CollectiveBackend(Backend):
         order = np.argsort(owners, kind="stable")
         dst = np.empty(ids.size, dtype=np.int64)
         dst[order] = exclusive_cumsum(nb[order])
-        out = np.empty(int(nb.sum()), dtype=np.uint8)
+        out = self.buffers.take(int(nb.sum()))
         if self.size == 1:
             gather_local(st.buffer, st.offsets[ids], nb, out, dst)
             return Fetched(ids, out, dst, nb)

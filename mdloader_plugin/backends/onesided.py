@@ -96,7 +96,7 @@ class OneSidedBackend(Backend):
         order = np.argsort(owners, kind="stable")  # group by owner; keep plan order inside
         dst = np.empty(ids.size, dtype=np.int64)
         dst[order] = exclusive_cumsum(nb[order])
-        out = np.empty(int(nb.sum()), dtype=np.uint8)
+        out = self.buffers.take(int(nb.sum()))
         src = st.offsets[ids]
         mine = owners == self.rank
         gather_local(st.buffer, src[mine], nb[mine], out, dst[mine])
