@@ -164,7 +164,11 @@ def run_steps(world, stepper, steps: int, budget: float) -> dict:
         del batch
         peak_pss = max(peak_pss, pss())
         k += 1
-    return {"step": t_step, "fetch": t_fetch, "nodes": nodes, "warm": warm, "pss": peak_pss}
+    from mdloader_plugin.store import _trim_heap
+
+    _trim_heap()  # what is left once the allocator hands its free blocks back to the OS
+    return {"step": t_step, "fetch": t_fetch, "nodes": nodes, "warm": warm, "pss": peak_pss,
+            "live_pss": pss()}
 
 
 def reduce_max(world, values: list[float]) -> np.ndarray:
@@ -181,7 +185,9 @@ def summarise(world, res: dict, base_pss: int) -> dict:
     return {"step": reduce_max(world, res["step"]), "fetch": reduce_max(world, res["fetch"]),
             "warm": res["warm"], "nodes": res["nodes"],
             "peak_rss_mib": world.comm.allreduce(_status("VmHWM"), op=_max()) / 2**20,
-            "data_pss_mib": world.comm.allreduce(res["pss"] - base_pss, op=_max()) / 2**20}
+            "data_pss_mib": world.comm.allreduce(res["pss"] - base_pss, op=_max()) / 2**20,
+            "trimmed_pss_mib": world.comm.allreduce(res["live_pss"] - base_pss,
+                                                    op=_max()) / 2**20}
 
 
 def merge(runs: list[dict]) -> dict:
@@ -195,7 +201,8 @@ def merge(runs: list[dict]) -> dict:
            "fetch_median_s": float(np.median(fetch)) if fetch_ok else None,
            "fetch_p95_s": float(np.percentile(fetch, 95)) if fetch_ok else None,
            "peak_rss_mib": max(r["peak_rss_mib"] for r in runs),
-           "data_pss_mib": max(r["data_pss_mib"] for r in runs)}
+           "data_pss_mib": max(r["data_pss_mib"] for r in runs),
+           "trimmed_pss_mib": max(r["trimmed_pss_mib"] for r in runs)}
     for k in ("chosen_backend", "backends_used"):
         if k in runs[-1]:
             out[k] = runs[-1][k]
@@ -484,7 +491,10 @@ def main() -> None:
         done = {(r["dataset"], r["ranks"]) for r in rows}
         old = json.loads(out.read_text())
         rows = [r for r in old["rows"] if (r["dataset"], r["ranks"]) not in done] + rows
-        info["merged_with"] = old["machine"]
+        info["merged_with"] = {**old["machine"], "steps": old.get("steps"),
+                               "repeats": old.get("repeats"),
+                               "ranks": sorted({r["ranks"] for r in old["rows"]
+                                                if (r["dataset"], r["ranks"]) not in done})}
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     result = {"machine": info, "full": a.full, "steps": steps, "repeats": repeats,
               "budget_s": budget, "cluster": a.cluster, "profile": a.profile or "local",

@@ -22,37 +22,45 @@ TITLES = {"auto": "MDL auto", "collective": "MDL coll.", "onesided": "MDL 1-side
 
 NOTES = [
     "- **DDStore-style on one host**: Open MPI's one-sided component on one node is shared "
-    "memory, so a per-sample `Lock`/`Get`/`Unlock` is a few microseconds and costs about what "
-    "MDLoader's coalesced Get does; the 10x gap appears only when every lock/unlock is a network "
-    "round trip (emulated cluster rows). On one host the step time of every loader is dominated "
-    "by decode + PyG's `Batch.from_data_list` (~0.1-0.2 ms a molecule, ~0.35 ms an OC20 slab on "
-    "one core), which all loaders pay alike.",
-    "- **File-per-sample**: 16-37x slower per step and 180-2,000x slower to fetch on a "
-    "page-cached local file, at every batch size >= 32; collate, which every loader pays, keeps "
-    "the step-level ratio far below the fetch-level one.",
-    "- **Fetch vs the memcpy floor**: the floor is one unshared core copying contiguous bytes; "
-    "the fetch runs with 2-8 ranks on 2 cores that other jobs also use (each rank gets well under "
-    "one core), into a fresh buffer each step (page faults on first touch, ~2x for 18 MB), plus "
-    "~0.1 ms of fixed Python/MPI cost a step. 2 ranks meet it at large records (1.9x at OC20 "
-    "B=256); oversubscribed rank counts do not.",
-    "- **auto on one host**: auto ran one-sided everywhere, the faster backend in most "
-    "configurations; where it was not, the two backends are within run-to-run noise on a "
-    "loaded machine. The estimator benchmark (many steps, both backends measured in one job) "
-    "shows auto's regret ~0%.",
+    "memory, so a per-sample `Lock`/`Get`/`Unlock` costs a few microseconds and fetching alone "
+    "is on par with MDLoader's coalesced Get. MDLoader's step is several times faster (7-8x at "
+    "batch 256) because it joins each key of all records at once into the batch "
+    "(`mdloader_plugin/batching.py`), while the DDStore-style loader, like DDStore under "
+    "HydraGNN, builds one `Data` per sample and calls `Batch.from_data_list` (~0.1 ms a "
+    "molecule, ~0.2 ms an OC20 slab). At batch 32 both steps are mostly fixed per-step costs "
+    "(2-3 ms on these shared cores), so 10x is out of reach on one host; it is reached where "
+    "each lock/unlock is a network round trip (emulated cluster rows).",
+    "- **File-per-sample**: far slower at every batch size >= 32, per step and per fetch, on a "
+    "page-cached local file (it reads each sample's slices of every key on demand).",
+    "- **Fetch vs the memcpy floor**: the floor is one unshared core copying contiguous bytes "
+    "(measured on the same loaded machine). OC20 batch 256 (18-19 MB a step) meets it on 2 and "
+    "4 ranks; molecules (1.3 MB a step) do not: a fetch has ~0.4 ms of fixed cost (plan, owner "
+    "grouping, datatype creation, `Flush_all`, local copies) against a ~0.2 ms floor. With 8 "
+    "ranks on 2 cores each rank gets a quarter of a core.",
+    "- **auto on one host**: auto ran one-sided everywhere, the faster backend in all but one "
+    "configuration; with no more ranks than cores it is within 1% of it. With 4 and 8 ranks on 2 "
+    "cores, step times are bimodal (~3 ms or ~15 ms, a scheduler time slice), so the medians of "
+    "two loaders that run the same backend with the same fetch times differ by up to 3.5x at "
+    "small batches (their p95s agree); the previous run of the same grid gave -0.9%. The "
+    "estimator benchmark (many steps, both backends measured in one job) shows auto's regret "
+    "~0%.",
     "- **auto across hosts**: auto picks collective (the probe is never skipped when a "
     "multi-node job uses a profile calibrated on one node, and the backend it does not keep is "
-    "closed) and is within 2% of the faster backend at both link rates. An earlier run with 4 "
-    "measured steps x 2 rounds showed auto 6-15% behind the collective-only loader in steady "
-    "steps; 16 steps x 3 rounds, and a separate 60-step comparison in one job, show no "
-    "systematic gap: it was noise.",
-    "- **Per-rank memory**: only OC20 batch 256 (18 MB of records a step a rank) exceeds the "
-    "budget: the store's share (41 MiB on 2 ranks) plus the records of the step, their "
-    "collated batch and, for collective, the packed send buffer (3-4 x 18 MB) exceed the 64 MiB "
-    "allowance; the peak varies by +-20 MiB between runs with glibc's reuse of freed buffers.",
-    "- **Data-wait in training**: the producer now fetches the first steps of the next epoch "
-    "while the last ones are trained on, so the trainer no longer waits for each epoch's "
-    "first batch: data-wait fell from 2.1-2.4% to 0.3-0.6% of the epoch (same machine, back "
-    "to back). HydraGNN's native loader waits 75-80% of the epoch.",
+    "closed). With 16 measured steps x 3 rounds a configuration it was +2.6% at 1gbit and +1.4% "
+    "at 200mbit in this run, -1.2% and -1.9% in the previous one: the gaps are run-to-run noise "
+    "of the emulated links (the largest, +36% at OC20 batch 32 on 1gbit, is between two loaders "
+    "that ran the same backend and moved the same bytes).",
+    "- **Per-rank memory**: only OC20 batch 256 (18 MB of records a step a rank) on 2 ranks "
+    "exceeds the budget: the store's share (~35 MiB), the pooled receive buffer (the step's "
+    "bytes + 10%), the batch being built (the same again) and what the allocator keeps of the "
+    "previous step's freed batch. After `malloc_trim` hands those free blocks back, the same "
+    "rank is within the budget. Handing them back every step is not free: with "
+    "`MALLOC_MMAP_THRESHOLD_=1048576` (large blocks unmapped when freed) a 2-rank OC20 batch-256 "
+    "step took ~2x as long (page faults on first touch) for ~3 MiB less PSS.",
+    "- **Data-wait in training**: the producer fetches the first steps of the next epoch while "
+    "the last ones are trained on, so the trainer does not wait for each epoch's first batch "
+    "(this cut data-wait from 2.1-2.4% to 0.3-0.6% when it was added). HydraGNN's native loader "
+    "waits 74-80% of the epoch.",
 ]
 
 
@@ -164,17 +172,25 @@ def targets(res: dict | None, train: dict | None, clusters: list[dict] = ()) -> 
         right = sum(p == min(("onesided", "collective"),
                              key=lambda b, k=k: by[(*k, b)]["step_median_s"])
                     for p, k in zip(picks, keys))
+        cores = (res.get("machine") or {}).get("cores") or 0
+        fit = [r for r, k in zip(ratio, keys) if k[1] <= cores]
+        fit_note = (f"; with no more ranks than cores ({cores}): {_geo(fit) - 1:+.1%}"
+                    if fit and len(fit) < len(ratio) else "")
         out.append(f"| auto within 2% of the faster backend (geo-mean), one host | "
                    f"{_geo(ratio) - 1:+.1%} "
-                   f"(worst {max(ratio) - 1:+.1%}, {len(ratio)} configs); auto ran "
+                   f"(worst {max(ratio) - 1:+.1%}, {len(ratio)} configs{fit_note}); auto ran "
                    + ", ".join(f"{b} {picks.count(b)}x" for b in sorted(set(map(str, picks))))
                    + f", the faster one in {right} of {len(keys)} | "
                    f"{'yes' if _geo(ratio) <= 1.02 else 'no'} |")
         mem = [(by[(*k, "auto")]["data_pss_mib"],
                 1.15 * by[(*k, "auto")]["dataset_bytes"] / k[1] / 2**20 + 64) for k in keys]
         worst = max(m / t for m, t in mem)
+        trimmed = [by[(*k, "auto")].get("trimmed_pss_mib") for k in keys]
+        after = (f"; after `malloc_trim` hands the allocator's free blocks back, at most "
+                 f"{max(m / t for m, (_, t) in zip(trimmed, mem)):.0%}"
+                 if all(v is not None for v in trimmed) else "")
         out.append(f"| per-rank memory ≤ 1.15 × data/ranks + 64 MiB | auto peak PSS above the "
-                   f"process baseline at most {worst:.0%} of the budget | "
+                   f"process baseline at most {worst:.0%} of the budget{after} | "
                    f"{'yes' if worst <= 1 else 'no'} |")
     if train:
         md = [s for s in train["summary"] if s["variant"].startswith("mdloader")]
@@ -238,6 +254,14 @@ def scale_table(scale: dict) -> list[str]:
     return out
 
 
+def _merged_note(mw: dict) -> str:
+    ranks = ", ".join(str(r) for r in mw.get("ranks", [])) or "other"
+    steps = (f", {mw['steps']} measured steps x {mw.get('repeats') or 1} rounds"
+             if mw.get("steps") else "")
+    return (f" The rows of {ranks} ranks come from a run at {mw['date']} (load average "
+            f"{mw['loadavg_start'][0]} at start{steps}).")
+
+
 def main() -> None:
     res, train = _load("loaders.json"), _load("training.json")
     scale, est = _load("scale_perlmutter.json"), _load("estimator_accuracy.json")
@@ -250,9 +274,7 @@ def main() -> None:
              "oversubscribed on these cores. Numbers are noisy; the JSON under `bench/results/` "
              "has every value. Reproduce with `make bench` (reduced grid) or "
              "`BENCH_FULL=1 make bench`."
-             + (f" Rows of other rank counts come from a run at {m['merged_with']['date']} "
-                f"(load average {m['merged_with']['loadavg_start'][0]} at start)."
-                if m.get("merged_with") else ""), ""]
+             + (_merged_note(m["merged_with"]) if m.get("merged_with") else ""), ""]
     clusters = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("loaders_cluster*.json"))]
     lines += ["## Targets", ""] + targets(res, train, clusters) + [""]
     if res:

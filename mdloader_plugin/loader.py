@@ -359,8 +359,10 @@ class MDLoader:
             if batch is not None:  # it holds copies: the receive buffer is free again
                 backend.buffers.give(fetched.buf)
                 return batch
-            self.log.info(f"[{self.name}] batches are collated sample by sample (the records "
-                          "do not fit the column-wise path: see mdloader_plugin.batching)")
+            if not fast.enabled:  # said once: the path is off for good
+                self.log.info(f"[{self.name}] batches are collated sample by sample (the "
+                              "records do not fit the column-wise path: see "
+                              "mdloader_plugin.batching)")
         samples = [self.to_sample(codec.decode(fetched.buf, int(o), int(n)))
                    for o, n in zip(fetched.offsets, fetched.nbytes)]
         return self.collate(samples)
