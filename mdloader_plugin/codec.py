@@ -255,7 +255,8 @@ def _join(mv, payload, room, dt, shapes, axis):
             return None
         counts, sizes = shapes.prod(axis=1), shapes[:, axis]
         rest = tuple(int(v) for v in shapes[0])
-    if np.any(counts * dt.itemsize > room):
+    if np.any(counts * dt.itemsize > room) or ndim and np.any(
+            np.prod(shapes.astype(np.float64), axis=1) * dt.itemsize > room):  # int64 wrap
         return None
     lead = math.prod(rest[:axis])  # rows of the leading axes, each a separate segment
     seg = (counts // max(lead, 1)) * dt.itemsize

@@ -195,3 +195,17 @@ def test_buffer_pool_reuses_the_smallest_fitting_buffer_and_keeps_few():
     for buf in (b, c, pool.take(10), pool.take(20)):
         pool.give(buf)
     assert sorted(x.size for x in pool._free) == sorted([b.base.size, c.base.size])  # largest two
+
+
+def test_shapes_that_overflow_int64_are_declined_not_trusted():
+    """A header claiming a [2**32, 2**32] array (the element count wraps to 0 in int64) must
+    send the batch to the general path, whose decode names the bad array."""
+    rec = codec.encode({"x": np.ones((1, 1), F32)})
+    ndim_at = 16 + 2  # first entry: name length, dtype code, ndim
+    assert rec[ndim_at] == 2
+    shape_at = 16 + 8
+    rec[shape_at:shape_at + 16] = np.array([2**32, 2**32], dtype="<i8").view(np.uint8)
+    fetched = SimpleNamespace(buf=rec, offsets=np.array([0]), nbytes=np.array([rec.size]))
+    assert codec.gather_columns(fetched.buf, fetched.offsets, fetched.nbytes) is None
+    with pytest.raises(codec.CodecError, match="runs past the end"):
+        slow(fetched)
