@@ -10,7 +10,7 @@ read as one ``[records, header]`` array and each key is joined over all records 
 (:func:`~mdloader_plugin.codec.gather_columns`); the sample transform runs once on each joined
 column; the ``DataBatch`` is then assembled with the same keys, tensors, ``batch``/``ptr``
 vectors and ``_slice_dict``/``_inc_dict`` that ``Batch.from_data_list`` would build. Cost: a few
-numpy calls a key plus one slice a record and key: ~10x less at batch 256. The result owns its
+numpy calls a key plus one slice a record and key: 5-9x less at batch 256. The result owns its
 memory, so the receive buffer may be reused as soon as the batch exists.
 
 It is taken only when the result is known to be identical: ``to_sample`` is :func:`pyg_sample`
