@@ -4,12 +4,13 @@ Layers (arrows point down only)::
 
     integrations/  hydragnn, fairchem: the `loader: mdloader` config switch, epoch-time logs
     loader         MDLoader: iterable of batches, prefetch thread, timing stats, backend choice
+    batching       fetched records -> PyG batch (column-wise, or per sample + collate)
     sampler | estimator/ | backends/ | store
-    codec          one graph <-> one byte record
+    codec          one graph <-> one byte record; columns: many records -> joined arrays
     sources/       ADIOS2 files in HydraGNN's layout, converters, synthetic data
 
-Nothing here imports a training framework outside ``integrations/``; ``codec``, ``sampler`` and
-``sources`` never import MPI.
+Nothing here imports a training framework outside ``integrations/``; ``codec``, ``columns``,
+``sampler`` and ``sources`` never import MPI.
 """
 
 import os as _os

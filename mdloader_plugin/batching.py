@@ -7,7 +7,7 @@ a step for every loader.
 
 Fast path (:class:`ColumnCollate`): the records of a step share one schema, so their headers are
 read as one ``[records, header]`` array and each key is joined over all records with one gather
-(:func:`~mdloader_plugin.codec.gather_columns`); the sample transform runs once on each joined
+(:mod:`~mdloader_plugin.columns`); the sample transform runs once on each joined
 column; the ``DataBatch`` is then assembled with the same keys, tensors, ``batch``/``ptr``
 vectors and ``_slice_dict``/``_inc_dict`` that ``Batch.from_data_list`` would build. Cost: a few
 numpy calls a key plus one slice a record and key: 5-9x less at batch 256. The result owns its
@@ -28,6 +28,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from . import codec
+from .columns import Columns, Gather
 
 _DATA_FIRST = ("x", "edge_index", "edge_attr", "y", "pos")  # Data.__init__'s own arguments
 _N_KEYS = ("x", "feat", "pos", "batch", "node_type", "n_id", "tf")  # PyG's node-count keys
@@ -99,11 +100,12 @@ class ColumnCollate:
         columns = getattr(to_sample, "columns", None)
         self.enabled = collate is pyg_collate and callable(columns)
         self.to_sample, self._columns = to_sample, columns
+        self._gather = Gather(cat_axis)
 
     def __call__(self, fetched):
         if not self.enabled or len(fetched.offsets) == 0:
             return None
-        cols = codec.gather_columns(fetched.buf, fetched.offsets, fetched.nbytes, cat_axis)
+        cols = self._gather(fetched.buf, fetched.offsets, fetched.nbytes)
         batch = None
         if cols is not None:
             o, n = int(fetched.offsets[0]), int(fetched.nbytes[0])
@@ -113,7 +115,7 @@ class ColumnCollate:
         return batch
 
 
-def build_batch(first, arrays: Mapping[str, np.ndarray], cols: codec.Columns):
+def build_batch(first, arrays: Mapping[str, np.ndarray], cols: Columns):
     """The ``DataBatch`` of ``cols.count`` samples whose first one is `first` and whose keys
     joined are `arrays`; None when that cannot be made exactly as ``Batch.from_data_list``."""
     import torch
@@ -137,7 +139,7 @@ def build_batch(first, arrays: Mapping[str, np.ndarray], cols: codec.Columns):
     return _assemble(Batch(_base_cls=Data), keys, tensors, nodes, cols, torch)
 
 
-def _tensor(v0, arr: np.ndarray, cols: codec.Columns, key: str):
+def _tensor(v0, arr: np.ndarray, cols: Columns, key: str):
     """`arr` as a tensor when it is what PyG would have joined from samples like `v0`."""
     import torch
 
@@ -159,7 +161,7 @@ def _is_index(key: str) -> bool:
     return "index" in key or key == "face"
 
 
-def _num_nodes(first, keys: list, cols: codec.Columns):
+def _num_nodes(first, keys: list, cols: Columns):
     """Nodes of each sample as PyG infers them (None: no batch vector; False: cannot tell)."""
     for k in [k for k in keys if k in _N_KEYS] + [k for k in keys if "node" in k]:
         return cols.sizes[k] if first[k].dim() else False

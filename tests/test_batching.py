@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdloader_plugin import codec
+from mdloader_plugin import codec, columns
 from mdloader_plugin.batching import ColumnCollate, cat_axis, pyg_collate, pyg_sample
 from pyg_equal import batch_diff
 
@@ -146,7 +146,7 @@ def test_mixed_schemas_fall_back_to_the_general_path(case):
     else:
         b["y"] = np.ones((1, 1), F32)
     fetched = fetched_of([a, b, a])
-    assert codec.gather_columns(fetched.buf, fetched.offsets, fetched.nbytes) is None
+    assert columns.gather_columns(fetched.buf, fetched.offsets, fetched.nbytes) is None
     cc = ColumnCollate(pyg_sample, pyg_collate)
     assert cc(fetched) is None and not cc.enabled  # declined once, off for good
 
@@ -169,7 +169,7 @@ def test_corrupt_record_is_declined_and_reported_by_the_general_path():
 @given(batches())
 def test_gather_columns_joins_exact_bytes(samples):
     fetched = fetched_of(samples)
-    cols = codec.gather_columns(fetched.buf, fetched.offsets, fetched.nbytes, cat_axis)
+    cols = columns.gather_columns(fetched.buf, fetched.offsets, fetched.nbytes, cat_axis)
     assert cols is not None and cols.count == len(samples)
     for k in samples[0]:
         parts = [np.atleast_1d(s[k]) for s in samples]
@@ -206,6 +206,30 @@ def test_shapes_that_overflow_int64_are_declined_not_trusted():
     shape_at = 16 + 8
     rec[shape_at:shape_at + 16] = np.array([2**32, 2**32], dtype="<i8").view(np.uint8)
     fetched = SimpleNamespace(buf=rec, offsets=np.array([0]), nbytes=np.array([rec.size]))
-    assert codec.gather_columns(fetched.buf, fetched.offsets, fetched.nbytes) is None
+    assert columns.gather_columns(fetched.buf, fetched.offsets, fetched.nbytes) is None
     with pytest.raises(codec.CodecError, match="runs past the end"):
         slow(fetched)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(batches(), min_size=2, max_size=4))
+def test_one_gather_across_batches_of_changing_schemas(seq):
+    """The schema a Gather remembers is reused only when the next batch's headers match it."""
+    gather = columns.Gather(cat_axis)
+    for samples in seq:
+        fetched = fetched_of(samples)
+        got = gather(fetched.buf, fetched.offsets, fetched.nbytes)
+        want = columns.gather_columns(fetched.buf, fetched.offsets, fetched.nbytes, cat_axis)
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert list(got.arrays) == list(want.arrays) == list(samples[0])
+            for k in got.arrays:
+                assert got.arrays[k].dtype == want.arrays[k].dtype
+                assert got.arrays[k].tobytes() == want.arrays[k].tobytes()
+                assert got.sizes[k].tolist() == want.sizes[k].tolist()
+
+
+def test_samples_without_arrays_batch_like_pyg():
+    fetched = fetched_of([{}, {}, {}])
+    got = ColumnCollate(pyg_sample, pyg_collate)(fetched)
+    assert got is not None and batch_diff(got, slow(fetched)) == "" and got.num_graphs == 3
