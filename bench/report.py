@@ -33,17 +33,17 @@ NOTES = [
     "- **File-per-sample**: far slower at every batch size >= 32, per step and per fetch, on a "
     "page-cached local file (it reads each sample's slices of every key on demand).",
     "- **Fetch vs the memcpy floor**: the floor is one unshared core copying contiguous bytes "
-    "(measured on the same loaded machine). OC20 batch 256 (18-19 MB a step) meets it on 2 and "
-    "4 ranks; molecules (1.3 MB a step) do not: a fetch has ~0.4 ms of fixed cost (plan, owner "
+    "(measured on the same loaded machine). OC20 batch 256 (18-19 MB a step) meets it on 2 "
+    "ranks (and on 4 in some runs); molecules (1.3 MB a step) do not: a fetch has ~0.4 ms of fixed cost (plan, owner "
     "grouping, datatype creation, `Flush_all`, local copies) against a ~0.2 ms floor. With 8 "
     "ranks on 2 cores each rank gets a quarter of a core.",
-    "- **auto on one host**: auto ran one-sided everywhere, the faster backend in all but one "
-    "configuration; with no more ranks than cores it is within 1% of it. With 4 and 8 ranks on 2 "
-    "cores, step times are bimodal (~3 ms or ~15 ms, a scheduler time slice), so the medians of "
-    "two loaders that run the same backend with the same fetch times differ by up to 3.5x at "
-    "small batches (their p95s agree); the previous run of the same grid gave -0.9%. The "
-    "estimator benchmark (many steps, both backends measured in one job) shows auto's regret "
-    "~0%.",
+    "- **auto on one host**: auto runs one-sided everywhere, the faster backend in all or all "
+    "but one configuration from run to run; with no more ranks than cores it is within 1% of it. "
+    "With 4 and 8 ranks on 2 cores, step times are bimodal (~3 ms or ~15 ms, a scheduler time "
+    "slice), so the medians of two loaders that run the same backend with the same fetch times "
+    "differ by up to 3.5x at small batches (their p95s agree), and the geometric mean over all "
+    "configurations moved between -4.8% and +11.8% across runs of this grid. The estimator "
+    "benchmark (many steps, both backends measured in one job) shows auto's regret ~0%.",
     "- **auto across hosts**: auto picks collective (the probe is never skipped when a "
     "multi-node job uses a profile calibrated on one node, and the backend it does not keep is "
     "closed). With 16 measured steps x 3 rounds a configuration it was +2.6% at 1gbit and +1.4% "
