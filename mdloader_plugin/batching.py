@@ -173,13 +173,15 @@ def _assemble(out, keys, tensors, nodes, cols, torch):
     them, then ``batch`` and ``ptr``; the slice and increment tables for ``get_example``."""
     n, store = cols.count, out._store
     zeros = torch.zeros(n, dtype=torch.long)
+    before = None if nodes is None or nodes is False else torch.from_numpy(
+        np.concatenate([[0], np.cumsum(nodes[:-1])]).astype(np.int64))  # nodes of earlier graphs
     slices, incs = {}, {}
     for k in keys:
         t, inc = tensors[k], zeros
         if _is_index(k):  # + the nodes of the samples before
-            if nodes is None or nodes is False or t.numpy().dtype not in _INT:
+            if before is None or t.numpy().dtype not in _INT:
                 return None
-            inc = torch.from_numpy(np.concatenate([[0], np.cumsum(nodes[:-1])]).astype(np.int64))
+            inc = before
             if int(inc[-1]) != 0:
                 _shift(t, inc, cols.sizes[k], t.dim() - 1)
         slices[k] = torch.from_numpy(np.concatenate([[0], np.cumsum(cols.sizes[k])]

@@ -156,4 +156,3 @@ def decode(buf, start: int = 0, nbytes: int | None = None) -> dict[str, np.ndarr
             raise CodecError(f"array {name!r} runs past the end of its record")
         out[name] = np.frombuffer(mv, dtype=dt, count=n, offset=start + off).reshape(shape)
     return out
-
