@@ -19,16 +19,12 @@ import sys as _sys
 __version__ = "0.1.0"
 
 # Open MPI settings that must be in place before MPI starts: no UCX on these machines (it prints
-# an error per window otherwise), and the TCP layer's own progress thread, which lets one-sided
-# Gets across nodes complete while the owner computes (backends/onesided.py). Import this package
-# before mpi4py.MPI for them to apply; a user's own setting always wins.
-_MPI_STARTED_FIRST = "mpi4py.MPI" in _sys.modules
-_PRESET = _os.environ.get("OMPI_MCA_btl_tcp_progress_thread")
-if not _MPI_STARTED_FIRST:
+# an error per window otherwise), and the TCP layer's own progress thread, which shortens one-sided
+# Gets across nodes while the owner computes (the one-sided backend adds its own progress thread
+# for the guarantee: backends/onesided.py). Import this package before mpi4py.MPI for them to
+# apply; a user's own setting always wins.
+if "mpi4py.MPI" not in _sys.modules:
     _os.environ.setdefault("OMPI_MCA_osc", "^ucx")
     _os.environ.setdefault("OMPI_MCA_btl_tcp_progress_thread", "1")
-#: Whether Open MPI's TCP progress thread is on in this process (if Open MPI is the MPI).
-TCP_PROGRESS_THREAD = (_os.environ.get("OMPI_MCA_btl_tcp_progress_thread") if not
-                       _MPI_STARTED_FIRST else _PRESET) == "1"
 
 __all__ = ["__version__"]

@@ -13,10 +13,11 @@ Progress guarantee: a passive-target Get must complete even while the owner's ma
 blocked outside MPI (e.g. in torch's gloo allreduce). With Open MPI's ``Win.Allocate`` on one node
 the window is shared memory and a Get is a direct load (osc/sm); across nodes the owner's
 progress engine must run, so :class:`ProgressThread` pokes MPI every ``progress_interval``
-seconds on every rank while the loader lives, unless the MPI's own progress thread is on
-(measured on the emulated cluster: a Get across hosts to a busy target took 2.7 s with neither,
-0.4-22 ms with this thread, 0.06-92 ms with Open MPI's ``btl_tcp_progress_thread``; see
-:func:`wants_progress_thread`).
+seconds on every rank while the loader lives (measured on the emulated cluster: a Get across
+hosts to a busy target took 2.7 s with no progress thread and 0.4-22 ms with this one). Open
+MPI's own ``btl_tcp_progress_thread`` is not enough on its own: with it alone, one run in 6-8 of
+``tests/mpi_scripts/blocked_target.py`` hung for good in ``Win_flush_all``; with ours, 24 of 24
+completed. See :func:`wants_progress_thread`.
 """
 
 from __future__ import annotations
@@ -54,23 +55,16 @@ class ProgressThread:
 def wants_progress_thread(world, setting) -> bool:
     """Whether this job needs our own progress thread.
 
-    ``"auto"``: only when ranks span several nodes (same-node Gets are shared-memory loads) and
-    the MPI has no progress thread of its own switched on (Open MPI's TCP BTL has one:
-    ``OMPI_MCA_btl_tcp_progress_thread=1``, which importing ``mdloader_plugin`` sets by default and
-    which costs no CPU while idle). ``MDLOADER_PROGRESS_THREAD=0|1`` overrides."""
+    ``"auto"``: whenever ranks span several nodes (same-node Gets are shared-memory loads and need
+    none), whatever the MPI's own progress settings: Open MPI's TCP progress thread lowers the
+    latency of a Get but does not guarantee it completes (module docstring), and an MPICH
+    progress thread may or may not be on. ``MDLOADER_PROGRESS_THREAD=0|1`` overrides."""
     if setting != "auto":
         return bool(setting)
     env = os.environ.get("MDLOADER_PROGRESS_THREAD")
     if env is not None:
         return env not in ("0", "", "false", "no")
-    if world is None or world.num_nodes <= 1:
-        return False
-    from mpi4py import MPI
-
-    from .. import TCP_PROGRESS_THREAD
-
-    ompi = MPI.Get_library_version().startswith("Open MPI")
-    return not (ompi and TCP_PROGRESS_THREAD)
+    return world is not None and world.num_nodes > 1
 
 
 class OneSidedBackend(Backend):
@@ -86,7 +80,26 @@ class OneSidedBackend(Backend):
             self._MPI = MPI
             self.win = store.open_epoch()
             if wants_progress_thread(world, progress):
-                self._progress = ProgressThread(world.comm)
+                self._progress = self._start_progress(world)
+
+    @staticmethod
+    def _start_progress(world):
+        from mpi4py import MPI
+
+        from ..log import get_logger
+
+        log = get_logger(world.rank)
+        if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+            if world.rank == 0:
+                log.warning("one-sided: MPI was initialised without MPI_THREAD_MULTIPLE, so no "
+                            "progress thread: a Get from a rank busy outside MPI (e.g. in a gloo "
+                            "or NCCL allreduce) can stall; use backend=collective or start MPI "
+                            "with THREAD_MULTIPLE")
+            return None
+        thread = ProgressThread(world.comm)
+        log.info(f"one-sided: ranks span {world.num_nodes} nodes, progress thread on (an Iprobe "
+                 f"every {thread.interval * 1e3:g} ms) so Gets complete while owners compute")
+        return thread
 
     def _fetch(self, plan: np.ndarray) -> Fetched:
         ids = plan[self.rank]
