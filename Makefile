@@ -9,9 +9,6 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export PRTE_MCA_rmaps_default_mapping_policy := :oversubscribe
 export OMPI_MCA_osc := ^ucx
-# Open MPI's TCP progress thread: one-sided Gets across nodes complete while the owner computes
-# (importing mdloader_plugin sets it too, but `python -m mpi4py` starts MPI before that import).
-export OMPI_MCA_btl_tcp_progress_thread := 1
 export OMP_NUM_THREADS ?= 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 

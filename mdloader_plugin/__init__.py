@@ -18,13 +18,11 @@ import sys as _sys
 
 __version__ = "0.1.0"
 
-# Open MPI settings that must be in place before MPI starts: no UCX on these machines (it prints
-# an error per window otherwise), and the TCP layer's own progress thread, which shortens one-sided
-# Gets across nodes while the owner computes (the one-sided backend adds its own progress thread
-# for the guarantee: backends/onesided.py). Import this package before mpi4py.MPI for them to
-# apply; a user's own setting always wins.
+# Open MPI setting that must be in place before MPI starts: no UCX on these machines (it prints an
+# error per window otherwise). Import this package before mpi4py.MPI for it to apply; a user's own
+# setting wins. (Progress of one-sided Gets across nodes is the one-sided backend's own thread:
+# backends/onesided.py says why Open MPI's btl_tcp_progress_thread is left off.)
 if "mpi4py.MPI" not in _sys.modules:
     _os.environ.setdefault("OMPI_MCA_osc", "^ucx")
-    _os.environ.setdefault("OMPI_MCA_btl_tcp_progress_thread", "1")
 
 __all__ = ["__version__"]

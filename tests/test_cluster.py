@@ -186,15 +186,15 @@ def test_rate_parsing():
 @pytest.mark.slow
 @needs_netns
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("progress", ["default", "without-mpi-tcp-thread"])
+@pytest.mark.parametrize("progress", ["default", "beside-mpi-tcp-thread"])
 def test_get_from_blocked_node_across_hosts(cluster, progress):
     """Every rank of host 0 sits in a gloo all_reduce while host 1's ranks fetch one-sided from
-    them over TCP: MDLoader's progress thread must complete the Gets, beside Open MPI's TCP
-    progress thread (the default) or without it. (Open MPI's thread alone is not enough: one run
-    in 6-8 hung in Win_flush_all, so the loader no longer relies on it.)"""
-    env = {"OMPI_MCA_btl_tcp_progress_thread": "1"}
-    if progress == "without-mpi-tcp-thread":
-        env = {"OMPI_MCA_btl_tcp_progress_thread": "0"}
+    them over TCP: MDLoader's progress thread must complete the Gets, alone (the default) or
+    beside Open MPI's TCP progress thread if a user switches it on. (Open MPI's thread alone is
+    not enough: one run in 6-8 hung in Win_flush_all, so the loader never relies on it.)"""
+    env = {"OMPI_MCA_btl_tcp_progress_thread": "0"}
+    if progress == "beside-mpi-tcp-thread":
+        env = {"OMPI_MCA_btl_tcp_progress_thread": "1"}
     res = cluster.run([sys.executable, "-m", "mpi4py", "tests/mpi_scripts/blocked_target.py",
                        "onesided"], timeout=400, capture_output=True, text=True, cwd=ROOT, env=env)
     assert res.returncode == 0, res.stderr[-3000:]

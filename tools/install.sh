@@ -27,11 +27,13 @@ if [ -d "$etc" ]; then
 fi
 # As root (containers, CI) Open MPI's mpiexec refuses to start without these two variables.
 act="$VENV/bin/activate"
+# (older installs also switched on Open MPI's TCP progress thread here: it stalls MDLoader's
+# one-sided Gets across nodes for seconds, see backends/onesided.py)
+sed -i '/OMPI_MCA_btl_tcp_progress_thread/d' "$act"
 grep -q OMPI_ALLOW_RUN_AS_ROOT "$act" || cat >> "$act" <<'EOS'
 # MDLoader: let Open MPI's mpiexec run as root (containers/CI) and oversubscribe small machines.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe OMPI_MCA_osc=^ucx
-export OMPI_MCA_btl_tcp_progress_thread=1   # one-sided Gets across nodes progress on their own
 EOS
 date > "$VENV/.installed"
 echo "[install] done: $VENV"
