@@ -44,12 +44,15 @@ NOTES = [
     "differ by up to 3.5x at small batches (their p95s agree), and the geometric mean over all "
     "configurations moved between -4.8% and +11.8% across runs of this grid. The estimator "
     "benchmark (many steps, both backends measured in one job) shows auto's regret ~0%.",
-    "- **auto across hosts**: auto picks collective (the probe is never skipped when a "
-    "multi-node job uses a profile calibrated on one node, and the backend it does not keep is "
-    "closed). With 16 measured steps x 3 rounds a configuration it was +2.6% at 1gbit and +1.4% "
-    "at 200mbit in this run, -1.2% and -1.9% in the previous one: the gaps are run-to-run noise "
-    "of the emulated links (the largest, +36% at OC20 batch 32 on 1gbit, is between two loaders "
-    "that ran the same backend and moved the same bytes).",
+    "- **auto across hosts**: since the one-sided backend runs its own progress thread across "
+    "nodes (and leaves Open MPI's TCP progress thread off), a 4-molecule fetch across hosts "
+    "takes ~3 ms instead of ~23 ms: one-sided is the faster backend at batch 4, collective at batch "
+    ">= 32. auto (the probe is never skipped when a multi-node job uses a profile calibrated on "
+    "one node) was -0.3% at 1gbit and +0.4% at 200mbit with 16 measured steps x 3 rounds. Single "
+    "configurations differ by up to +14%: between two loaders that ran the same backend (noise "
+    "of the emulated links), or at batch 4, where auto kept collective although one-sided's "
+    "median step was ~1 ms shorter (the online check compares 5 probe steps of each, fetch time "
+    "only, slowest rank).",
     "- **Per-rank memory**: only OC20 batch 256 (18 MB of records a step a rank) on 2 ranks "
     "exceeds the budget: the store's share (~35 MiB), the pooled receive buffer (the step's "
     "bytes + 10%), the batch being built (the same again) and what the allocator keeps of the "
