@@ -68,6 +68,29 @@ def wants_progress_thread(world, setting) -> bool:
     return world is not None and world.num_nodes > 1
 
 
+def start_progress_thread(world, setting="auto") -> ProgressThread | None:
+    """A :class:`ProgressThread` on `world`'s communicator if :func:`wants_progress_thread` says
+    so and MPI allows threads to call it (``MPI_THREAD_MULTIPLE``; else rank 0 warns), or None."""
+    if not wants_progress_thread(world, setting):
+        return None
+    from mpi4py import MPI
+
+    from ..log import get_logger
+
+    log = get_logger(world.rank)
+    if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+        if world.rank == 0:
+            log.warning("one-sided: MPI was initialised without MPI_THREAD_MULTIPLE, so no "
+                        "progress thread: a Get from a rank busy outside MPI (e.g. in a gloo "
+                        "or NCCL allreduce) can stall; use backend=collective or start MPI "
+                        "with THREAD_MULTIPLE")
+        return None
+    thread = ProgressThread(world.comm)
+    log.info(f"one-sided: ranks span {world.num_nodes} nodes, progress thread on (an Iprobe "
+             f"every {thread.interval * 1e3:g} ms) so Gets complete while owners compute")
+    return thread
+
+
 class OneSidedBackend(Backend):
     name = "onesided"
 
@@ -80,27 +103,7 @@ class OneSidedBackend(Backend):
 
             self._MPI = MPI
             self.win = store.open_epoch()
-            if wants_progress_thread(world, progress):
-                self._progress = self._start_progress(world)
-
-    @staticmethod
-    def _start_progress(world):
-        from mpi4py import MPI
-
-        from ..log import get_logger
-
-        log = get_logger(world.rank)
-        if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
-            if world.rank == 0:
-                log.warning("one-sided: MPI was initialised without MPI_THREAD_MULTIPLE, so no "
-                            "progress thread: a Get from a rank busy outside MPI (e.g. in a gloo "
-                            "or NCCL allreduce) can stall; use backend=collective or start MPI "
-                            "with THREAD_MULTIPLE")
-            return None
-        thread = ProgressThread(world.comm)
-        log.info(f"one-sided: ranks span {world.num_nodes} nodes, progress thread on (an Iprobe "
-                 f"every {thread.interval * 1e3:g} ms) so Gets complete while owners compute")
-        return thread
+            self._progress = start_progress_thread(world, progress)
 
     def _fetch(self, plan: np.ndarray) -> Fetched:
         ids = plan[self.rank]

@@ -188,15 +188,14 @@ def _n_common(world, same_node: bool) -> int:
 def _gets(world, plan: Plan, res: Result) -> None:
     from mpi4py import MPI
 
-    from ..backends.onesided import ProgressThread, wants_progress_thread
+    from ..backends.onesided import start_progress_thread
 
     win_bytes = max(plan.sizes) * max(plan.blocks) * 2
     win = MPI.Win.Allocate(win_bytes, disp_unit=1, comm=world.comm)
     win.Lock_all(MPI.MODE_NOCHECK)
     # Gets are timed under the progress the one-sided backend will run with (across nodes its
     # own progress thread, which also shortens a flush)
-    progress = (ProgressThread(world.comm) if wants_progress_thread(world, "auto")
-                and MPI.Query_thread() >= MPI.THREAD_MULTIPLE else None)
+    progress = start_progress_thread(world)
     try:
         for level, same in (("intra", True), ("inter", False)):
             n_max = _n_common(world, same)
