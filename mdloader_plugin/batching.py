@@ -28,7 +28,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from . import codec
-from .columns import Columns, Gather
+from .columns import Columns, Gather, part_starts
 
 _DATA_FIRST = ("x", "edge_index", "edge_attr", "y", "pos")  # Data.__init__'s own arguments
 _N_KEYS = ("x", "feat", "pos", "batch", "node_type", "n_id", "tf")  # PyG's node-count keys
@@ -174,7 +174,7 @@ def _assemble(out, keys, tensors, nodes, cols, torch):
     n, store = cols.count, out._store
     zeros = torch.zeros(n, dtype=torch.long)
     before = None if nodes is None or nodes is False else torch.from_numpy(
-        _starts(nodes)[:-1])  # nodes of the earlier graphs
+        part_starts(nodes)[:-1])  # nodes of the earlier graphs
     slices, incs = {}, {}
     for k in keys:
         t, inc = tensors[k], zeros
@@ -184,21 +184,14 @@ def _assemble(out, keys, tensors, nodes, cols, torch):
             inc = before
             if int(inc[-1]) != 0:
                 _shift(t, inc, cols.sizes[k], t.dim() - 1)
-        slices[k] = torch.from_numpy(_starts(cols.sizes[k]))
+        slices[k] = torch.from_numpy(part_starts(cols.sizes[k]))
         incs[k] = inc
         store[k] = t
     if nodes is not None:
         reps = np.asarray(nodes, dtype=np.int64)
         store["batch"] = torch.from_numpy(np.repeat(np.arange(n, dtype=np.int64), reps))
-        store["ptr"] = torch.from_numpy(_starts(reps))
+        store["ptr"] = torch.from_numpy(part_starts(reps))
     out._num_graphs, out._slice_dict, out._inc_dict = n, slices, incs
-    return out
-
-
-def _starts(sizes) -> np.ndarray:
-    """[0, s0, s0+s1, ..., sum]: where each part starts, plus the end (int64)."""
-    out = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=out[1:])
     return out
 
 

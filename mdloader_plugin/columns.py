@@ -70,7 +70,7 @@ class _Schema:
         self.shape_at = np.concatenate([np.arange(sh, sh + 8 * nd)
                                         for sh, nd in zip(shape_at, self.ndims)] or [[]]
                                        ).astype(np.int64)
-        first = np.concatenate([[0], np.cumsum(self.ndims)]).astype(np.int64)
+        first = part_starts(self.ndims)
         self.dim0 = first[:-1]  # column of each key's first dimension in the shape table
         self.joined = [int(first[k] + self.axes[k]) for k in range(len(self.names))]
         other = np.ones(int(first[-1]), dtype=bool)
@@ -176,3 +176,10 @@ def gather_columns(buf: np.ndarray, offsets: Sequence[int], nbytes: Sequence[int
                    axis_of: AxisOf = lambda name, ndim: 0) -> Columns | None:
     """One-off :class:`Gather` (no schema kept between calls)."""
     return Gather(axis_of)(buf, offsets, nbytes)
+
+
+def part_starts(sizes) -> np.ndarray:
+    """[0, s0, s0+s1, ..., sum]: where each part starts, plus the end (int64)."""
+    out = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=out[1:])
+    return out
