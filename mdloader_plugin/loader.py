@@ -119,7 +119,9 @@ class MDLoader:
     Args:
         store: the loaded data set (collective construction).
         batch_size: samples per rank per step.
-        shuffle, seed, drop_last: as ``DistributedSampler`` (same order for the same arguments).
+        shuffle: as ``DistributedSampler`` (same order for the same arguments).
+        seed: as ``DistributedSampler``.
+        drop_last: as ``DistributedSampler``: drop the tail instead of padding it.
         backend: ``"onesided"``, ``"collective"`` or ``"auto"`` (cost model + online check).
         prefetch: steps the producer thread may run ahead (0 = fetch in the caller's thread).
         prefetch_mib: at most this many MiB of records wait in the prefetch queue (at least one
@@ -130,6 +132,9 @@ class MDLoader:
         profile: machine profile name or path for ``auto`` (default ``"local"``).
         online_check: let ``auto`` measure both backends early and switch once if the
             prediction was wrong.
+        progress: the one-sided backend's own progress thread: ``"auto"`` (on when the ranks
+            span several nodes, or as ``MDLOADER_PROGRESS_THREAD`` says), ``True`` or ``False``.
+        name: the loader's name in log lines (``[train] MDLOADER-BACKEND ...``).
         balance_weights: per-sample cost (e.g. atoms a graph, one entry per global sample):
             each step's samples are dealt so every rank gets about the same total
             (``sampler.balance_plan``); the samples of a step and of an epoch do not change.
@@ -369,11 +374,11 @@ class MDLoader:
 
 
 def _prefetch_bytes(mib: float | None) -> int:
-    import os
+    from .options import env
 
     src = "prefetch_mib"
     if mib is None:
-        src, mib = "MDLOADER_PREFETCH_MIB", os.environ.get("MDLOADER_PREFETCH_MIB", 32)
+        src, mib = "MDLOADER_PREFETCH_MIB", env("MDLOADER_PREFETCH_MIB")
     try:
         value = float(mib)
     except (TypeError, ValueError):

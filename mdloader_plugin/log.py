@@ -6,6 +6,8 @@ import logging
 import os
 import sys
 
+from .options import env
+
 _CONFIGURED = False
 
 
@@ -21,7 +23,7 @@ def get_logger(rank: int | None = None) -> logging.Logger:
             h.setFormatter(logging.Formatter("mdloader: %(message)s"))
             log.addHandler(h)
             log.propagate = False
-        level = os.environ.get("MDLOADER_LOG_LEVEL", "INFO" if rank == 0 else "WARNING")
+        level = env("MDLOADER_LOG_LEVEL") or ("INFO" if rank == 0 else "WARNING")
         log.setLevel(level.upper())
         _CONFIGURED = True
     return log

@@ -18,18 +18,19 @@ watchdog cannot see a hang in the trainer's own collectives (gloo/NCCL have thei
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
 
-DEFAULT_TIMEOUT_S = 600.0
+from .options import env, env_default
+
 ENV_VAR = "MDLOADER_FETCH_TIMEOUT"
+DEFAULT_TIMEOUT_S = float(env_default(ENV_VAR))
 
 
 def fetch_timeout() -> float:
     """Seconds a fetch may take (``$MDLOADER_FETCH_TIMEOUT``; 0 or less: no watchdog)."""
-    raw = os.environ.get(ENV_VAR, "")
+    raw = env(ENV_VAR)
     try:
         return float(raw) if raw.strip() else DEFAULT_TIMEOUT_S
     except ValueError:

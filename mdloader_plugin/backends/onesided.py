@@ -24,12 +24,12 @@ one 8.4 s p95 is left at 200mbit, batch 256, on a saturated link. See :func:`wan
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
 import numpy as np
 
+from ..options import env
 from .base import Backend, Fetched, exclusive_cumsum, gather_local
 
 
@@ -63,9 +63,9 @@ def wants_progress_thread(world, setting) -> bool:
     on. ``MDLOADER_PROGRESS_THREAD=0|1`` overrides."""
     if setting != "auto":
         return bool(setting)
-    env = os.environ.get("MDLOADER_PROGRESS_THREAD")
-    if env is not None:
-        return env not in ("0", "", "false", "no")
+    forced = env("MDLOADER_PROGRESS_THREAD")
+    if forced is not None:
+        return forced not in ("0", "", "false", "no")
     return world is not None and world.num_nodes > 1
 
 

@@ -32,12 +32,13 @@ import subprocess
 import time
 from pathlib import Path
 
+from ..options import env
 from . import launch, netns
 from .netns import ClusterError
 
 __all__ = ["Cluster", "ClusterError", "STATE_ROOT"]
 
-STATE_ROOT = Path(os.environ.get("MDLOADER_CLUSTER_STATE", "/run/mdloader-cluster"))
+STATE_ROOT = Path(env("MDLOADER_CLUSTER_STATE"))
 DEFAULT_NAME = "mdl"
 
 

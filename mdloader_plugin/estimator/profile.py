@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..options import env
 from .models import required_params
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
@@ -76,7 +77,7 @@ def get_profile(name_or_path: "str | os.PathLike | Profile | None" = None) -> Pr
 
 def default_name() -> str:
     """``$MDLOADER_PROFILE`` if set (a name or a path written by calibrate), else ``local``."""
-    return os.environ.get(ENV_VAR) or "local"
+    return env(ENV_VAR) or "local"
 
 
 def load(path: str | os.PathLike) -> Profile:

@@ -26,6 +26,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from ..errors import DataError
+from ..options import env, env_default
 
 LABELS = ("trainset", "valset", "testset")
 GLOBAL_ATTRS = ("total_ndata", "dataset_name", "pna_deg", "minmax_node_feature",
@@ -242,9 +243,9 @@ class GraphFile:
 
 def _read_timeout() -> float:
     try:
-        return max(float(os.environ.get("MDLOADER_READ_TIMEOUT", "600")), 1.0)
+        return max(float(env("MDLOADER_READ_TIMEOUT")), 1.0)
     except ValueError:
-        return 600.0
+        return float(env_default("MDLOADER_READ_TIMEOUT"))
 
 
 def _check_data_size(path: str, variables: Mapping[str, dict]) -> None:

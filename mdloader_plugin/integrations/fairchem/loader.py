@@ -133,7 +133,30 @@ def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split
                  seed: int = 0, drop_last: bool = False, backend: str = "auto",
                  prefetch: int = 2, profile: str | None = None,
                  max_memory_per_rank: int | str | None = None) -> FairchemMDLoader:
-    """Hydra target: MDLoader over ``path[label]`` serving fairchem ``AtomicData`` batches."""
+    """Hydra target: MDLoader over ``path[label]`` serving fairchem ``AtomicData`` batches.
+
+    Args:
+        path: the ADIOS2 file in HydraGNN's layout (``mdloader convert`` writes one).
+        collate_fn: list of ``AtomicData`` -> batch (fairchem's ``mt_collater_adapter``).
+        label: the split inside the file (``trainset``, ``valset``, ``testset``).
+        split: fairchem's name of the split (``train``, ``val``), used in dataset names.
+        dataset_name: fairchem's dataset name (``oc20``); batches are tagged with it.
+        key_mapping: file key -> fairchem key (``energy: oc20_energy``).
+        transforms: fairchem's per-sample transforms (``common_transform`` ...).
+        max_atoms: atoms a batch, as fairchem's ``MaxAtomDistributedBatchSampler``: the loader
+            takes ``max(1, max_atoms // mean atoms)`` graphs a step.
+        batch_size: graphs a batch when ``max_atoms`` is not set.
+        balance: ``atoms`` (default with ``max_atoms``): deal each step's graphs so every rank
+            gets about the same number of atoms; ``none``: DistributedSampler's dealing.
+        shuffle: as ``DistributedSampler``.
+        seed: as ``DistributedSampler``.
+        drop_last: as ``DistributedSampler``.
+        backend: ``auto``, ``onesided`` or ``collective``.
+        prefetch: batches prepared ahead by the producer thread.
+        profile: machine profile for ``backend: auto`` (name or ``mdloader calibrate`` output).
+        max_memory_per_rank: stop before loading if a rank's store would be larger (bytes or
+            ``"4GiB"``).
+    """
     from ...loader import MDLoader
     from ...log import get_logger
     from ...store import ShardStore

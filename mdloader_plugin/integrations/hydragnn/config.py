@@ -28,13 +28,51 @@ from typing import Any, Iterable
 import yaml
 
 from ...errors import ConfigError
+from ...options import Option, defaults
 
 LOADERS = ("mdloader", "hydragnn")
 BACKENDS = ("auto", "onesided", "collective")
-MDLOADER_DEFAULTS = {"backend": "auto", "prefetch": 2, "profile": "local", "seed": None,
-                     "drop_last": False, "max_memory_per_rank": None}
+
+#: MDLoader's top-level keys in a HydraGNN config (the rest is HydraGNN's own).
+TOP_LEVEL = (
+    Option("loader", "mdloader", "`mdloader`, or `hydragnn`: HydraGNN's own DataLoader with "
+                                 "DistributedSampler (the baseline)."),
+    Option("mdloader", {}, "Options of MDLoader (below), used when `loader: mdloader`."),
+    Option("hydragnn_loader", {}, "Options of HydraGNN's own loader (below), used when "
+                                  "`loader: hydragnn`."),
+    Option("seed", 0, "Model initialisation and shuffling: the same seed gives the same batches "
+                      "and the same losses with either loader."),
+    Option("run_name", None, "Logs go to `logs/<run_name>/run.log`; unset: HydraGNN's own log "
+                             "name."),
+    Option("Dataset.path", None, "Required: one ADIOS2 file in HydraGNN's layout holding "
+                                 "`trainset`, `valset` and `testset`; `$VARS` and `~` are "
+                                 "expanded."),
+    Option("Dataset.normalize_y", False, "`true`: min-max scale `y` with the train set's range."),
+)
+#: ``mdloader:`` section (``loader: mdloader``).
+MDLOADER_OPTIONS = (
+    Option("backend", "auto", "`auto` (the cost model picks, checked online), `onesided` or "
+                              "`collective`."),
+    Option("prefetch", 2, "Steps the producer thread runs ahead of the trainer (0: fetch in the "
+                          "trainer's thread)."),
+    Option("profile", "local", "Machine profile for `backend: auto`: `local`, `perlmutter`, "
+                               "`frontier` or a `mdloader calibrate` output file."),
+    Option("seed", None, "Shuffling seed; unset: the top-level `seed`."),
+    Option("drop_last", False, "As DistributedSampler: drop the tail instead of padding it."),
+    Option("max_memory_per_rank", None, "Stop before loading if a rank's store would be larger "
+                                        "(bytes or `4GiB`, `512MiB`, `8GB`); applies to each "
+                                        "split's store."),
+)
+#: ``hydragnn_loader:`` section (``loader: hydragnn``).
+HYDRAGNN_LOADER_OPTIONS = (
+    Option("preload", False, "`true`: every rank reads the whole file into memory; `false`: "
+                             "each graph is read from the file on demand, as HydraGNN's "
+                             "`AdiosDataset` does by default."),
+)
+TOP_LEVEL_DEFAULTS = defaults(TOP_LEVEL)
+MDLOADER_DEFAULTS = defaults(MDLOADER_OPTIONS)
 SECTIONS = ("loader", "mdloader", "hydragnn_loader")
-HYDRAGNN_LOADER_DEFAULTS = {"preload": False}
+HYDRAGNN_LOADER_DEFAULTS = defaults(HYDRAGNN_LOADER_OPTIONS)
 
 
 def load(path: str | os.PathLike, overrides: Iterable[str] = ()) -> dict:
@@ -46,6 +84,7 @@ def load(path: str | os.PathLike, overrides: Iterable[str] = ()) -> dict:
 
 
 def read_file(path: str | os.PathLike) -> dict:
+    """The config file as a dict (JSON by its ``.json`` suffix, else YAML), or a one-line error."""
     path = os.fspath(path)
     try:
         with open(path) as f:
@@ -89,7 +128,7 @@ def normalise(cfg: dict, source: str = "config") -> dict:
     """A validated deep copy with MDLoader's defaults filled in."""
     cfg = copy.deepcopy(cfg)
     _check_spelling(cfg, source)
-    name = cfg.setdefault("loader", "mdloader")
+    name = cfg.setdefault("loader", TOP_LEVEL_DEFAULTS["loader"])
     if name not in LOADERS:
         raise ConfigError(f"{source}: loader: {name!r} is unknown; choose one of "
                           f"{', '.join(LOADERS)}")
@@ -99,7 +138,7 @@ def normalise(cfg: dict, source: str = "config") -> dict:
         raise ConfigError(f"{source}: mdloader.backend: {cfg['mdloader']['backend']!r} is "
                           f"unknown; choose one of {', '.join(BACKENDS)}")
     _check_mdloader_options(cfg["mdloader"], source)
-    cfg.setdefault("seed", 0)
+    cfg.setdefault("seed", TOP_LEVEL_DEFAULTS["seed"])
     if cfg["mdloader"]["seed"] is None:
         cfg["mdloader"]["seed"] = cfg["seed"]
     cfg.setdefault("Verbosity", {"level": 1})

@@ -1,0 +1,68 @@
+"""Documented settings: one table row (name, default, meaning) a setting, read by the code itself.
+
+The configuration reference of the documentation is generated from these tables (and from the
+integrations' own tables: ``integrations/hydragnn/config.py``, the fairchem ``loader`` group
+``recipes/fairchem/loader/mdloader.yaml``), so a setting and its documentation cannot drift apart.
+Code reads an environment variable through :func:`env`, which refuses a name that has no row
+here; ``tests/test_docs.py`` also checks that every ``MDLOADER_*`` name in the package has one.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its name, the value used when it is not given, and what it does."""
+
+    name: str
+    default: Any
+    meaning: str
+
+
+def defaults(table: Iterable[Option]) -> dict:
+    """``{name: default}`` of a table, in table order."""
+    return {opt.name: opt.default for opt in table}
+
+
+#: Environment variables read by the ``mdloader_plugin`` package (the Slurm recipes' own
+#: variables are listed on the Slurm page). ``None``: unset, the meaning says what happens then.
+ENV = (
+    Option("MDLOADER_PROFILE", None,
+           "Machine profile (a name such as `perlmutter`, or a `mdloader calibrate` output file) "
+           "for `backend: auto` when the loader or command is given none; unset: `local`."),
+    Option("MDLOADER_PREFETCH_MIB", "32",
+           "At most this many MiB of records wait in a loader's prefetch queue (one batch always "
+           "may); the loader's `prefetch_mib` argument wins."),
+    Option("MDLOADER_FETCH_TIMEOUT", "600",
+           "Seconds a step's fetch may take before the rank prints one line naming the ranks it "
+           "waited for and aborts the job; `0` turns the watchdog off."),
+    Option("MDLOADER_READ_TIMEOUT", "600",
+           "Seconds an ADIOS2 read may take before the job ends (a truncated file can make "
+           "ADIOS2 wait forever); at least 1."),
+    Option("MDLOADER_PROGRESS_THREAD", None,
+           "`1`/`0`: force the one-sided backend's own progress thread on or off; unset: on "
+           "whenever the ranks span several nodes."),
+    Option("MDLOADER_LOG_LEVEL", None,
+           "Level of the `mdloader` logger (`DEBUG`, `INFO`, `WARNING`, ...); unset: `INFO` on "
+           "rank 0, `WARNING` on the other ranks."),
+    Option("MDLOADER_CLUSTER_STATE", "/run/mdloader-cluster",
+           "Folder where `mdloader cluster` keeps the state of emulated clusters."),
+)
+_ENV = {opt.name: opt for opt in ENV}
+
+
+def env(name: str) -> Any:
+    """``$name`` if set (even to ""), else its default from :data:`ENV`.
+
+    Raises ``KeyError`` for a variable without a row in :data:`ENV`: every variable the package
+    reads is documented there."""
+    return os.environ.get(name, env_default(name))
+
+
+def env_default(name: str) -> Any:
+    """The documented default of an environment variable (``KeyError`` if it has no row)."""
+    return _ENV[name].default

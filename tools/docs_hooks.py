@@ -1,0 +1,283 @@
+"""MkDocs hooks (``hooks:`` in mkdocs.yml): the generated parts of the documentation.
+
+A page asks for generated text with one HTML comment on its own line:
+
+* ``<!-- generated: config -->``: every setting, from the code's own tables
+  (``mdloader_plugin/options.py``, ``integrations/hydragnn/config.py``, the fairchem ``loader``
+  group ``recipes/fairchem/loader/mdloader.yaml``, the signatures and ``Args:`` of ``MDLoader``
+  and of fairchem's ``build_loader``);
+* ``<!-- generated: cli -->``: every ``mdloader`` command and option, from the argparse parsers;
+* ``<!-- api: MODULE ... -->``: a mkdocstrings ``:::`` block for each module (``PACKAGE.*``:
+  the package and all its submodules);
+* ``<!-- include: PATH -->``: a Markdown file of the repository (``bench/RESULTS.md``), its
+  headings one level down and the figures it names shown.
+
+``bench/*.png`` are published at ``bench/`` in the site. ``tests/test_docs.py`` imports this
+module to check that the generated references cover every option and command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "mdloader_plugin"
+MARKER = re.compile(r"^<!-- (generated|api|include): *(.*?) *-->$", re.M)
+#: modules the API reference leaves out: the CLI has its own generated reference
+API_EXCLUDE = re.compile(r"^mdloader_plugin\.(cli(\..*)?|.*__main__)$")
+FAIRCHEM_GROUP = ROOT / "recipes" / "fairchem" / "loader" / "mdloader.yaml"
+
+
+# -- MkDocs events ---------------------------------------------------------------------------
+def on_files(files, config):
+    """Publish the benchmark figures (``bench/*.png``) at ``bench/`` in the site."""
+    from mkdocs.structure.files import File
+
+    for png in sorted((ROOT / "bench").glob("*.png")):
+        files.append(File(f"bench/{png.name}", src_dir=str(ROOT), dest_dir=config["site_dir"],
+                          use_directory_urls=config["use_directory_urls"]))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    """Replace each marker comment of a page with its generated Markdown."""
+    return expand(markdown)
+
+
+def expand(markdown: str) -> str:
+    """``markdown`` with every marker replaced."""
+    def one(m: re.Match) -> str:
+        kind, arg = m.group(1), m.group(2)
+        if kind == "generated":
+            return {"config": config_reference, "cli": cli_reference}[arg]()
+        if kind == "api":
+            return api_blocks(arg.split())
+        return include(arg)
+
+    return MARKER.sub(one, markdown)
+
+
+# -- configuration reference -----------------------------------------------------------------
+def _cell(value) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, str):
+        return f"`{value}`" if value else '`""`'
+    return f"`{yaml.safe_dump(value, default_flow_style=True).strip().removesuffix('...').strip()}`"
+
+
+def _table(rows, head=("key", "default", "meaning")) -> str:
+    out = [f"| {' | '.join(head)} |", "|" + "---|" * len(head)]
+    for name, default, meaning in rows:
+        meaning = " ".join(str(meaning).split()).replace("|", "\\|")
+        out.append(f"| `{name}` | {_cell(default)} | {meaning} |")
+    return "\n".join(out)
+
+
+def docstring_args(func) -> dict[str, str]:
+    """``{name: meaning}`` from the Google-style ``Args:`` section of a docstring
+    (``a, b, c: text`` documents three names)."""
+    doc = inspect.getdoc(func) or ""
+    lines = doc.splitlines()
+    try:
+        start = next(i for i, ln in enumerate(lines) if ln.strip() == "Args:") + 1
+    except StopIteration:
+        return {}
+    out: dict[str, str] = {}
+    names: list[str] = []
+    indent = None
+    for ln in lines[start:]:
+        if not ln.strip():
+            continue
+        here = len(ln) - len(ln.lstrip())
+        if indent is None:
+            indent = here
+        if here < indent:
+            break
+        m = re.match(r"([\w, ]+):\s*(.*)", ln.strip()) if here == indent else None
+        if m:
+            names = [n.strip() for n in m.group(1).split(",")]
+            for n in names:
+                out[n] = m.group(2)
+        else:
+            for n in names:
+                out[n] += " " + ln.strip()
+    return out
+
+
+def signature_rows(func, skip=()) -> list[tuple]:
+    """(name, default, meaning) of a function's keyword parameters, meaning from ``Args:``."""
+    args = docstring_args(func)
+    rows = []
+    for p in inspect.signature(func).parameters.values():
+        if p.name in ("self", "cls", *skip) or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        default = None if p.default is p.empty else p.default
+        meaning = args.get(p.name, "")
+        rows.append((p.name, "required" if p.default is p.empty else default, meaning))
+    return rows
+
+
+def fairchem_group_rows() -> list[tuple]:
+    """(key, default, comment) of the fairchem ``loader: mdloader`` group file's own keys."""
+    values = yaml.safe_load(FAIRCHEM_GROUP.read_text())
+    rows = []
+    for ln in FAIRCHEM_GROUP.read_text().splitlines():
+        m = re.match(r"^(\w+):\s*([^#\n]*?)\s*(?:#\s*(.*))?$", ln)
+        if m and not isinstance(values.get(m.group(1)), dict):
+            rows.append((m.group(1), values[m.group(1)], m.group(3) or ""))
+    return rows
+
+
+def config_rows() -> dict[str, list[tuple]]:
+    """Every documented setting, by table: what the configuration reference shows."""
+    from mdloader_plugin import options
+    from mdloader_plugin.integrations.fairchem.loader import build_loader
+    from mdloader_plugin.integrations.hydragnn import config as hconfig
+    from mdloader_plugin.loader import MDLoader
+
+    rows = lambda table: [(o.name, o.default, o.meaning) for o in table]  # noqa: E731
+    return {
+        "mdloader": signature_rows(MDLoader.__init__),
+        "hydragnn": rows(hconfig.TOP_LEVEL),
+        "hydragnn.mdloader": rows(hconfig.MDLOADER_OPTIONS),
+        "hydragnn.hydragnn_loader": rows(hconfig.HYDRAGNN_LOADER_OPTIONS),
+        "fairchem.loader": fairchem_group_rows(),
+        "fairchem.build_loader": signature_rows(build_loader),
+        "env": rows(options.ENV),
+    }
+
+
+def config_reference() -> str:
+    """The generated body of the configuration reference page."""
+    r = config_rows()
+    return "\n\n".join([
+        "## Python: `MDLoader(store, ...)`",
+        "Keyword arguments of `mdloader_plugin.loader.MDLoader` (signature and `Args:` of its "
+        "docstring).",
+        _table(r["mdloader"], ("argument", "default", "meaning")),
+        "## HydraGNN config: MDLoader's keys",
+        "Top-level keys MDLoader adds to a HydraGNN config (JSON or YAML); the rest is "
+        "HydraGNN's own. Any key can be overridden with `--set KEY=VALUE` "
+        "(`integrations/hydragnn/config.py`, `TOP_LEVEL`).",
+        _table(r["hydragnn"]),
+        "### `mdloader:` section",
+        "Unknown keys are refused with the list of options (`MDLOADER_OPTIONS`).",
+        _table(r["hydragnn.mdloader"]),
+        "### `hydragnn_loader:` section",
+        "(`HYDRAGNN_LOADER_OPTIONS`)",
+        _table(r["hydragnn.hydragnn_loader"]),
+        "## fairchem: the `loader` config group",
+        "Keys of `recipes/fairchem/loader/mdloader.yaml` (`defaults: [loader: mdloader]`), set on "
+        "the command line as `loader.KEY=VALUE`:",
+        _table(r["fairchem.loader"]),
+        "### `build_loader` arguments",
+        "The group's `train_dataloader`/`val_dataloader` call "
+        "`mdloader_plugin.integrations.fairchem.loader.build_loader`; any of its arguments can "
+        "be set as `loader.train_dataloader.ARG=VALUE`:",
+        _table(r["fairchem.build_loader"], ("argument", "default", "meaning")),
+        "## Environment variables",
+        "Read by the package (`mdloader_plugin/options.py`, `ENV`). The Slurm recipes' own "
+        "variables (`MDLOADER_LOADER`, `MDLOADER_CONFIG`, ...) are on the "
+        "[Slurm page](../slurm.md#site-parameters).",
+        _table(r["env"], ("variable", "default", "meaning")),
+    ]) + "\n"
+
+
+# -- CLI reference ---------------------------------------------------------------------------
+def parsers() -> list[tuple[str, argparse.ArgumentParser]]:
+    """(``mdloader sub ...``, parser) of every command and subcommand, depth first."""
+    from mdloader_plugin.cli import build_parser
+
+    out = []
+
+    def walk(prog: str, parser: argparse.ArgumentParser) -> None:
+        out.append((prog, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(f"{prog} {name}", sub)
+
+    walk("mdloader", build_parser())
+    return out
+
+
+def _option_rows(parser: argparse.ArgumentParser) -> list[tuple]:
+    rows = []
+    for a in parser._actions:
+        if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):
+            continue
+        name = ", ".join(a.option_strings) or (a.metavar or a.dest)
+        default = None if a.default in (None, argparse.SUPPRESS) or not a.option_strings \
+            else a.default
+        helptext = (a.help or "") % {"default": a.default, "prog": parser.prog} \
+            if a.help and "%(" in a.help else (a.help or "")
+        if a.choices and not isinstance(a.choices, dict):
+            helptext += f" (choices: {', '.join(map(str, a.choices))})"
+        rows.append((name, default, helptext))
+    return rows
+
+
+def cli_reference() -> str:
+    """The generated body of the CLI reference page: usage and options of every command."""
+    parts = []
+    for prog, parser in parsers():
+        depth = min(prog.count(" ") + 1, 4)
+        parts.append(f"{'#' * (depth + 1)} `{prog}`")
+        parser.prog = prog
+        parts.append("```text\n" + parser.format_usage().strip() + "\n```")
+        if parser.description:
+            parts.append(parser.description.strip().replace("\n", " "))
+        rows = _option_rows(parser)
+        if rows:
+            parts.append(_table(rows, ("argument", "default", "meaning")))
+        if parser.epilog:
+            parts.append("```text\n" + inspect.cleandoc(parser.epilog) + "\n```")
+    return "\n\n".join(parts) + "\n"
+
+
+# -- API reference and includes -------------------------------------------------------------
+def package_modules() -> list[str]:
+    """Every module of the package (from the files, without importing them), sorted."""
+    out = []
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out.append(".".join(parts))
+    return sorted(set(out))
+
+
+def api_modules(names: list[str]) -> list[str]:
+    """The documented modules a marker names: ``MODULE``, or ``PACKAGE.*`` for a package and
+    its submodules."""
+    def named(m: str, name: str) -> bool:
+        base = name.removesuffix(".*")
+        return m == base or (name.endswith(".*") and m.startswith(base + "."))
+
+    return [m for m in package_modules() if not API_EXCLUDE.match(m)
+            and any(named(m, n) for n in names)]
+
+
+def api_blocks(prefixes: list[str]) -> str:
+    """One mkdocstrings block a module."""
+    return "\n\n".join(f"::: {m}" for m in api_modules(prefixes)) + "\n"
+
+
+def include(relpath: str) -> str:
+    """A repository Markdown file, headings one level down, the figures it names shown."""
+    text = (ROOT / relpath).read_text()
+    text = re.sub(r"^(#+) ", r"#\1 ", text, flags=re.M)
+    out = []
+    for ln in text.splitlines():
+        out.append(ln)
+        if ln.startswith("Figure"):
+            for png in re.findall(r"`(bench/[\w.-]+\.png)`", ln):
+                out.append(f"\n![{png}]({png})")
+    return "\n".join(out) + "\n"
