@@ -12,7 +12,7 @@ export OMPI_MCA_osc := ^ucx
 export OMP_NUM_THREADS ?= 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo test test-fast bench docs clean
 install: $(STAMP)
 
 $(STAMP): pyproject.toml requirements/lock.txt tools/install.sh
@@ -30,5 +30,10 @@ test-fast: install
 bench: install
 	bash tools/bench.sh
 
+# The documentation site into site/ (strict: a broken link or reference fails; make test builds it too).
+docs: install
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+	@echo "docs: open site/index.html"
+
 clean:
-	rm -rf build run .pytest_cache .hypothesis
+	rm -rf build run site .pytest_cache .hypothesis

@@ -66,6 +66,7 @@ pyg_sample.columns = lambda arrays: arrays  # its column-wise twin: nothing to t
 
 
 def pyg_collate(samples: list):
+    """PyG's own collate: ``Batch.from_data_list(samples)`` (what PyG's DataLoader does)."""
     from torch_geometric.data import Batch
 
     return Batch.from_data_list(samples)

@@ -53,6 +53,7 @@ def parse_bytes(value, what: str = "max_memory_per_rank") -> int | None:
 
 
 def human(n: float) -> str:
+    """``n`` bytes as a short human-readable size (``1.5 GiB``, ``12.0 MiB``, ``512 B``)."""
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= scale:
             return f"{n / scale:.1f} {unit}"
@@ -89,6 +90,8 @@ def predict_total(info, keys) -> int:
 
 
 def index_bytes(num_samples: int, digests: bool = False) -> int:
+    """Bytes of the global index every rank holds for ``num_samples`` samples (with digests if
+    asked)."""
     return num_samples * (INDEX_BYTES + (DIGEST_BYTES if digests else 0))
 
 

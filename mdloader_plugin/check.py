@@ -21,6 +21,8 @@ from . import codec
 
 @dataclass
 class Mismatch:
+    """The first difference ``mdloader check`` found: where (epoch, step, rank, sample) and what."""
+
     epoch: int
     step: int
     rank: int

@@ -52,6 +52,8 @@ def _align8(n: int) -> int:
 
 
 def dtype_code(dtype) -> int:
+    """The record header's code of a numpy dtype (big-endian taken as native); an unsupported
+    dtype is a ``CodecError`` listing the supported ones."""
     dt = np.dtype(dtype).newbyteorder("=") if np.dtype(dtype).byteorder == ">" else np.dtype(dtype)
     try:
         return _CODE_OF[dt]

@@ -23,6 +23,8 @@ _PAIR = re.compile(r"(\w+)=(\S+)")
 
 def format_epoch_line(*, run: str, loader: str, backend: str, epoch: int, wall_s: float,
                       data_wait_s: float, steps: int, samples: int, **extra) -> str:
+    """One ``MDLOADER-EPOCH key=value ...`` line (what ``mdloader compare-logs`` reads); ``extra``
+    keys are appended."""
     rate = samples / wall_s if wall_s > 0 else 0.0
     parts = [f"run={run}", f"loader={loader}", f"backend={backend or '-'}", f"epoch={epoch}",
              f"wall_s={wall_s:.4f}", f"data_wait_s={data_wait_s:.4f}", f"steps={steps}",

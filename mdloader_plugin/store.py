@@ -214,6 +214,7 @@ def _mib(n: int) -> str:
 
 
 def exclusive_offsets(sizes: np.ndarray) -> np.ndarray:
+    """Start offsets of records of the given sizes laid end to end: ``[0, s0, s0+s1, ...]``."""
     offs = np.zeros(sizes.size, dtype=np.int64)
     if sizes.size > 1:
         np.cumsum(sizes[:-1], out=offs[1:])

@@ -101,6 +101,7 @@ def host_address() -> tuple[str, str | None]:
 
 
 def free_port() -> int:
+    """A TCP port free on this host now (for torch.distributed's rendezvous)."""
     import socket
 
     with socket.socket() as s:

@@ -110,9 +110,10 @@ def docstring_args(func) -> dict[str, str]:
     return out
 
 
-def signature_rows(func, skip=()) -> list[tuple]:
-    """(name, default, meaning) of a function's keyword parameters, meaning from ``Args:``."""
-    args = docstring_args(func)
+def signature_rows(func, doc=None, skip=()) -> list[tuple]:
+    """(name, default, meaning) of a function's parameters, meanings from the ``Args:`` of
+    ``doc`` (default: the function's own docstring; a class documents its ``__init__``)."""
+    args = docstring_args(doc or func)
     rows = []
     for p in inspect.signature(func).parameters.values():
         if p.name in ("self", "cls", *skip) or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -143,7 +144,7 @@ def config_rows() -> dict[str, list[tuple]]:
 
     rows = lambda table: [(o.name, o.default, o.meaning) for o in table]  # noqa: E731
     return {
-        "mdloader": signature_rows(MDLoader.__init__),
+        "mdloader": signature_rows(MDLoader.__init__, doc=MDLoader),
         "hydragnn": rows(hconfig.TOP_LEVEL),
         "hydragnn.mdloader": rows(hconfig.MDLOADER_OPTIONS),
         "hydragnn.hydragnn_loader": rows(hconfig.HYDRAGNN_LOADER_OPTIONS),

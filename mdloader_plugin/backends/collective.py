@@ -19,6 +19,10 @@ from .base import Backend, Fetched, exclusive_cumsum, gather_local
 
 
 class CollectiveBackend(Backend):
+    """One ``Alltoallv`` a step: owners pack the records every rank needs (sizes from the
+    index; every rank knows every plan, so there is no request round) and each rank reads its
+    own records in place."""
+
     name = "collective"
 
     def __init__(self, store, world, **_):

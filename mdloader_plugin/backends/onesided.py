@@ -93,6 +93,10 @@ def start_progress_thread(world, setting="auto") -> ProgressThread | None:
 
 
 class OneSidedBackend(Backend):
+    """One coalesced ``MPI_Get`` a remote owner a step (an ``hindexed`` datatype over all of that
+    owner's records) under the store's shared passive-target epoch, local records copied, one
+    ``Flush_all``; owners do nothing. Runs its own progress thread when the ranks span nodes."""
+
     name = "onesided"
 
     def __init__(self, store, world, progress="auto"):

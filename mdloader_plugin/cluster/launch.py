@@ -61,6 +61,7 @@ def agent_text(name: str, hosts: list[dict]) -> str:
 
 
 def hostfile_text(hosts: list[dict], ranks_per_host: int) -> str:
+    """An Open MPI hostfile: one line a host with ``slots=ranks_per_host``."""
     return "".join(f"{h['hostname']} slots={ranks_per_host}\n" for h in hosts)
 
 

@@ -48,6 +48,8 @@ class ClusterError(MDLoaderError):
 
 
 def check_name(name: str) -> str:
+    """``name`` if it is a valid cluster name (it becomes part of interface names), else a
+    ``ClusterError``."""
     if not NAME_RE.match(name):
         raise ClusterError(f"cluster name {name!r}: use 1-6 lower-case letters/digits starting "
                            "with a letter (it becomes part of 15-character interface names)")
@@ -115,6 +117,7 @@ def pick_subnet(taken: set[str]) -> ipaddress.IPv4Network:
 
 
 def tbf_args(bits: int) -> list[str]:
+    """``tc`` arguments of a token-bucket filter limiting a link to ``bits`` per second."""
     burst = max(32 * 1024, bits // 8 * 4 // 1000)
     return ["tbf", "rate", f"{bits}bit", "burst", str(burst), "latency", "50ms"]
 
@@ -152,15 +155,18 @@ def set_rate(host: dict, bits: int | None) -> None:
 
 
 def namespaces() -> set[str]:
+    """Names of the network namespaces that exist now."""
     out = sh("ip", "netns", "list", check=False).stdout
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
 def link_exists(dev: str) -> bool:
+    """Whether the network interface ``dev`` exists in the root namespace."""
     return sh("ip", "link", "show", "dev", dev, check=False).returncode == 0
 
 
 def ns_pids(ns: str) -> list[int]:
+    """Ids of the processes running inside the network namespace ``ns``."""
     out = sh("ip", "netns", "pids", ns, check=False).stdout
     return [int(p) for p in out.split() if p.isdigit()]
 

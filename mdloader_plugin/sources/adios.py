@@ -45,6 +45,9 @@ class KeyInfo:
 
 @dataclass
 class LabelInfo:
+    """What a file holds for one label (``trainset`` ...): its number of samples and each key's
+    layout."""
+
     label: str
     ndata: int
     keys: dict[str, KeyInfo] = field(default_factory=dict)

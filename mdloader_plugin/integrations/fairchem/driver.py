@@ -21,6 +21,7 @@ DESCRIPTION = ("Train a fairchem (OpenCatalyst) model on the MPI ranks of this j
 
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add ``mdloader train fairchem``'s arguments (``-c CONFIG`` and Hydra overrides) to ``p``."""
     p.add_argument("-c", "--config", required=True, help="fairchem YAML config "
                    "(e.g. recipes/fairchem/cpu.yaml)")
     p.add_argument("overrides", nargs=argparse.REMAINDER,

@@ -54,6 +54,7 @@ LOGGER_NAME = "hydragnn"  # the logger setup_log() attaches run.log and the cons
 
 
 def hydragnn_version() -> str:
+    """The installed HydraGNN's version string, or ``unknown``."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -70,7 +71,7 @@ def require_hydragnn() -> None:
         raise ConfigError(
             f"cannot import hydragnn ({exc}); install it with `pip install --no-deps "
             "hydragnn==3.0` plus matplotlib tqdm tensorboard ase scikit-learn psutil "
-            "(see README, 'Using it from HydraGNN')") from None
+            "(see docs/hydragnn.md, 'Install route')") from None
 
 
 def get(name: str) -> Callable[..., Any]:

@@ -21,6 +21,7 @@ from . import compat, config, epochs, graphs, loaders
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``mdloader train hydragnn``'s arguments (``--config``, ``--set KEY=VALUE``) to ``p``."""
     p.add_argument("--config", required=True,
                    help="HydraGNN config (YAML or JSON) with a top-level `loader:` key")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -29,6 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Train HydraGNN on every MPI rank with the config's loader; returns the exit code."""
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD

@@ -59,6 +59,8 @@ class HydraSample(ColumnTransform):
 
 def make_to_sample(node_features: Sequence[int] | None,
                    y_minmax: tuple[float, float] | None) -> HydraSample:
+    """The ``to_sample`` that turns a decoded record into HydraGNN's ``Data`` (node features
+    selected, ``y`` min-max scaled when ``y_minmax`` is given)."""
     return HydraSample(node_features, y_minmax)
 
 
@@ -118,6 +120,7 @@ class ConfigView:
 
 
 def first_sample(path: str, label: str, to_sample: Callable):
+    """The first sample of ``label`` built with ``to_sample``, and the label's number of samples."""
     with GraphFile(path) as f:
         info = f.info(label)
         return to_sample(f.read_block(label, 0, 1, info=info).sample(0)), info.ndata

@@ -20,6 +20,7 @@ LABELS = ("trainset", "valset", "testset")
 
 
 def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
+    """Train/val/test MDLoaders over ``Dataset.path`` with the config's ``mdloader:`` options."""
     from ...loader import MDLoader
     from ...store import ShardStore
 
@@ -38,6 +39,7 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
 
 
 def build_hydragnn(cfg: dict, world, to_sample: Callable, labels=LABELS):
+    """Train/val/test loaders of HydraGNN's own kind (the baseline, ``loader: hydragnn``)."""
     return baseline.build_loaders(cfg, to_sample, labels)
 
 
@@ -45,6 +47,8 @@ BUILDERS: dict[str, Callable] = {"mdloader": build_mdloader, "hydragnn": build_h
 
 
 def build(cfg: dict, world, to_sample: Callable, labels=LABELS):
+    """The loaders of the config's ``loader:`` (``mdloader`` or ``hydragnn``); an unknown name
+    lists the choices."""
     try:
         make = BUILDERS[cfg["loader"]]
     except KeyError:

@@ -41,6 +41,8 @@ def _registry() -> dict:
 
 
 def source_names() -> list[str]:
+    """Names of the registered converter sources (``asedb``, ``lmdb``, ``extxyz``, ``pyg``,
+    ``g2``)."""
     return list(_registry())
 
 

@@ -17,6 +17,7 @@ NAME = "asedb"
 
 
 def accepts(path: str) -> bool:
+    """Whether ``path`` looks like this source's input."""
     return path.endswith((".db", ".aselmdb"))
 
 
@@ -30,6 +31,7 @@ def _connect(path: str):
 
 
 def count(path: str) -> int:
+    """Number of structures in ``path`` (for the progress bar and the split)."""
     try:
         return int(_connect(path).count())
     except DataError:
@@ -39,6 +41,7 @@ def count(path: str) -> int:
 
 
 def iterate(path: str) -> Iterator[dict]:
+    """The structures of ``path`` one at a time, each a ``dict`` of numpy arrays."""
     db = _connect(path)
     skipped: set = set()
     for row in db.select():

@@ -27,6 +27,7 @@ def numeric(value) -> np.ndarray | None:
 
 
 def fixed_mask(atoms) -> np.ndarray:
+    """1 for each atom an ASE ``FixAtoms`` constraint fixes, else 0 (int64, one an atom)."""
     from ase.constraints import FixAtoms
 
     mask = np.zeros(len(atoms), dtype=np.int64)

@@ -18,10 +18,12 @@ NAME = "extxyz"
 
 
 def accepts(path: str) -> bool:
+    """Whether ``path`` looks like this source's input."""
     return path.endswith((".xyz", ".extxyz"))
 
 
 def count(path: str) -> int:
+    """Number of structures in ``path`` (for the progress bar and the split)."""
     n = 0
     try:
         with open(path, "rb") as f:
@@ -42,6 +44,7 @@ def count(path: str) -> int:
 
 
 def iterate(path: str) -> Iterator[dict]:
+    """The structures of ``path`` one at a time, each a ``dict`` of numpy arrays."""
     from ase.io import iread
 
     skipped: set = set()

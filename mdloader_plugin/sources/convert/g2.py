@@ -21,6 +21,7 @@ KCAL_MOL_TO_EV = 0.0433641
 
 
 def accepts(path: str) -> bool:
+    """Whether ``path`` looks like this source's input."""
     return path == "g2"
 
 
@@ -31,10 +32,12 @@ def _names() -> list[str]:
 
 
 def count(path: str) -> int:
+    """Number of structures in ``path`` (for the progress bar and the split)."""
     return len(_names())
 
 
 def iterate(path: str) -> Iterator[dict]:
+    """The structures of ``path`` one at a time, each a ``dict`` of numpy arrays."""
     from ase.collections import g2
     from ase.data.g2 import data
 

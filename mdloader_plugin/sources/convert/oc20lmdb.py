@@ -29,6 +29,7 @@ WARNING = ("mdloader: warning: reading an OC20 LMDB unpickles its entries, which
 
 
 def accepts(path: str) -> bool:
+    """Whether ``path`` looks like this source's input."""
     return path.endswith((".lmdb", ".lmdb/")) or (
         os.path.isdir(path) and bool(glob.glob(os.path.join(path, "*.lmdb"))))
 
@@ -63,6 +64,7 @@ def _length(txn, path: str) -> int:
 
 
 def count(path: str) -> int:
+    """Number of structures in ``path`` (for the progress bar and the split)."""
     total = 0
     for f in _files(path):
         env = _open(f)
@@ -97,6 +99,7 @@ def to_arrays(obj, where: str) -> dict[str, np.ndarray]:
 
 
 def iterate(path: str) -> Iterator[dict]:
+    """The structures of ``path`` one at a time, each a ``dict`` of numpy arrays."""
     for f in _files(path):
         env = _open(f)
         with env.begin() as txn:

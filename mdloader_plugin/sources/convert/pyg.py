@@ -19,6 +19,7 @@ NAME = "pyg"
 
 
 def accepts(path: str) -> bool:
+    """Whether ``path`` looks like this source's input."""
     return path.endswith((".pt", ".pth"))
 
 
@@ -50,6 +51,7 @@ def _load(path: str):
 
 
 def count(path: str) -> int:
+    """Number of structures in ``path`` (for the progress bar and the split)."""
     data, slices = _load(path)
     if slices is None:
         return 1
@@ -58,6 +60,7 @@ def count(path: str) -> int:
 
 
 def iterate(path: str) -> Iterator[dict]:
+    """The structures of ``path`` one at a time, each a ``dict`` of numpy arrays."""
     from torch_geometric.data.separate import separate
 
     data, slices = _load(path)
