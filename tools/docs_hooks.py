@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import re
+import textwrap
 from pathlib import Path
 
 import yaml
@@ -63,7 +64,12 @@ def expand(markdown: str) -> str:
 
 
 # -- configuration reference -----------------------------------------------------------------
+_REQUIRED = object()
+
+
 def _cell(value) -> str:
+    if value is _REQUIRED:
+        return "required"
     if value is None:
         return "unset"
     if isinstance(value, str):
@@ -120,7 +126,7 @@ def signature_rows(func, doc=None, skip=()) -> list[tuple]:
             continue
         default = None if p.default is p.empty else p.default
         meaning = args.get(p.name, "")
-        rows.append((p.name, "required" if p.default is p.empty else default, meaning))
+        rows.append((p.name, _REQUIRED if p.default is p.empty else default, meaning))
     return rows
 
 
@@ -214,8 +220,10 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[tuple]:
         if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):
             continue
         name = ", ".join(a.option_strings) or (a.metavar or a.dest)
-        default = None if a.default in (None, argparse.SUPPRESS) or not a.option_strings \
-            else a.default
+        optional_nargs = ("?", "*", argparse.REMAINDER)
+        required = a.required or (not a.option_strings and a.nargs not in optional_nargs)
+        default = _REQUIRED if required else (
+            None if a.default in (None, argparse.SUPPRESS) else a.default)
         helptext = (a.help or "") % {"default": a.default, "prog": parser.prog} \
             if a.help and "%(" in a.help else (a.help or "")
         if a.choices and not isinstance(a.choices, dict):
@@ -238,7 +246,7 @@ def cli_reference() -> str:
         if rows:
             parts.append(_table(rows, ("argument", "default", "meaning")))
         if parser.epilog:
-            parts.append("```text\n" + inspect.cleandoc(parser.epilog) + "\n```")
+            parts.append("```text\n" + textwrap.dedent(parser.epilog).strip() + "\n```")
     return "\n\n".join(parts) + "\n"
 
 
