@@ -3,7 +3,8 @@
     python bench/report.py
 
 Reads ``loaders.json``, ``training.json``, ``scale_perlmutter.json`` and
-``estimator_accuracy.json`` (each optional) and writes the Markdown the README quotes.
+``estimator_accuracy.json`` (each optional) and writes the Markdown that ``docs/benchmarks.md``
+includes as it stands.
 """
 
 from __future__ import annotations
