@@ -19,8 +19,10 @@ Guarantees:
   ``set_epoch`` advanced by one last time, else the same one again); the next ``iter()`` takes
   them over if it asks for that epoch from step 0, and otherwise they are dropped. Every rank
   runs exactly those steps whether taken over or not, so collective exchanges stay matched;
-* ``backend="auto"`` picks a backend from the cost model at start and may switch once, at a step
-  all ranks agree on, when measured step times disagree with the prediction (see ``estimator``).
+* ``backend="auto"`` picks a backend from the cost model at start; ``estimator.online`` then
+  decides from measured steps (time to a ready batch, max over ranks) which one serves, at steps
+  all ranks agree on; the loader only asks and obeys, and keeps the backend not serving inactive
+  (its progress thread paused) so each is measured in the state it will run in.
 """
 
 from __future__ import annotations
@@ -172,9 +174,11 @@ class MDLoader:
         self._backends = self._make_backends(backend, progress)
         self.decision = self._initial_decision(backend, profile)
         self.backend_name = self.decision["backend"]
-        self._online = None
+        self._online, self._serving = None, None
         if backend == "auto" and online_check and self.size > 1:
             self._online = _OnlineSwitch(self)
+        self._activate(self.decision["backend"] if self._online is None
+                       else self._online.check.backend_for_next_step())
         self._producer: _Producer | None = None
         from .watchdog import fetch_timeout
 
@@ -203,7 +207,7 @@ class MDLoader:
         for n in names:
             cls = get_backend(n)
             out[n] = cls(self.store, view, progress=progress) if n == "onesided" else cls(
-                self.store, view)
+                self.store, view)  # collective: its own switch (MDLOADER_COLL_PROGRESS_THREAD)
         return out
 
     def _initial_decision(self, backend: str, profile) -> dict:
@@ -348,10 +352,20 @@ class MDLoader:
         name = self.decision["backend"]
         if self._online is not None and self._online.active:
             name = self._online.backend()
+        self._activate(name)
         if name not in stats.backend.split("+"):
             stats.backend = f"{stats.backend}+{name}" if stats.backend else name
         self.backend_name = self.decision["backend"]
         return self._backends[name]
+
+    def _activate(self, name: str) -> None:
+        """Only `name` may run its helpers (progress thread) while it serves (rank-local)."""
+        if name != self._serving:
+            for n, b in self._backends.items():
+                if n != name:
+                    b.set_active(False)
+            self._backends[name].set_active(True)
+            self._serving = name
 
     def _after_step(self, seconds: float) -> None:
         if self._online is not None and self._online.active:
@@ -501,16 +515,18 @@ class _Producer:
             fetched = backend.fetch(plan)
             ld._disarm_watchdog()
             t1 = time.perf_counter()
-            ld._after_step(t1 - t0)
             stats.fetch_s += t1 - t0
             stats.step_fetch_s.append(t1 - t0)
             if self._abandoned.is_set():
+                ld._after_step(t1 - t0)  # every rank reports every step (a collective)
                 backend.buffers.give(fetched.buf)
                 continue  # draining: the exchange ran, nobody wants the batch
             nbytes = int(fetched.nbytes.sum())
             batch = ld._build_batch(fetched, backend)
             del fetched  # the records are in the batch now: free them before the next fetch
-            stats.decode_s += time.perf_counter() - t1
+            t2 = time.perf_counter()
+            stats.decode_s += t2 - t1
+            ld._after_step(t2 - t0)  # the online decision reads step time to a ready batch
             yield batch, nbytes
             del batch  # nor hold the served batch while making the next one
 
@@ -612,53 +628,56 @@ def _choose_initial(loader: MDLoader, profile) -> dict:
     from .estimator.profile import get_profile
 
     prof = get_profile(profile)
+    # a rank gets fewer than batch_size samples a step when the data set is small: the model is
+    # told what a step really carries
+    per_step = max(1, min(loader.batch_size, loader.sampler_core.per_rank))
     dec = choose_initial(loader.size, loader.world.local_size if loader.world else 1,
-                         loader.batch_size, loader.store.nbytes, prof)
+                         per_step, loader.store.nbytes, prof)
     return {"backend": dec.backend, "reason": dec.reason, "predicted_s": dict(dec.predicted_s),
             "decision": dec, "profile": prof}
 
 
-def _profile_blind_to_network(loader: MDLoader, prof) -> bool:
-    """True when the job spans nodes but the profile was calibrated on one node: its inter-node
-    figures are copies of intra-node ones, so the model's ratio must not excuse skipping the
-    probe (measured: such a profile predicted one-sided 31x faster across emulated hosts, where
-    collective was faster)."""
-    prov = getattr(prof, "provenance", None) or {}
-    return (loader.world is not None and loader.world.num_nodes > 1
-            and prov.get("kind") == "calibrated" and int(prov.get("nodes", 1)) < 2)
-
-
 class _OnlineSwitch:
-    """Runs the estimator's :class:`OnlineCheck` inside the producer: the first steps measure
-    the chosen backend, then probe the other; every step's fetch time is reduced with MAX over
-    ranks, so every rank feeds identical numbers and takes the identical decision at the same
-    step (a collective decision, never a divergent one)."""
+    """Asks ``estimator.online.OnlineCheck`` which backend serves each step and obeys: every
+    step's time is reduced with MAX over ranks, so every rank feeds identical numbers and takes
+    the identical decision at the same step (a collective decision, never a divergent one)."""
 
     def __init__(self, loader: MDLoader):
-        from .estimator.choose import OnlineCheck
+        from .estimator.online import OnlineCheck, blind_to_network
 
         self.loader = loader
-        blind = _profile_blind_to_network(loader, loader.decision.get("profile"))
+        nodes = loader.world.num_nodes if loader.world is not None else 1
+        blind = blind_to_network(loader.decision.get("profile"), nodes)
         self.check = OnlineCheck(loader.decision["decision"],
                                  **({"skip_ratio": float("inf")} if blind else {}))
+        self._settled = False  # the final decision obeyed (losers closed)
 
     @property
     def active(self) -> bool:
-        return not self.check.done
+        return not self._settled
 
     def backend(self) -> str:
+        """The next step's backend; decisions are obeyed here, at a step boundary (the same
+        step on every rank)."""
+        self._obey()
         return self.check.backend_for_next_step()
 
     def record(self, seconds: float) -> None:
         from mpi4py import MPI
 
+        if not self.check.done:
+            self.check.record(self.loader._comm.allreduce(seconds, op=MPI.MAX))
+
+    def _obey(self) -> None:
         ld = self.loader
-        self.check.record(ld._comm.allreduce(seconds, op=MPI.MAX))
-        if self.check.done:
-            res = self.check.result
+        for res in self.check.pop_events():
             ld.decision = {"backend": res.backend, "reason": res.reason,
-                           "predicted_s": dict(res.predicted_s), "measured_s": dict(res.measured_s),
-                           "decision": res}
+                           "predicted_s": dict(res.predicted_s),
+                           "measured_s": dict(res.measured_s), "decision": res}
             ld.log.info(f"[{ld.name}] {res.log_line()}")
-            for name in [n for n in ld._backends if n != res.backend]:
+        if self.check.done and not self._settled:
+            self._settled = True
+            keep = self.check.result.backend
+            ld._activate(keep)
+            for name in [n for n in ld._backends if n != keep]:
                 ld._backends.pop(name).close()  # same step on every rank; frees its progress thread

@@ -10,8 +10,6 @@ from mpirun import mpirun
 pytestmark = [pytest.mark.mpi]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15: the probe measures the collective beside the "
-                   "one-sided progress thread and switches to it (fixed in the next commit)")
 def test_probe_does_not_measure_collective_beside_onesided_progress_thread():
     r = mpirun(2, ["tests/mpi_scripts/biased_probe.py"], timeout=240,
                env={"MDLOADER_PROGRESS_THREAD": "1", "MDLOADER_COLL_PROGRESS_THREAD": "0"})

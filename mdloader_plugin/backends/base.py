@@ -81,6 +81,10 @@ class Backend:
     def _fetch(self, plan: np.ndarray) -> Fetched:
         raise NotImplementedError
 
+    def set_active(self, active: bool) -> None:
+        """Whether this backend serves the coming steps (``auto`` keeps both backends while it
+        probes): an inactive one must not change how fast the active one runs (rank-local)."""
+
     def close(self) -> None:
         """Release MPI resources (collective)."""
 

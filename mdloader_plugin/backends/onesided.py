@@ -12,7 +12,7 @@ of samples and owners touched, not with the number of ranks, so it wins at scale
 Progress guarantee: a passive-target Get must complete even while the owner's main thread is
 blocked outside MPI (e.g. in torch's gloo allreduce). With Open MPI's ``Win.Allocate`` on one node
 the window is shared memory and a Get is a direct load (osc/sm); across nodes the owner's
-progress engine must run, so :class:`ProgressThread` pokes MPI every ``progress_interval``
+progress engine must run, so a :class:`~.progress.ProgressThread` pokes MPI every ``progress_interval``
 seconds on every rank while the loader lives (measured on the emulated cluster: a Get across
 hosts to a busy target took 2.7 s with no progress thread and 0.4-22 ms with this one). Open
 MPI's own ``btl_tcp_progress_thread`` is no substitute and is left off: alone, one run in 6-8 of
@@ -24,34 +24,11 @@ one 8.4 s p95 is left at 200mbit, batch 256, on a saturated link. See :func:`wan
 
 from __future__ import annotations
 
-import threading
-import time
-
 import numpy as np
 
-from ..options import env
+from . import progress as _progress
 from .base import Backend, Fetched, exclusive_cumsum, gather_local
-
-
-class ProgressThread:
-    """A daemon thread that enters MPI every `interval` seconds so RMA targets make progress."""
-
-    def __init__(self, comm, interval: float = 0.0005):
-        self.comm = comm.Dup()
-        self.interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="mdloader-progress", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.comm.Iprobe()
-            time.sleep(self.interval)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.comm.Free()
+from .progress import ProgressThread
 
 
 def wants_progress_thread(world, setting) -> bool:
@@ -63,33 +40,18 @@ def wants_progress_thread(world, setting) -> bool:
     on. ``MDLOADER_PROGRESS_THREAD=0|1`` overrides."""
     if setting != "auto":
         return bool(setting)
-    forced = env("MDLOADER_PROGRESS_THREAD")
-    if forced is not None:
-        return forced not in ("0", "", "false", "no")
-    return world is not None and world.num_nodes > 1
+    return _progress.env_switch("MDLOADER_PROGRESS_THREAD",
+                                world is not None and world.num_nodes > 1)
 
 
 def start_progress_thread(world, setting="auto") -> ProgressThread | None:
-    """A :class:`ProgressThread` on `world`'s communicator if :func:`wants_progress_thread` says
-    so and MPI allows threads to call it (``MPI_THREAD_MULTIPLE``; else rank 0 warns), or None."""
-    if not wants_progress_thread(world, setting):
-        return None
-    from mpi4py import MPI
-
-    from ..log import get_logger
-
-    log = get_logger(world.rank)
-    if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
-        if world.rank == 0:
-            log.warning("one-sided: MPI was initialised without MPI_THREAD_MULTIPLE, so no "
-                        "progress thread: a Get from a rank busy outside MPI (e.g. in a gloo "
-                        "or NCCL allreduce) can stall; use backend=collective or start MPI "
-                        "with THREAD_MULTIPLE")
-        return None
-    thread = ProgressThread(world.comm)
-    log.info(f"one-sided: ranks span {world.num_nodes} nodes, progress thread on (an Iprobe "
-             f"every {thread.interval * 1e3:g} ms) so Gets complete while owners compute")
-    return thread
+    """A :class:`ProgressThread` if :func:`wants_progress_thread` says so (see
+    :func:`.progress.start`), or None."""
+    return _progress.start(world, wants_progress_thread(world, setting), "one-sided",
+                           "so Gets complete while owners compute",
+                           "a Get from a rank busy outside MPI (e.g. in a gloo or NCCL "
+                           "allreduce) can stall; use backend=collective or start MPI with "
+                           "THREAD_MULTIPLE")
 
 
 class OneSidedBackend(Backend):
@@ -109,6 +71,12 @@ class OneSidedBackend(Backend):
             self._MPI = MPI
             self.win = store.open_epoch()
             self._progress = start_progress_thread(world, progress)
+
+    def set_active(self, active: bool) -> None:
+        """Pause the progress thread while another backend serves the steps (see
+        :mod:`.progress`: a running one would speed up the other backend's probe)."""
+        if self._progress is not None:
+            (self._progress.resume if active else self._progress.pause)()
 
     def _fetch(self, plan: np.ndarray) -> Fetched:
         ids = plan[self.rank]

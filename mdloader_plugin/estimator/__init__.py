@@ -3,15 +3,17 @@
 - ``models/``: one cost model a backend (formulas in their docstrings), a registry by name;
 - ``profile.py`` + ``profiles/*.json``: machine numbers with sources (perlmutter, frontier, local);
 - ``calibrate.py``: micro-benchmarks that measure a profile (``mdloader calibrate``);
-- ``choose.py``: the choice at start and the online check that corrects it from measured steps.
+- ``choose.py``: the choice at start from the model;
+- ``online.py``: the decision from the job's measured steps (probe, statistics, re-check).
 
 Pure Python and numpy except ``calibrate`` (MPI); the loader owns all communication.
 """
 
 from __future__ import annotations
 
-from .choose import Decision, OnlineCheck, choose, choose_initial
+from .choose import Decision, choose, choose_initial
 from .models import MODELS, Workload, get_model, predict, predict_all
+from .online import OnlineCheck
 from .profile import Profile, ProfileError, available, get_profile
 
 __all__ = ["MODELS", "Decision", "OnlineCheck", "Profile", "ProfileError", "Workload",

@@ -4,7 +4,8 @@ loser, and serve exactly the batches a single-backend loader serves."""
 import numpy as np
 
 from mdloader_plugin import codec
-from mdloader_plugin.estimator.choose import Decision, OnlineCheck
+from mdloader_plugin.estimator.choose import Decision
+from mdloader_plugin.estimator.online import OnlineCheck
 from mdloader_plugin.loader import MDLoader
 from mdloader_plugin.sources import synth
 from mdloader_plugin.store import ShardStore, block_bounds
@@ -18,7 +19,8 @@ kw = dict(batch_size=B, seed=2, to_sample=codec.encode, collate=list)
 auto = MDLoader(store, backend="auto", **kw)
 # Predictions close enough that the model cannot skip the probe: the measurement decides.
 auto._online.check = OnlineCheck(Decision("onesided", {"onesided": 1e-3, "collective": 1.05e-3},
-                                          "forced near-tie for the test"))
+                                          "forced near-tie for the test"),
+                                 window=4, recheck_after=4)
 ref = MDLoader(store, backend="collective", **kw)
 for epoch in range(2):
     auto.set_epoch(epoch)

@@ -1,0 +1,203 @@
+"""The online decision: measure both backends on the job's own steps, settle on the faster one.
+
+The cost model's pick (``choose.py``) is only as good as the profile it reads; the job's own steps
+are the ground truth. :class:`OnlineCheck` is a pure state machine (no MPI, no clock): the loader
+asks it which backend serves the next step, runs that step, and feeds back **the slowest rank's
+time from the start of the fetch to a ready batch** (fetch + decode + collate: what the trainer
+pays), reduced with MAX over ranks, so every rank sees identical inputs and takes identical
+decisions at identical steps. The loader also keeps the backend that is not serving *inactive*
+(``Backend.set_active``: its progress thread paused), so each backend is measured in the state it
+will run in; a probe beside the other backend's running thread measured the collective 2x too
+fast across hosts (issue 15).
+
+Schedule (``window`` steps a block, the first ``warmup`` of each block not counted: a switch
+touches cold buffers and caches)::
+
+    round 1:  current x window, other x window         -> decide, or (close) another round
+    round 2:  other x window, current x window         (ABBA: drift in the machine's load cancels)
+    ...       at most ``max_rounds``
+    then      the winner for ``recheck_after`` steps, one more round, final decision
+
+Statistics: per backend, the mean of its counted steps without the slowest one (one stall is
+luck and forgiven; stalls that recur are paid by the trainer and so count); a step over
+``stall_factor`` x the backend's median is reported as a stall. Rounds go on while the two
+estimates are within ``close`` of each other (up to ``max_rounds``). A switch needs the other
+backend faster by more than ``margin``. A probe is skipped when the model predicts the other
+backend more than ``skip_ratio`` times slower (not when the profile never saw a network the job
+spans: :func:`blind_to_network`), and abandoned after two counted steps measured more than
+``abandon_ratio`` times slower (no re-check then). Every decision is one ``MDLOADER-BACKEND``
+log line (:attr:`OnlineCheck.events`; the loader logs them).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from .choose import Decision
+
+
+def robust_step(times) -> float:
+    """Mean of `times` without the slowest one (all of them when fewer than 3)."""
+    t = np.sort(np.asarray(times, dtype=np.float64))
+    return float(t[:-1].mean() if t.size >= 3 else t.mean())
+
+
+def stalls(times, factor: float) -> int:
+    """Steps slower than `factor` x the median."""
+    t = np.asarray(times, dtype=np.float64)
+    return int(np.count_nonzero(t > factor * np.median(t))) if t.size else 0
+
+
+def blind_to_network(profile, num_nodes: int) -> bool:
+    """True when the job spans nodes but the profile was calibrated on one node: its inter-node
+    figures are copies of intra-node ones, so the model's ratio must not excuse skipping the
+    probe (measured: such a profile predicted one-sided 31x faster across emulated hosts, where
+    collective was faster)."""
+    prov = getattr(profile, "provenance", None) or {}
+    return (num_nodes > 1 and prov.get("kind") == "calibrated"
+            and int(prov.get("nodes", 1)) < 2)
+
+
+class OnlineCheck:
+    """Measure the chosen backend, probe the other, decide (and re-check once) whether to switch.
+
+    Usage (identical on every rank)::
+
+        check = OnlineCheck(decision)
+        while not check.done:
+            backend = check.backend_for_next_step()   # make it active, the others inactive
+            t = <one step with backend to a ready batch; allreduce MAX>
+            check.record(t)
+            for d in check.pop_events(): log(d.log_line())
+        check.result.backend                          # serve with it from now on
+    """
+
+    def __init__(self, decision: Decision, window: int = 6, margin: float = 0.05,
+                 skip_ratio: float = 10.0, abandon_ratio: float = 3.0, *, warmup: int = 1,
+                 close: float = 0.15, max_rounds: int = 3, recheck_after: int = 100,
+                 stall_factor: float = 4.0):
+        if window < warmup + 1 or warmup < 0 or not 0 <= margin < 1 or max_rounds < 1:
+            raise ValueError(f"need window > warmup >= 0, margin in [0, 1), max_rounds >= 1; "
+                             f"got window={window} warmup={warmup} margin={margin} "
+                             f"max_rounds={max_rounds}")
+        self.decision, self.window, self.warmup, self.margin = decision, window, warmup, margin
+        self.skip_ratio, self.abandon_ratio, self.close = skip_ratio, abandon_ratio, close
+        self.max_rounds, self.recheck_after, self.stall_factor = max_rounds, recheck_after, stall_factor
+        self.current = decision.backend
+        others = sorted(k for k in decision.predicted_s if k != self.current)
+        self.other = min(others, key=decision.predicted_s.__getitem__) if others else None
+        self.times: dict[str, list[float]] = {self.current: []}
+        self.result: Decision | None = None  # the latest decision (interim until `done`)
+        self.done = False
+        self.rounds, self.rechecked = 0, False
+        self._queue: deque = deque()  # (backend, counted) of the coming steps
+        self._events: list[Decision] = []
+        if self.other is None:
+            self._finish(self.current, "only one backend available", final=True)
+        elif self._skip():
+            pass
+        else:
+            self.times[self.other] = []
+            self._plan_round(self.current, self.other)
+
+    # -- the loader's side -------------------------------------------------------------------
+    def backend_for_next_step(self) -> str:
+        """Which backend the loader must use for its next step."""
+        if self.done:
+            return self.result.backend
+        return self._queue[0][0]
+
+    def record(self, seconds: float) -> None:
+        """Feed the max-over-ranks time of the step just run with `backend_for_next_step()`."""
+        if self.done:
+            return
+        name, counted = self._queue.popleft()
+        if counted:
+            self.times[name].append(float(seconds))
+            if self._abandon(name):
+                return
+        if not self._queue:
+            self._round_over()
+
+    def pop_events(self) -> list[Decision]:
+        """Decisions taken since the last call (each is one log line)."""
+        out, self._events = self._events, []
+        return out
+
+    # -- internals ---------------------------------------------------------------------------
+    def _plan_round(self, first: str, second: str) -> None:
+        self.rounds += 1
+        for name in (first, second):
+            self._queue.extend([(name, False)] * self.warmup
+                               + [(name, True)] * (self.window - self.warmup))
+
+    def _skip(self) -> bool:
+        pred = self.decision.predicted_s
+        ratio = pred[self.other] / max(pred[self.current], 1e-30)
+        if ratio > self.skip_ratio:
+            self._finish(self.current, f"kept {self.current}: model predicts {self.other} "
+                                       f"{ratio:.1f}x slower, probe skipped", final=True)
+            return True
+        return False
+
+    def _probing(self) -> str:
+        return self.other if self.result is None else _other_of(self.result.backend, self.times)
+
+    def _abandon(self, name: str) -> bool:
+        keep = self.current if self.result is None else self.result.backend
+        probe = self.times[name]
+        if name == keep or not self.times[keep] or len(probe) < 2:
+            return False
+        ratio = float(np.median(probe)) / robust_step(self.times[keep])
+        if ratio <= self.abandon_ratio:
+            return False
+        self._queue.clear()
+        self._finish(keep, f"kept {keep}: probe of {name} measured {ratio:.1f}x slower, "
+                           "abandoned", final=True)
+        return True
+
+    def _round_over(self) -> None:
+        keep = self.current if self.result is None else self.result.backend
+        probe = _other_of(keep, self.times)
+        est = {k: robust_step(v) for k, v in self.times.items() if v}
+        ratio = est[probe] / est[keep]
+        if self.result is None and abs(ratio - 1) < self.close and self.rounds < self.max_rounds:
+            first, second = (keep, probe) if self.rounds % 2 == 0 else (probe, keep)
+            self._plan_round(first, second)
+            return
+        recheck = self.result is not None
+        winner = probe if ratio < 1 - self.margin else keep
+        self._finish(winner, self._reason(keep, probe, winner, est, recheck),
+                     final=recheck or self.recheck_after <= 0)
+        if not self.done:
+            self._queue.extend([(winner, False)] * self.recheck_after)
+            self._plan_round(winner, _other_of(winner, self.times))
+
+    def _reason(self, keep: str, probe: str, winner: str, est: dict, recheck: bool) -> str:
+        what = "re-check" if recheck else "measured"
+        n = ", ".join(f"{k} {len(v)} steps" + (f" ({s} stalls)" if (s := stalls(
+            v, self.stall_factor)) else "") for k, v in sorted(self.times.items()))
+        if winner != keep:
+            head = f"switched to {winner}: {what} {est[keep] / est[winner]:.2f}x faster than {keep}"
+        else:
+            verdict = "agrees" if est[probe] >= est[keep] else "within margin"
+            head = (f"kept {keep}: {what} {verdict} ({probe} {est[probe] / est[keep]:.2f}x of "
+                    f"{keep})")
+        return (f"{head}; step to a ready batch, mean without the slowest, {self.rounds} "
+                f"round(s), margin {self.margin:.0%}; {n}")
+
+    def _finish(self, backend: str, reason: str, final: bool) -> None:
+        measured = {k: robust_step(v) for k, v in self.times.items() if v}
+        self.result = Decision(backend, dict(self.decision.predicted_s), reason, measured,
+                               switched=backend != self.decision.backend)
+        self.done = final
+        self._events.append(self.result)
+
+
+def _other_of(name: str, times: dict) -> str:
+    return next(k for k in times if k != name)
+
+
+__all__ = ["OnlineCheck", "blind_to_network", "robust_step", "stalls"]

@@ -1,0 +1,127 @@
+"""The online decision (``estimator/online.py``): a pure state machine, fed injected timings."""
+
+import pytest
+
+from mdloader_plugin.estimator import Decision, OnlineCheck
+from mdloader_plugin.estimator.online import blind_to_network, robust_step, stalls
+
+
+def _decision(cur="onesided", p_cur=1e-3, p_other=1.2e-3):
+    other = "collective" if cur == "onesided" else "onesided"
+    return Decision(cur, {cur: p_cur, other: p_other}, "test")
+
+
+def _run(check, times, limit=500):
+    """times: backend -> step time, or a callable (backend, step index) -> time. Returns the
+    backends used step by step, and every decision logged."""
+    used, events = [], check.pop_events()
+    for i in range(limit):
+        if check.done:
+            break
+        b = check.backend_for_next_step()
+        used.append(b)
+        check.record(times(b, i) if callable(times) else times[b])
+        events += check.pop_events()
+    return used, events
+
+
+def test_switches_when_other_measured_faster_then_rechecks():
+    check = OnlineCheck(_decision(), window=4, recheck_after=10)
+    used, events = _run(check, {"onesided": 2e-3, "collective": 1e-3})
+    assert used[:8] == ["onesided"] * 4 + ["collective"] * 4
+    assert used[8:18] == ["collective"] * 10  # the winner serves until the re-check
+    assert used[18:] == ["collective"] * 4 + ["onesided"] * 4
+    assert [e.backend for e in events] == ["collective", "collective"]
+    assert "re-check" in events[1].reason and check.done
+    r = check.result
+    assert r.switched and r.measured_s == {"onesided": 2e-3, "collective": 1e-3}
+    line = r.log_line()
+    assert "backend=collective switched=yes" in line and "predicted_s=" in line
+    assert "measured_s=collective:1.000e-03,onesided:2.000e-03" in line
+    assert check.backend_for_next_step() == "collective"
+
+
+def test_close_call_gets_a_longer_probe_in_abba_order_then_keeps():
+    check = OnlineCheck(_decision(), window=3, max_rounds=3, recheck_after=0)
+    used, _ = _run(check, {"onesided": 1.00e-3, "collective": 0.97e-3})
+    assert check.rounds == 3 and len(used) == 18
+    assert used[6:12] == ["collective"] * 3 + ["onesided"] * 3  # round 2 reversed
+    assert check.result.backend == "onesided" and not check.result.switched
+    assert "within margin" in check.result.reason and "3 round(s)" in check.result.reason
+
+
+def test_clear_difference_needs_one_round():
+    check = OnlineCheck(_decision(), window=3, recheck_after=0)
+    _run(check, {"onesided": 1e-3, "collective": 1.5e-3})
+    assert check.rounds == 1 and check.result.backend == "onesided"
+
+
+def test_abandons_probe_that_is_much_slower_and_skips_recheck():
+    check = OnlineCheck(_decision(), window=5, abandon_ratio=3.0)
+    used, _ = _run(check, {"onesided": 1e-3, "collective": 5e-3})
+    assert used.count("collective") == 3  # one warm-up, two counted
+    assert check.done and check.result.backend == "onesided" and "abandoned" in check.result.reason
+
+
+def test_skips_probe_when_model_margin_huge():
+    check = OnlineCheck(_decision(p_other=50e-3), window=3, skip_ratio=10)
+    used, events = _run(check, {"onesided": 1e-3, "collective": 1e-4})
+    assert used == [] and "probe skipped" in check.result.reason and len(events) == 1
+
+
+def test_warmup_step_and_one_stall_are_forgiven():
+    """The first step of a block is a warm-up; one stall in a window is luck."""
+    seq = {"onesided": iter([9.0, 1e-3, 1e-3, 1.0, 1e-3, 1e-3] * 5),
+           "collective": iter([1.3e-3] * 40)}
+    check = OnlineCheck(_decision(), window=6, recheck_after=0)
+    _run(check, lambda b, i: next(seq[b]))
+    assert check.result.backend == "onesided", check.result.reason
+    assert "onesided 5 steps (1 stalls)" in check.result.reason
+
+
+def test_recurring_stalls_count():
+    """A backend that stalls in most windows costs the trainer those stalls: it loses."""
+    seq = {"onesided": iter([1e-3, 1e-3, 0.2, 1e-3, 0.2, 1e-3] * 5),
+           "collective": iter([1.3e-3] * 40)}
+    check = OnlineCheck(_decision(), window=6, recheck_after=0)
+    _run(check, lambda b, i: next(seq[b]))
+    assert check.result.backend == "collective"
+
+
+def test_recheck_can_undo_a_switch_the_machine_no_longer_supports():
+    def times(b, i):  # collective is faster early, 3x slower from step 20 on
+        return {"onesided": 1e-3, "collective": 0.5e-3 if i < 20 else 3e-3}[b]
+
+    check = OnlineCheck(_decision(), window=4, recheck_after=12)
+    _, events = _run(check, times)
+    assert [e.backend for e in events] == ["collective", "onesided"]
+    assert check.result.backend == "onesided" and not check.result.switched
+
+
+def test_identical_inputs_identical_decisions():
+    runs = []
+    for _ in range(3):
+        c = OnlineCheck(_decision("collective", 1e-3, 2e-3), window=2)
+        _run(c, {"onesided": 0.5e-3, "collective": 1e-3})
+        runs.append((c.result.backend, c.result.reason, c.result.log_line()))
+    assert len(set(runs)) == 1 and runs[0][0] == "onesided"
+
+
+def test_statistics():
+    assert robust_step([1.0, 2.0, 30.0]) == 1.5
+    assert robust_step([2.0, 4.0]) == 3.0
+    assert stalls([1, 1, 1, 5, 1], 4.0) == 1
+
+
+def test_blind_profile_across_nodes():
+    from types import SimpleNamespace
+
+    one = SimpleNamespace(provenance={"kind": "calibrated", "nodes": 1})
+    two = SimpleNamespace(provenance={"kind": "calibrated", "nodes": 2})
+    assert blind_to_network(one, 2) and not blind_to_network(one, 1)
+    assert not blind_to_network(two, 3)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        OnlineCheck(_decision(), window=1, warmup=1)
