@@ -37,3 +37,22 @@ def test_progress_thread_whenever_ranks_span_nodes(monkeypatch, nodes, tcp_threa
     assert wants_progress_thread(SimpleNamespace(num_nodes=nodes), "auto") is wanted
     assert wants_progress_thread(SimpleNamespace(num_nodes=nodes), False) is False
     assert wants_progress_thread(SimpleNamespace(num_nodes=nodes), True) is True
+
+
+@pytest.mark.parametrize("nodes, env, wanted", [
+    (1, None, False),   # one node: shared memory, nothing waits in a socket
+    (2, None, True),    # across nodes: on by default (bench/coll_progress.py)
+    (2, "0", False),
+    (1, "1", True),
+])
+def test_collective_progress_thread_across_nodes(monkeypatch, nodes, env, wanted):
+    from types import SimpleNamespace
+
+    from mdloader_plugin.backends.collective import wants_progress_thread
+
+    if env is None:
+        monkeypatch.delenv("MDLOADER_COLL_PROGRESS_THREAD", raising=False)
+    else:
+        monkeypatch.setenv("MDLOADER_COLL_PROGRESS_THREAD", env)
+    assert wants_progress_thread(SimpleNamespace(num_nodes=nodes), "auto") is wanted
+    assert wants_progress_thread(SimpleNamespace(num_nodes=nodes), False) is False

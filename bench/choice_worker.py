@@ -1,0 +1,144 @@
+"""MPI worker of the backend-choice benchmarks: step time to a ready batch, measured for real.
+
+Runs under ``mpiexec`` (or ``Cluster.run``) with one JSON argument (the job) and writes one JSON
+file of rows (rank 0). A *step* is what the trainer pays for a batch: ``next()`` on an
+``MDLoader`` with ``prefetch=0`` (fetch, decode, PyG collate), after a barrier, the slowest
+rank's time. Every loader is made and closed inside its round, so nothing of one configuration
+(a window, a progress thread) runs beside another.
+
+Job keys: ``out``; ``dists`` (``hydragnn``/``oc20``); ``batches``; ``rounds`` (interleaved, the
+order of the arms alternating); ``steps`` a round; ``arms``: list of ``{"label", "backend",
+"env": {...}}`` (env set only while that arm's loader lives); ``auto``: list of profile paths for
+which ``backend="auto"`` runs ``auto_steps`` steps and reports its initial and final choice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+TEMPLATES = 48  # distinct synthetic graphs per rank, cycled (generating thousands costs minutes)
+
+
+def make_store(world, dist: str, n: int):
+    from mdloader_plugin.sources import synth
+    from mdloader_plugin.store import ShardStore, block_bounds
+
+    lo, hi = (int(x) for x in block_bounds(n, world.size)[world.rank:world.rank + 2])
+    kinds = {"hydragnn": "hydragnn", "oc20": "oc20"}
+    base = list(synth.generate(kinds[dist], 11, lo, lo + min(TEMPLATES, hi - lo)))
+    samples = (base[i % len(base)] for i in range(hi - lo))
+    return ShardStore.from_samples(world, samples, n)
+
+
+def _with_env(env: dict):
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update({k: str(v) for k, v in env.items()})
+    return old
+
+
+def _restore(old: dict) -> None:
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def time_steps(world, loader, steps: int, epoch: int) -> list[float]:
+    """Max-over-ranks seconds of `steps` next() calls (one warm-up step first, not counted)."""
+    from mpi4py import MPI
+
+    loader.set_epoch(epoch)
+    it = iter(loader)
+    times = []
+    for i in range(steps + 1):
+        world.comm.Barrier()
+        t = time.perf_counter()
+        try:
+            next(it)
+        except StopIteration:
+            break
+        dt = world.comm.allreduce(time.perf_counter() - t, op=MPI.MAX)
+        if i:
+            times.append(dt)
+    return times
+
+
+def run_arms(world, store, job: dict, batch: int) -> dict[str, list[float]]:
+    from mdloader_plugin.loader import MDLoader
+
+    arms = job["arms"]
+    out: dict[str, list[float]] = {a["label"]: [] for a in arms}
+    for r in range(job["rounds"]):
+        for a in (arms if r % 2 == 0 else arms[::-1]):
+            old = _with_env(a.get("env", {}))
+            try:
+                ld = MDLoader(store, batch_size=batch, backend=a["backend"], prefetch=0,
+                              seed=r, name=a["label"])
+                out[a["label"]] += time_steps(world, ld, job["steps"], r)
+                ld.close()
+            finally:
+                _restore(old)
+    return out
+
+
+def run_auto(world, store, profile: str, batch: int, steps: int) -> dict:
+    """What ``backend="auto"`` picks at start and after its online check (and re-check)."""
+    from mdloader_plugin.loader import MDLoader
+
+    ld = MDLoader(store, batch_size=batch, backend="auto", prefetch=0, seed=99, profile=profile)
+    first = ld.decision["backend"]
+    epoch, served = 0, 0
+    while served < steps:
+        ld.set_epoch(epoch)
+        for _ in ld:
+            served += 1
+            if served >= steps:
+                break
+        epoch += 1
+    dec = ld.decision
+    res = {"model": first, "final": dec["backend"], "reason": dec.get("reason", ""),
+           "measured_s": dec.get("measured_s", {}), "steps": served,
+           "online_done": ld._online is None or not ld._online.active}
+    ld.close()
+    return res
+
+
+def main(job: dict) -> None:
+    from mdloader_plugin.world import World
+
+    world = World.detect()
+    rows = []
+    for dist in job["dists"]:
+        n = world.size * max(job["batches"]) * 2 + world.size
+        store = make_store(world, dist, n)
+        sizes = store.nbytes
+        for batch in job["batches"]:
+            t0 = time.perf_counter()
+            row = {"dist": dist, "batch": batch, "ranks": world.size,
+                   "hosts": world.num_nodes, "ranks_per_host": int(np.bincount(world.node_of).max()),
+                   "mean_bytes": float(np.mean(sizes)), "std_bytes": float(np.std(sizes)),
+                   "steps_s": run_arms(world, store, job, batch) if job.get("arms") else {}}
+            row["auto"] = {p: run_auto(world, store, p, batch, job.get("auto_steps", 40))
+                           for p in job.get("auto", [])}
+            row["seconds"] = round(time.perf_counter() - t0, 1)
+            rows.append(row)
+            if world.rank == 0:
+                print(f"  {dist} batch {batch}: " + ", ".join(
+                    f"{k} {np.median(v) * 1e3:.2f} ms" for k, v in row["steps_s"].items())
+                    + "".join(f"; auto[{Path(p).stem}] {a['model']}->{a['final']}"
+                              for p, a in row["auto"].items()), flush=True)
+        store.close()
+    if world.rank == 0:
+        Path(job["out"]).write_text(json.dumps(rows))
+    world.close()
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))
