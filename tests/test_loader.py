@@ -30,11 +30,10 @@ def test_probe_is_never_skipped_when_the_profile_is_blind_to_the_network(nodes, 
                                                                         prof_nodes, blind):
     from types import SimpleNamespace
 
-    from mdloader_plugin.loader import _profile_blind_to_network
+    from mdloader_plugin.estimator.online import blind_to_network
 
-    loader = SimpleNamespace(world=SimpleNamespace(num_nodes=nodes))
     prof = SimpleNamespace(provenance={"kind": kind, "nodes": prof_nodes})
-    assert _profile_blind_to_network(loader, prof) is blind
+    assert blind_to_network(prof, nodes) is blind
 
 
 @pytest.mark.parametrize("prefetch_mib,ahead", [(None, 5), (1e-4, 2)])
