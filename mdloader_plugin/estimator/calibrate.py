@@ -13,14 +13,24 @@ numbers include the contention a real step sees):
 6. ``backends`` a few real steps of each backend at small batches    -> os.t_step, coll.t_step
                 (what the micro-benchmarks miss: the backends' own Python work per step)
 
-Each series is fitted by non-negative least squares on relative error (``fit.py``). Intra- and
+Time: under ~60 s at any link rate. ``Plan.budget_s`` (default 45 s) is split over the stages;
+a point's repetitions are as many as its share of the budget allows (at least 2, at most
+``reps``, from the warm-up's time, max over ranks so every rank runs the same count), and a
+series stops growing its messages once one point's step takes more than ``max_step_s`` (a slow
+link: 100mbit took 252 s in the Get stage before these caps).
+
+Fits: each series is fitted by non-negative least squares on relative error (``fit.py``), with
+bandwidths bounded: at most ``BW_SLACK`` x the highest throughput any point of the series reached
+(intra-node also at most the memcpy bandwidth); a bound that binds is named in the source. Each
+fit's relative rms and worst point go into the profile's provenance; a fit over
+``fit.POOR_FIT`` is a warning line at calibration. Intra- and
 inter-node parameters come from separate series (owners picked by ``World.node_of``), so a run
 across nodes (or hosts of ``mdloader cluster``) prices an on-node owner apart from an off-node one.
 A level without a pair (all ranks on one node: no inter; one rank a node: no intra) gets the
 other level's values and a source that says so. With one owner count only (2 ranks a node: one
 on-node peer) a Get's issue cost cannot be told from the flush: the flush takes it all and
-``t_get`` comes from the other level, capped at this level's flush. Quick mode (tests) uses fewer sizes and repetitions; the
-full run takes ~20-40 s on 4 ranks of a 2-core machine.
+``t_get`` comes from the other level, capped at this level's flush. Quick mode (tests) uses
+fewer sizes and repetitions and a 20 s budget.
 """
 
 from __future__ import annotations
@@ -34,11 +44,15 @@ from typing import Callable
 
 import numpy as np
 
-from .fit import nnls_relative, positive
+from .fit import POOR_FIT, nnls_relative, positive
 from .models import Workload, get_model
 from .profile import Profile, validate_params
 
 FLOOR_S, FLOOR_BW = 1e-8, 1e7
+BW_SLACK = 1.5  # a fitted bandwidth may exceed the best throughput a point reached by this much
+#: share of Plan.budget_s per stage
+SHARES = {"memcpy": 0.06, "plan": 0.02, "dtype": 0.02, "get": 0.45, "alltoallv": 0.35,
+          "backends": 0.10}
 
 
 @dataclass
@@ -47,15 +61,44 @@ class Plan:
 
     reps: int = 15
     sizes: tuple[int, ...] = (256, 4096, 65536)
-    blocks: tuple[int, ...] = (1, 8, 32)
+    blocks: tuple[int, ...] = (1, 16)
     # up to 1 MiB a pair: across nodes the per-byte term must stand out of the per-peer latency
-    a2a_sizes: tuple[int, ...] = (0, 1024, 16384, 131072, 1 << 20)
+    a2a_sizes: tuple[int, ...] = (0, 4096, 131072, 1 << 20)
     steps: int = 12
+    budget_s: float = 45.0  # whole run, split by SHARES (see the module docstring)
+    max_step_s: float = 0.25  # a series' messages stop growing past a step this long
 
     @classmethod
     def quick(cls) -> "Plan":
         return cls(reps=5, sizes=(1024, 32768), blocks=(1, 8), a2a_sizes=(0, 4096, 65536, 1 << 19),
-                   steps=5)
+                   steps=5, budget_s=20.0, max_step_s=0.1)
+
+    def point_budget(self, stage: str, points: int) -> float:
+        """Seconds one measured point of `stage` may take."""
+        return self.budget_s * SHARES[stage] / max(points, 1)
+
+    def clock(self, stage: str, comm) -> "StageClock":
+        return StageClock(comm, self.budget_s * SHARES[stage])
+
+
+class StageClock:
+    """Seconds a stage has spent, identical on every rank (each point's wall time is maxed over
+    ranks), so every rank takes the same decision to skip the rest of a series."""
+
+    def __init__(self, comm, limit: float):
+        self.comm, self.limit, self.spent = comm, limit, 0.0
+
+    def point(self, fn: Callable[[], float]) -> float:
+        """Run one measured point (`fn` returns its time on this rank); its max over ranks."""
+        t0 = time.perf_counter()
+        t = fn()
+        t, wall = _max_array(self.comm, np.array([t, time.perf_counter() - t0]))
+        self.spent += float(wall)
+        return float(t)
+
+    @property
+    def over(self) -> bool:
+        return self.spent > self.limit
 
 
 @dataclass
@@ -64,6 +107,9 @@ class Result:
     sources: dict[str, str] = field(default_factory=dict)
     quality: dict[str, float] = field(default_factory=dict)
     gaps: dict[str, str] = field(default_factory=dict)  # key -> why it was not measured
+    worst: dict[str, float] = field(default_factory=dict)  # fit -> worst relative residual
+    warnings: list[str] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)  # stage -> points not run (budget)
 
     def set(self, key: str, value: float, source: str) -> None:
         self.params[key], self.sources[key] = float(value), source
@@ -83,12 +129,28 @@ def run(world, plan: Plan | None = None, log: Callable[[str], None] = print) -> 
         say(f"calibrate: [{i}/{len(stages)}] {name} done in {time.perf_counter() - ts:.1f} s")
     res = world.comm.bcast(res, root=0)  # rank 0's fit is the profile, for everyone
     validate_params(res.params, "calibration result")
-    return _profile(world, res, time.perf_counter() - t0)
+    for w in res.warnings:
+        say(f"calibrate: WARNING {w}")
+    seconds = time.perf_counter() - t0
+    say(f"calibrate: {seconds:.1f} s in all (budget {plan.budget_s:.0f} s); fit residuals "
+        + ", ".join(f"{k} rms {v:.0%} worst {res.worst.get(k, 0):.0%}"
+                    for k, v in res.quality.items()))
+    return _profile(world, res, seconds)
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def _median_time(fn: Callable[[], None], reps: int) -> float:
+def _median_time(fn: Callable[[], None], reps: int, comm=None,
+                 budget: float | None = None) -> float:
+    """Median of `reps` timed calls after a warm-up; with a `budget` (seconds for this point),
+    as many as fit in it (at least 2), agreed over `comm` (the warm-up's max) so that every
+    rank calls `fn` equally often (needed when `fn` is a collective)."""
+    t = time.perf_counter()
     fn()  # warm-up
+    if budget is not None:
+        warm = time.perf_counter() - t
+        if comm is not None:
+            warm = _max_over(comm, warm)
+        reps = max(2, min(reps, int(budget / max(warm, 1e-9))))
     times = []
     for _ in range(reps):
         t = time.perf_counter()
@@ -113,7 +175,26 @@ def _max_array(comm, values: np.ndarray) -> np.ndarray:
 
 
 def _fit_source(name: str, fit) -> str:
-    return f"calibrate: {name} fit, {fit.rows} points, relative rms error {fit.rel_rms:.0%}"
+    held = f"; bounded: {', '.join(fit.bounded)}" if fit.bounded else ""
+    return (f"calibrate: {name} fit, {fit.rows} points, relative rms error {fit.rel_rms:.0%}, "
+            f"worst {fit.rel_worst:.0%}{held}")
+
+
+def _note_fit(res: Result, key: str, fit, what: str) -> None:
+    """Record a fit's residuals; a poor one becomes a warning naming the worst point."""
+    res.quality[key], res.worst[key] = fit.rel_rms, fit.rel_worst
+    if fit.rel_rms > POOR_FIT:
+        res.warnings.append(f"poor {key} fit: relative rms {fit.rel_rms:.0%} (worst point "
+                            f"{what} off by {fit.rel_worst:.0%}); the machine was probably busy: "
+                            "re-run calibrate on an idle machine before trusting this profile")
+
+
+def _bw_floor(nbytes: np.ndarray, y: np.ndarray, cap: float | None = None) -> float:
+    """Lowest plausible per-byte cost: 1 / (BW_SLACK x the best throughput a point reached),
+    and (intra-node) not below the memcpy cost 1 / `cap`."""
+    best = float(np.max(nbytes / y)) if np.any(nbytes > 0) else 0.0
+    floor = 1.0 / (BW_SLACK * best) if best > 0 else 0.0
+    return max(floor, 1.0 / cap) if cap else floor
 
 
 # -- 1. local copies -------------------------------------------------------------------------
@@ -129,14 +210,15 @@ def _memcpy(world, plan: Plan, res: Result) -> None:
             nb = np.full(k, m, dtype=np.int64)
             out = np.empty(k * m, dtype=np.uint8)
             dst = exclusive_cumsum(nb)
-            t = _median_time(lambda: gather_local(buf, src, nb, out, dst), plan.reps)
+            t = _median_time(lambda: gather_local(buf, src, nb, out, dst), plan.reps,
+                             budget=plan.point_budget("memcpy", 3 * len(plan.sizes)))
             rows.append((k, k * m, t))
     k, b, y = map(np.array, zip(*rows))
     y = _max_array(world.comm, y)
-    fit = nnls_relative({"t_sample": k, "per_byte": b}, y)
+    fit = nnls_relative({"t_sample": k, "per_byte": b}, y, lower={"per_byte": _bw_floor(b, y)})
     res.set("mem.t_sample", positive(fit.coef["t_sample"], FLOOR_S), _fit_source("memcpy", fit))
     res.set("mem.bw", 1.0 / max(fit.coef["per_byte"] or 0.0, 1e-13), _fit_source("memcpy", fit))
-    res.quality["memcpy"] = fit.rel_rms
+    _note_fit(res, "memcpy", fit, f"{k[fit.worst_row]} records of {b[fit.worst_row] // max(k[fit.worst_row], 1)} B")
 
 
 # -- 2. plan scan (collective backend) -------------------------------------------------------
@@ -150,7 +232,7 @@ def _plan_scan(world, plan: Plan, res: Result) -> None:
         mask = (flat >= lo) & (flat < hi)
         np.repeat(np.arange(ids.shape[0]), ids.shape[1])[mask]
 
-    t = _max_over(world.comm, _median_time(scan, plan.reps))
+    t = _max_over(world.comm, _median_time(scan, plan.reps, budget=plan.point_budget("plan", 1)))
     res.set("coll.t_plan_id", positive(t / n, 1e-10),
             f"calibrate: scan of a {n}-id global plan, {t * 1e3:.2f} ms")
 
@@ -165,7 +247,8 @@ def _dtype(world, plan: Plan, res: Result) -> None:
     def make():
         MPI.BYTE.Create_hindexed(nb, displs).Commit().Free()
 
-    t = _max_over(world.comm, _median_time(make, plan.reps * 4))
+    t = _max_over(world.comm, _median_time(make, plan.reps * 4,
+                                           budget=plan.point_budget("dtype", 1)))
     res.set("os.t_dtype", positive(t, FLOOR_S), "calibrate: Create_hindexed + Commit + Free, "
             "16 blocks, median")
 
@@ -197,9 +280,14 @@ def _gets(world, plan: Plan, res: Result) -> None:
     # own progress thread, which also shortens a flush)
     progress = start_progress_thread(world)
     try:
-        for level, same in (("intra", True), ("inter", False)):
-            n_max = _n_common(world, same)
-            rows = _get_series(world, plan, win, _peers(world, same)[:n_max], win_bytes, MPI)
+        levels = [(lvl, same, _n_common(world, same)) for lvl, same in
+                  (("intra", True), ("inter", False))]
+        counts = {lvl: _owner_counts(n) for lvl, _, n in levels}
+        points = sum(len(c) for c in counts.values()) * len(plan.sizes) * len(plan.blocks)
+        budget, clock = plan.point_budget("get", points), plan.clock("get", world.comm)
+        for level, same, n_max in levels:
+            rows = _get_series(world, plan, win, _peers(world, same)[:n_max], counts[level],
+                               win_bytes, MPI, budget, res, clock)
             _fit_gets(world, res, level, rows)
     finally:
         if progress is not None:
@@ -234,13 +322,20 @@ def _fill_level(res: Result, key: str) -> None:
                     "at every level): issue cost counted in t_flush")
 
 
-def _get_series(world, plan: Plan, win, peers: list[int], win_bytes: int, MPI) -> list:
+def _owner_counts(n_peers: int) -> list[int]:
+    return sorted({1, n_peers} | ({2} if n_peers > 2 else set())) if n_peers else []
+
+
+def _get_series(world, plan: Plan, win, peers: list[int], counts: list[int], win_bytes: int,
+                MPI, budget: float, res: Result, clock: StageClock) -> list:
+    """Timed Get steps; a (owners, blocks) series stops growing its records once a step takes
+    longer than ``plan.max_step_s`` or the stage is over its time (its smallest record size
+    always runs; the same decision on every rank: times are maxed over ranks)."""
     rows = []
     out = np.empty(win_bytes, dtype=np.uint8)
-    counts = sorted({1, len(peers)} | ({2} if len(peers) > 2 else set())) if peers else []
     for n in counts:
-        for m in plan.sizes:
-            for b in plan.blocks:
+        for b in plan.blocks:
+            for i, m in enumerate(plan.sizes):
                 def step():
                     types = []
                     for j, q in enumerate(peers[:n]):
@@ -255,8 +350,11 @@ def _get_series(world, plan: Plan, win, peers: list[int], win_bytes: int, MPI) -
                     for tt in types:
                         tt.Free()
                 world.comm.Barrier()
-                t = _median_time(step, plan.reps)
-                rows.append((n, n * b, n * b * m, n * (b > 1), _max_over(world.comm, t)))
+                t = clock.point(lambda: _median_time(step, plan.reps, world.comm, budget))
+                rows.append((n, n * b, n * b * m, n * (b > 1), t))
+                if t > plan.max_step_s or clock.over:
+                    res.skipped["get"] = res.skipped.get("get", 0) + len(plan.sizes) - i - 1
+                    break
     return rows
 
 
@@ -268,7 +366,8 @@ def _fit_gets(world, res: Result, level: str, rows: list) -> None:
     cols = {"flush": np.ones_like(y), "get": n, "block": blocks, "per_byte": nbytes}
     if np.unique(n).size < 2:  # one owner count: "get" is a copy of "flush", not identifiable
         del cols["get"]
-    fit = nnls_relative(cols, y)
+    cap = res.params["mem.bw"] if level == "intra" else None
+    fit = nnls_relative(cols, y, lower={"per_byte": _bw_floor(nbytes, y, cap)})
     src = _fit_source(f"Get ({level}-node owners)", fit)
     res.set(f"os.t_flush_{level}", positive(fit.coef["flush"], FLOOR_S), src)
     if "get" in cols:
@@ -279,7 +378,8 @@ def _fit_gets(world, res: Result, level: str, rows: list) -> None:
     res.set(f"os.bw_{level}", 1.0 / max(fit.coef["per_byte"] or 0.0, 1e-13), src)
     if level == "intra" or "os.t_block" not in res.params:
         res.set("os.t_block", positive(fit.coef["block"], 1e-9), src)
-    res.quality[f"get_{level}"] = fit.rel_rms
+    w = fit.worst_row
+    _note_fit(res, f"get_{level}", fit, f"{n[w]} owner(s), {blocks[w]} records, {nbytes[w]} B")
 
 
 # -- 5. Alltoallv ------------------------------------------------------------------------------
@@ -287,23 +387,41 @@ def _alltoallv(world, plan: Plan, res: Result) -> None:
     from mpi4py import MPI
 
     rows = []
-    pairwise = _is_pairwise(world, plan)
-    for p in range(2, world.size + 1):
+    sizes = _a2a_world_sizes(world)
+    budget = plan.point_budget("alltoallv", (len(sizes) + 2) * len(plan.a2a_sizes))
+    pairwise = _is_pairwise(world, plan, budget)
+    clock = plan.clock("alltoallv", world.comm)
+    for p in sizes:
         sub = world.comm.Split(0 if world.rank < p else MPI.UNDEFINED, world.rank)
         intra = _intra_peers(world, p)
-        for m in plan.a2a_sizes:
-            t = _time_a2a(sub, p, m, plan.reps) if sub != MPI.COMM_NULL else 0.0
-            rows.append((p, intra if m else 0.0, m, _max_over(world.comm, t)))
+        for i, m in enumerate(plan.a2a_sizes):
+            t = clock.point(lambda: _time_a2a(sub, p, m, plan.reps, budget)
+                            if sub != MPI.COMM_NULL else 0.0)
+            rows.append((p, intra if m else 0.0, m, t))
+            # the same on every rank (maxed); 0 B and one size always run
+            if i >= 1 and (t > plan.max_step_s or clock.over):
+                res.skipped["alltoallv"] = (res.skipped.get("alltoallv", 0)
+                                            + len(plan.a2a_sizes) - i - 1)
+                break
         if sub != MPI.COMM_NULL:
             sub.Free()
     _fit_a2a(res, rows, pairwise)
 
 
+def _a2a_world_sizes(world) -> list[int]:
+    """Sub-communicator sizes 2..P; above 8 ranks a geometric subset (and P itself)."""
+    if world.size <= 8:
+        return list(range(2, world.size + 1))
+    return sorted({2, 3, 4, 6, 8, world.size} | {int(x) for x in np.geomspace(8, world.size, 4)})
+
+
 def _fit_a2a(res: Result, rows: list, pairwise: bool) -> None:
     p, intra, m, y = map(np.array, zip(*rows))
     inter = np.where(m > 0, (p - 1) - intra, 0.0)
+    floors = {"byte_intra": _bw_floor(intra * m, y, res.params.get("mem.bw")),
+              "byte_inter": _bw_floor(inter * m, y)}
     fit = nnls_relative({"sync": np.ceil(np.log2(p)), "peer_intra": intra, "peer_inter": inter,
-                         "byte_intra": intra * m, "byte_inter": inter * m}, y)
+                         "byte_intra": intra * m, "byte_inter": inter * m}, y, lower=floors)
     src = _fit_source("Alltoallv", fit)
     res.set("coll.t_sync", positive(fit.coef["sync"], FLOOR_S), src)
     res.set("coll.pairwise", float(pairwise), "calibrate: an Alltoallv with one non-empty "
@@ -316,16 +434,17 @@ def _fit_a2a(res: Result, rows: list, pairwise: bool) -> None:
             res.set(f"coll.bw_{lvl}", 1.0 / max(fit.coef[f"byte_{lvl}"] or 0.0, 1e-13), src)
     for key in ("coll.t_peer", "coll.bw"):
         _fill_level(res, key)
-    res.quality["alltoallv"] = fit.rel_rms
+    w = fit.worst_row
+    _note_fit(res, "alltoallv", fit, f"{p[w]} ranks, {m[w]} B a pair")
 
 
-def _is_pairwise(world, plan: Plan) -> bool:
+def _is_pairwise(world, plan: Plan, budget: float) -> bool:
     """Does an Alltoallv with one small message per rank cost about as much as a dense one?"""
     P, m = world.size, 1024
     if P < 3:
         return True
-    one = _time_a2a(world.comm, P, m, plan.reps, only_next=True)
-    dense = _time_a2a(world.comm, P, m, plan.reps)
+    one = _time_a2a(world.comm, P, m, plan.reps, budget, only_next=True)
+    dense = _time_a2a(world.comm, P, m, plan.reps, budget)
     return bool(world.comm.bcast(one > 0.75 * dense if world.rank == 0 else None, root=0))
 
 
@@ -335,7 +454,7 @@ def _intra_peers(world, p: int) -> float:
     return float(np.mean([np.count_nonzero(nodes == nodes[r]) - 1 for r in range(p)]))
 
 
-def _time_a2a(sub, p: int, m: int, reps: int, only_next: bool = False) -> float:
+def _time_a2a(sub, p: int, m: int, reps: int, budget: float, only_next: bool = False) -> float:
     """Median Alltoallv time: `m` bytes to every rank, or (`only_next`) only to the next one."""
     from mpi4py import MPI
 
@@ -353,7 +472,7 @@ def _time_a2a(sub, p: int, m: int, reps: int, only_next: bool = False) -> float:
         sub.Alltoallv([sendbuf, (send, displs), MPI.BYTE], [recvbuf, (recv, displs), MPI.BYTE])
 
     sub.Barrier()
-    return _median_time(step, reps)
+    return _median_time(step, reps, sub, budget)
 
 
 # -- 6. real backends: the per-step software intercept -----------------------------------------
@@ -370,7 +489,8 @@ def _backends(world, plan: Plan, res: Result) -> None:
             backend = get_backend(name)(store, world)
             excess = []
             for batch in (1, 4):
-                t = _time_backend(world, backend, rng, n, batch, plan.steps)
+                clock = StageClock(world.comm, plan.budget_s * SHARES["backends"] / 4)
+                t = _time_backend(world, backend, rng, n, batch, plan.steps, clock)
                 w = Workload(world.size, batch, mean, 0.0, int(np.bincount(world.node_of).max()))
                 model = dict(get_model(name).terms(w, {**res.params, key: 0.0}))
                 excess.append(t - sum(model.values()))
@@ -392,15 +512,24 @@ def _fill(buf: np.ndarray, offs: np.ndarray) -> None:
     buf[:] = 7
 
 
-def _time_backend(world, backend, rng, n: int, batch: int, steps: int) -> float:
+def _time_backend(world, backend, rng, n: int, batch: int, steps: int,
+                  clock: StageClock) -> float:
+    """Median step (max over ranks) of up to `steps` after a warm-up; at least 3, fewer than
+    `steps` once `clock` is over its time."""
     times = []
-    for _ in range(steps + 1):
+
+    def one() -> float:
         plan = world.comm.bcast(rng.permutation(n)[:world.size * batch].reshape(world.size, -1)
                                 if world.rank == 0 else None, root=0)
         world.comm.Barrier()
         t = time.perf_counter()
         backend.fetch(plan)
-        times.append(_max_over(world.comm, time.perf_counter() - t))
+        return time.perf_counter() - t
+
+    for i in range(steps + 1):
+        times.append(clock.point(one))
+        if i >= 3 and clock.over:
+            break
     return float(np.median(times[1:]))
 
 
@@ -418,7 +547,9 @@ def _profile(world, res: Result, seconds: float) -> Profile:
             "mpi_library": MPI.Get_library_version().splitlines()[0].strip().strip("\x00"),
             "mpi4py": __import__("mpi4py").__version__, "python": platform.python_version(),
             "mdloader": __version__, "seconds": round(seconds, 1),
-            "fit_rel_rms": {k: round(v, 3) for k, v in res.quality.items()}}
+            "fit_rel_rms": {k: round(v, 3) for k, v in res.quality.items()},
+            "fit_worst_rel": {k: round(v, 3) for k, v in res.worst.items()},
+            "warnings": list(res.warnings), "points_skipped_for_time": dict(res.skipped)}
     name = f"calibrated-{hosts[0]}"
     return Profile(name, res.params, res.sources,
                    f"measured by mdloader calibrate on {world.size} ranks, "

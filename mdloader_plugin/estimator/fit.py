@@ -5,6 +5,12 @@ minimises *relative* error (every row divided by its measured time) and keeps ev
 parameter non-negative (NNLS, greedy active set): a negative latency would be a better fit and a worse model.
 Columns the data cannot identify (all zero, e.g. inter-node terms on one node) come back as
 ``None`` so the caller can fill them from another measurement and say so in the profile.
+
+Bounds: a coefficient may be given a floor (``lower``): a per-byte cost of at least
+``1 / (plausible bandwidth)``. Without one, a fit that puts a slow link's time into the latency
+columns returns a per-byte cost near zero, i.e. a bandwidth far above the link's (issue 15:
+518 MB/s fitted on a 62.5 MB/s link). Every fit reports its relative residuals (rms, worst
+point), and :data:`POOR_FIT` is the rms above which the caller warns.
 """
 
 from __future__ import annotations
@@ -21,26 +27,57 @@ class Fit:
     coef: dict[str, float | None]
     rel_rms: float  # root-mean-square relative error of the fitted times
     rows: int
+    rel_worst: float = 0.0  # largest |fitted / measured - 1|
+    worst_row: int = 0
+    bounded: tuple[str, ...] = ()  # columns held at their floor
+
+    @property
+    def poor(self) -> bool:
+        return self.rel_rms > POOR_FIT
 
 
-def nnls_relative(columns: dict[str, np.ndarray], y: np.ndarray) -> Fit:
-    """Fit ``y ~ sum_j c_j * columns[j]`` with ``c_j >= 0`` minimising relative error."""
+POOR_FIT = 0.30  # relative rms above which a fit is reported as poor
+
+
+def nnls_relative(columns: dict[str, np.ndarray], y: np.ndarray,
+                  lower: dict[str, float] | None = None) -> Fit:
+    """Fit ``y ~ sum_j c_j * columns[j]`` with ``c_j >= lower.get(j, 0)`` minimising relative
+    error (a floor is met by fitting ``c_j - floor >= 0`` on ``y - floor * column``)."""
     y = np.asarray(y, dtype=np.float64)
+    if np.any(y <= 0):
+        raise ValueError("fit needs positive times")
+    free = _quality(columns, y, _nnls_weighted(columns, y, 1.0 / y), ())
+    lower = {k: v for k, v in (lower or {}).items()
+             if v > 0 and free.coef.get(k) is not None and free.coef[k] < v}
+    if not lower:
+        return free  # no floor binds (or its column was all zero)
+    base = sum(lower[k] * np.asarray(columns[k], dtype=np.float64) for k in lower)
+    fit = _nnls_weighted(columns, y - base, 1.0 / y)
+    coef = {k: None if c is None else c + lower.get(k, 0.0) for k, c in fit.items()}
+    return _quality(columns, y, coef, tuple(sorted(lower)))
+
+
+def _nnls_weighted(columns: dict[str, np.ndarray], y: np.ndarray,
+                   w: np.ndarray) -> dict[str, float | None]:
     names = list(columns)
     A = np.column_stack([np.asarray(columns[n], dtype=np.float64) for n in names])
     if A.shape[0] != y.size or y.size == 0:
         raise ValueError(f"fit needs one time per row: {A.shape[0]} rows, {y.size} times")
-    if np.any(y <= 0):
-        raise ValueError("fit needs positive times")
     live = np.flatnonzero(np.any(A != 0, axis=0))
     scale = np.abs(A[:, live]).max(axis=0)  # column scaling for conditioning
-    w = 1.0 / y
-    sol = _nnls(A[:, live] / scale * w[:, None], np.ones_like(y))
+    sol = _nnls(A[:, live] / scale * w[:, None], y * w)
     coef: dict[str, float | None] = {n: None for n in names}
     for j, c in zip(live, sol / scale):
         coef[names[j]] = float(c)
-    pred = A[:, live] @ (sol / scale)
-    return Fit(coef, float(np.sqrt(np.mean((pred / y - 1.0) ** 2))), int(y.size))
+    return coef
+
+
+def _quality(columns: dict[str, np.ndarray], y: np.ndarray, coef: dict, bounded: tuple) -> Fit:
+    pred = sum((c or 0.0) * np.asarray(columns[k], dtype=np.float64) for k, c in coef.items())
+    rel = pred / y - 1.0
+    worst = int(np.argmax(np.abs(rel)))
+    return Fit(coef, float(np.sqrt(np.mean(rel ** 2))), int(y.size), float(abs(rel[worst])),
+               worst, bounded)
 
 
 def _nnls(A: np.ndarray, b: np.ndarray) -> np.ndarray:
