@@ -15,9 +15,11 @@ numbers include the contention a real step sees):
 
 Time: under ~60 s at any link rate. ``Plan.budget_s`` (default 45 s) is split over the stages;
 a point's repetitions are as many as its share of the budget allows (at least 2, at most
-``reps``, from the warm-up's time, max over ranks so every rank runs the same count), and a
-series stops growing its messages once one point's step takes more than ``max_step_s`` (a slow
-link: 100mbit took 252 s in the Get stage before these caps).
+``reps``, from the warm-up's time, max over ranks so every rank runs the same count); a
+series stops growing its messages once one point's step takes more than ``max_step_s``; once a
+stage has spent its share, only the points its fit cannot do without still run (each owner
+count or world size at one small message, the largest one at every size). A slow link (100mbit)
+took 252 s in the Get stage before these caps.
 
 Fits: each series is fitted by non-negative least squares on relative error (``fit.py``), with
 bandwidths bounded: at most ``BW_SLACK`` x the highest throughput any point of the series reached
@@ -328,34 +330,50 @@ def _owner_counts(n_peers: int) -> list[int]:
 
 def _get_series(world, plan: Plan, win, peers: list[int], counts: list[int], win_bytes: int,
                 MPI, budget: float, res: Result, clock: StageClock) -> list:
-    """Timed Get steps; a (owners, blocks) series stops growing its records once a step takes
-    longer than ``plan.max_step_s`` or the stage is over its time (its smallest record size
-    always runs; the same decision on every rank: times are maxed over ranks)."""
-    rows = []
+    """Timed Get steps, the points the fit cannot do without first (:func:`_get_points`); the
+    others only while the stage is within its time. A (owners, blocks) series stops growing its
+    records once a step takes longer than ``plan.max_step_s``. Every rank skips the same points
+    (times are maxed over ranks)."""
+    rows, too_slow = [], set()
     out = np.empty(win_bytes, dtype=np.uint8)
-    for n in counts:
-        for b in plan.blocks:
-            for i, m in enumerate(plan.sizes):
-                def step():
-                    types = []
-                    for j, q in enumerate(peers[:n]):
-                        if b == 1:
-                            win.Get([out[:m], MPI.BYTE], q, target=(j * m, m, MPI.BYTE))
-                            continue
-                        tt = MPI.BYTE.Create_hindexed([m] * b, list(range(0, 2 * b * m, 2 * m)))
-                        tt.Commit()
-                        types.append(tt)
-                        win.Get([out[:b * m], MPI.BYTE], q, target=(0, 1, tt))
-                    win.Flush_all()
-                    for tt in types:
-                        tt.Free()
-                world.comm.Barrier()
-                t = clock.point(lambda: _median_time(step, plan.reps, world.comm, budget))
-                rows.append((n, n * b, n * b * m, n * (b > 1), t))
-                if t > plan.max_step_s or clock.over:
-                    res.skipped["get"] = res.skipped.get("get", 0) + len(plan.sizes) - i - 1
-                    break
+    for n, b, m, essential in _get_points(counts, plan):
+        if (n, b) in too_slow or (not essential and clock.over):
+            res.skipped["get"] = res.skipped.get("get", 0) + 1
+            continue
+
+        def step():
+            types = []
+            for j, q in enumerate(peers[:n]):
+                if b == 1:
+                    win.Get([out[:m], MPI.BYTE], q, target=(j * m, m, MPI.BYTE))
+                    continue
+                tt = MPI.BYTE.Create_hindexed([m] * b, list(range(0, 2 * b * m, 2 * m)))
+                tt.Commit()
+                types.append(tt)
+                win.Get([out[:b * m], MPI.BYTE], q, target=(0, 1, tt))
+            win.Flush_all()
+            for tt in types:
+                tt.Free()
+        world.comm.Barrier()
+        t = clock.point(lambda: _median_time(step, plan.reps, world.comm, budget))
+        rows.append((n, n * b, n * b * m, n * (b > 1), t))
+        if t > plan.max_step_s:
+            too_slow.add((n, b))
     return rows
+
+
+def _get_points(counts: list[int], plan: Plan) -> list[tuple[int, int, int, bool]]:
+    """(owners, blocks, record bytes, essential), smallest records first in each series. The
+    essential points identify every term: each owner count at one small Get, the most owners at
+    every record size, and at the most blocks."""
+    if not counts:
+        return []
+    top, small = counts[-1], plan.sizes[0]
+    must = ([(n, 1, small) for n in counts] + [(top, 1, m) for m in plan.sizes[1:]]
+            + [(top, plan.blocks[-1], small)])
+    rest = [(n, b, m) for n in counts for b in plan.blocks for m in plan.sizes
+            if (n, b, m) not in must]
+    return [(*p, True) for p in dict.fromkeys(must)] + [(*p, False) for p in rest]
 
 
 def _fit_gets(world, res: Result, level: str, rows: list) -> None:
@@ -398,8 +416,8 @@ def _alltoallv(world, plan: Plan, res: Result) -> None:
             t = clock.point(lambda: _time_a2a(sub, p, m, plan.reps, budget)
                             if sub != MPI.COMM_NULL else 0.0)
             rows.append((p, intra if m else 0.0, m, t))
-            # the same on every rank (maxed); 0 B and one size always run
-            if i >= 1 and (t > plan.max_step_s or clock.over):
+            # the same on every rank (maxed); 0 B and one size always run, every size on all ranks
+            if i >= 1 and (t > plan.max_step_s or (clock.over and p != sizes[-1])):
                 res.skipped["alltoallv"] = (res.skipped.get("alltoallv", 0)
                                             + len(plan.a2a_sizes) - i - 1)
                 break
@@ -514,7 +532,7 @@ def _fill(buf: np.ndarray, offs: np.ndarray) -> None:
 
 def _time_backend(world, backend, rng, n: int, batch: int, steps: int,
                   clock: StageClock) -> float:
-    """Median step (max over ranks) of up to `steps` after a warm-up; at least 3, fewer than
+    """Median step (max over ranks) of up to `steps` after a warm-up; at least 2, fewer than
     `steps` once `clock` is over its time."""
     times = []
 
@@ -528,7 +546,7 @@ def _time_backend(world, backend, rng, n: int, batch: int, steps: int,
 
     for i in range(steps + 1):
         times.append(clock.point(one))
-        if i >= 3 and clock.over:
+        if i >= 2 and clock.over:
             break
     return float(np.median(times[1:]))
 
