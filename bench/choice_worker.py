@@ -7,9 +7,10 @@ rank's time. Every loader is made and closed inside its round, so nothing of one
 (a window, a progress thread) runs beside another.
 
 Job keys: ``out``; ``dists`` (``hydragnn``/``oc20``); ``batches``; ``rounds`` (interleaved, the
-order of the arms alternating); ``steps`` a round; ``arms``: list of ``{"label", "backend",
-"env": {...}}`` (env set only while that arm's loader lives); ``auto``: list of profile paths for
-which ``backend="auto"`` runs ``auto_steps`` steps and reports its initial and final choice.
+order of the arms alternating; no new round once ``config_budget_s`` is spent); ``steps`` a
+round; ``arms``: list of ``{"label", "backend", "env": {...}}`` (env set only while that arm's
+loader lives); ``auto``: list of profile paths for which ``backend="auto"`` runs ``auto_steps``
+steps and reports its initial and final choice.
 """
 
 from __future__ import annotations
@@ -75,7 +76,11 @@ def run_arms(world, store, job: dict, batch: int) -> dict[str, list[float]]:
 
     arms = job["arms"]
     out: dict[str, list[float]] = {a["label"]: [] for a in arms}
+    t0 = time.perf_counter()
     for r in range(job["rounds"]):
+        spent = world.comm.bcast(time.perf_counter() - t0, root=0)
+        if r and spent > job.get("config_budget_s", float("inf")):
+            break  # every arm has at least one round; the same decision on every rank
         for a in (arms if r % 2 == 0 else arms[::-1]):
             old = _with_env(a.get("env", {}))
             try:

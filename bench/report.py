@@ -307,6 +307,12 @@ def main() -> None:
                   f"{est['summary']['configs']} configurations: auto (model + online check) "
                   f"picked the faster backend in {s['right_pick_fraction']:.0%}, regret "
                   f"geo-mean {s['regret_geomean']:.1%}, worst {s['regret_worst']:.0%}.", ""]
+    choice = _load("backend_choice.json")
+    if choice and choice.get("evaluation"):
+        from backend_choice import results_section
+
+        lines += ["## Backend choice on varied clusters (`bench/backend_choice.py`, "
+                  "tune half and held-out half)", ""] + results_section(choice) + [""]
     if scale:
         lines += ["## Scale on paper (model output)", ""] + scale_table(scale) + [
             "", "Figure: `bench/scale_perlmutter.png` (labelled MODEL OUTPUT).", ""]

@@ -32,6 +32,10 @@ if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then
   echo "== estimator accuracy on the emulated cluster (2 hosts, 200mbit and unlimited links)"
   "$PY" bench/estimator_cluster.py
 fi
+if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then
+  echo "== backend choice on varied emulated clusters (issue 15; reduced slice unless BENCH_FULL=1)"
+  "$PY" bench/backend_choice.py "${full[@]}"
+fi
 # --- end of the emulated-cluster block ---
 "$PY" bench/report.py
 echo "bench done in $(( $(date +%s) - start )) s: bench/RESULTS.md, bench/*.png, bench/results/*.json"

@@ -1,0 +1,309 @@
+"""Does `backend: auto` hold on topologies it was never tuned on? (issue 15; ``BENCH_CLUSTER=1``)
+
+A varied grid on the emulated cluster (``mdloader cluster``: real Open MPI over rate-limited TCP
+between network namespaces): cluster shapes (hosts x ranks a host) x link rates, per cluster
+``mdloader calibrate`` for its own profile, then per data set (molecules, OC20-like slabs) and
+batch both backends run for real, interleaved rounds in one job, as **step time to a ready
+batch** (``choice_worker.py``: ``next()`` with ``prefetch=0``, slowest rank; each backend in the
+state it runs in: its own loader, its own progress thread, nothing of the other alive).
+
+Scoring, per configuration and profile (the cluster's own and the shipped ``local``): the
+model's pick (``choose_initial`` with the samples a rank really gets); the online decision's
+pick, by replaying the measured step series through the real ``estimator.online.OnlineCheck``
+(steps fed in the order the check asks for them, each backend's series cycled), so the decision
+logic is scored on measured distributions, stalls included. ``--auto-real`` also runs a real
+``backend="auto"`` loader per configuration and reports its pick beside the replay.
+
+Halves: clusters (shape x rate) alternate between a *tune* and a *held-out* half. The online
+check's ``margin`` and ``close`` are chosen on the tune half only (right picks, then regret);
+the held-out half is scored once with them and reported separately. Targets (held-out): the
+faster backend or one within 3% in >= 98%, regret <= 2% geo-mean and <= 10% worst, and the
+online decision never makes a right model pick more than 3% slower.
+
+Full grid (``--full``): 7 shapes (2x1, 3x1, 4x1, 2x2, 2x3, 3x2, 4x2) x 3 rates (100mbit,
+300mbit, 1gbit) x batch {1, 4, 16, 64, 256, 512} x both data sets = 252 configurations, a
+quiet machine and a few hours. The default is a reduced slice (``--shapes``, ``--batches``).
+Writes ``bench/results/backend_choice.json`` and ``bench/backend_choice.png``.
+
+    python bench/backend_choice.py [--full] [--shapes 4x1@300mbit,2x3@100mbit,...]
+                                   [--batches 1,16,256] [--rounds 3] [--steps 5] [--auto-real]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+WORKER = ROOT / "bench" / "choice_worker.py"
+FULL_SHAPES = ["2x1", "3x1", "4x1", "2x2", "2x3", "3x2", "4x2"]
+FULL_RATES = ["100mbit", "300mbit", "1gbit"]
+FULL_BATCHES = [1, 4, 16, 64, 256, 512]
+ARMS = [{"label": "onesided", "backend": "onesided"},
+        {"label": "collective", "backend": "collective"}]
+WITHIN = 0.03  # a pick within 3% of the faster backend counts as right
+TUNE_GRID = {"margin": (0.02, 0.05, 0.08), "close": (0.10, 0.20)}
+
+
+# -- measuring ---------------------------------------------------------------------------------
+def measure_cluster(spec: str, args, profile_dir: Path) -> list[dict]:
+    """Calibrate one cluster and measure its configurations; rows carry the shape and rate."""
+    from coll_progress import parse_shape, run_worker
+    from mdloader_plugin.cluster import Cluster
+
+    hosts, rph, rate = parse_shape(spec)
+    prof = profile_dir / f"profile-{hosts}x{rph}-{rate}.json"
+    with Cluster.up(hosts=hosts, ranks_per_host=rph, rate=rate,
+                    name=f"bc{os.getpid() % 10000}") as cl:
+        t0 = time.perf_counter()
+        res = cl.run([sys.executable, "-m", "mpi4py", "-m", "mdloader_plugin", "calibrate",
+                      "--out", str(prof)], timeout=600, capture_output=True, text=True, cwd=ROOT)
+        if res.returncode:
+            raise SystemExit(f"calibrate failed on {cl.describe()}:\n{res.stderr[-2000:]}")
+        cal_s = time.perf_counter() - t0
+        print(f"== {spec}: calibrated in {cal_s:.0f} s", flush=True)
+        job = {"out": str(RESULTS / f".choice-{os.getpid()}.json"), "dists": args.dists,
+               "batches": args.batches, "rounds": args.rounds, "steps": args.steps,
+               "arms": ARMS, "config_budget_s": args.config_budget,
+               "auto": [str(prof), "local"] if args.auto_real else [],
+               "auto_steps": args.auto_steps}
+        rows = run_worker(cl, job, timeout=args.cluster_timeout)
+    return [{**r, "shape": f"{hosts}x{rph}", "rate": rate, "cluster": spec,
+             "profile": str(prof.relative_to(ROOT)), "calibrate_s": round(cal_s, 1)} for r in rows]
+
+
+# -- scoring -----------------------------------------------------------------------------------
+def model_pick(row: dict, profile) -> dict:
+    from mdloader_plugin.estimator import choose_initial
+
+    sizes = np.array([row["mean_bytes"] - row["std_bytes"], row["mean_bytes"] + row["std_bytes"]])
+    d = choose_initial(row["ranks"], row["ranks_per_host"], row["batch"], sizes, profile)
+    return {"backend": d.backend, "predicted_s": d.predicted_s, "decision": d}
+
+
+def replay(decision, steps_s: dict, profile, hosts: int, **params) -> str:
+    """The online decision fed the measured series (cycled) in the order it asks for them."""
+    from mdloader_plugin.estimator.online import OnlineCheck, blind_to_network
+
+    skip = {"skip_ratio": float("inf")} if blind_to_network(profile, hosts) else {}
+    check = OnlineCheck(decision, **skip, **params)
+    cursor = dict.fromkeys(steps_s, 0)
+    for _ in range(2000):
+        if check.done:
+            break
+        b = check.backend_for_next_step()
+        series = steps_s[b]
+        check.record(series[cursor[b] % len(series)])
+        cursor[b] += 1
+    return check.result.backend
+
+
+def score(rows: list[dict], params: dict) -> list[dict]:
+    """Per row and profile: measured times, best, model pick, online (replayed) pick."""
+    from mdloader_plugin.estimator import get_profile
+
+    out, profiles = [], {}
+    for r in rows:
+        meas = {k: float(np.median(v)) for k, v in r["steps_s"].items() if v}
+        mean = {k: float(np.mean(v)) for k, v in r["steps_s"].items() if v}
+        if len(meas) < 2:
+            continue
+        best = min(meas, key=meas.get)
+        for label, path in (("own", r["profile"]), ("local", "local")):
+            prof = profiles.setdefault(path, get_profile(str(ROOT / path) if label == "own"
+                                                         else path))
+            m = model_pick(r, prof)
+            online = replay(m["decision"], r["steps_s"], prof, r["hosts"], **params)
+            c = {k: r[k] for k in ("cluster", "shape", "rate", "dist", "batch", "ranks")}
+            c.update(profile=label, measured_s=meas, best=best, model=m["backend"],
+                     online=online, predicted_s=m["predicted_s"], mean_s=mean,
+                     best_mean=min(mean, key=mean.get))
+            if r.get("auto", {}).get(path if label == "own" else "local"):
+                c["auto_real"] = r["auto"][path if label == "own" else "local"]["final"]
+            out.append(c)
+    return out
+
+
+def summarise(configs: list[dict], metric: str = "median") -> dict:
+    """Right picks and regret against the faster backend by `metric`: ``median`` step (issue
+    15's measure) or ``mean`` step (all steps, stalls included: what a trainer pays)."""
+    if not configs:
+        return {"configs": 0}
+    key, best = ("measured_s", "best") if metric == "median" else ("mean_s", "best_mean")
+
+    def ratio(c, pick):
+        return c[key][c[pick]] / c[key][c[best]]
+
+    s = {"configs": len(configs)}
+    for pick in ("model", "online") + (("auto_real",) if all("auto_real" in c for c in configs)
+                                       else ()):
+        r = np.array([ratio(c, pick) for c in configs])
+        s[pick] = {"right_fraction": float(np.mean(r <= 1 + WITHIN)),
+                   "regret_geomean": float(np.exp(np.mean(np.log(r))) - 1),
+                   "regret_worst": float(r.max() - 1)}
+    harmed = [c for c in configs if ratio(c, "model") <= 1 + WITHIN
+              and c[key][c["online"]] > (1 + WITHIN) * c[key][c["model"]]]
+    s["online_made_right_model_pick_slower"] = len(harmed)
+    s["targets_met"] = bool(s["online"]["right_fraction"] >= 0.98
+                            and s["online"]["regret_geomean"] <= 0.02
+                            and s["online"]["regret_worst"] <= 0.10 and not harmed)
+    return s
+
+
+def split(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Clusters alternate between the tune half and the held-out half (sorted by name)."""
+    clusters = sorted({r["cluster"] for r in rows})
+    tune = set(clusters[0::2])
+    return [r for r in rows if r["cluster"] in tune], [r for r in rows if r["cluster"] not in tune]
+
+
+def tune(rows: list[dict]) -> dict:
+    """The online parameters that score best on `rows` (right picks, then geo-mean regret)."""
+    best, key = None, None
+    for margin, close in itertools.product(TUNE_GRID["margin"], TUNE_GRID["close"]):
+        params = {"margin": margin, "close": close}
+        s = summarise(score(rows, params))
+        if not s["configs"]:
+            continue
+        k = (-s["online"]["right_fraction"], s["online"]["regret_geomean"])
+        if key is None or k < key:
+            best, key = params, k
+    return best or {"margin": 0.05, "close": 0.15}
+
+
+def evaluate(rows: list[dict]) -> dict:
+    tune_rows, held_rows = split(rows)
+    params = tune(tune_rows)
+    out = {"params": params, "halves": {}}
+    for name, part in (("tune", tune_rows), ("held_out", held_rows)):
+        configs = score(part, params)
+        out["halves"][name] = {
+            "clusters": sorted({r["cluster"] for r in part}), "configs": configs,
+            "summary": {p: summarise([c for c in configs if c["profile"] == p])
+                        for p in ("own", "local")},
+            "summary_mean": {p: summarise([c for c in configs if c["profile"] == p], "mean")
+                             for p in ("own", "local")}}
+    return out
+
+
+# -- reporting ---------------------------------------------------------------------------------
+def results_section(doc: dict) -> list[str]:
+    """The bench/RESULTS.md section (report.py calls this)."""
+    ev = doc["evaluation"]
+    lines = [f"Grid: {', '.join(doc['clusters'])}; batch {doc['batches']}; "
+             f"{', '.join(doc['dists'])}; {doc['rounds']} interleaved rounds x {doc['steps']} "
+             f"steps a backend; step time to a ready batch, slowest rank, median. "
+             f"{'FULL grid' if doc['full'] else 'REDUCED slice (not the full grid)'}; load "
+             f"average {doc['load_avg'][0]:.1f} at the end: the machine was shared with 4 other "
+             f"engineers' jobs, so every figure carries that noise. Online parameters chosen on "
+             f"the tune half: margin {ev['params']['margin']:.0%}, close "
+             f"{ev['params']['close']:.0%}.", "",
+             "| half | clusters | profile | scored by | configs | model right | online right | "
+             "online regret geo / worst | right model picks made >3% slower | targets |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for half, h in ev["halves"].items():
+        for prof, metric in itertools.product(("own", "local"), ("median", "mean")):
+            s = h["summary" if metric == "median" else "summary_mean"][prof]
+            if not s["configs"]:
+                continue
+            lines.append(
+                f"| {half} | {', '.join(h['clusters'])} | {prof} | {metric} step | "
+                f"{s['configs']} | "
+                f"{s['model']['right_fraction']:.0%} | {s['online']['right_fraction']:.0%} | "
+                f"{s['online']['regret_geomean']:+.1%} / {s['online']['regret_worst']:+.0%} | "
+                f"{s['online_made_right_model_pick_slower']} | "
+                f"{'met' if s['targets_met'] else 'MISSED'} |")
+    lines += ["", "Calibration time per cluster (s): " + ", ".join(
+        f"{k} {v}" for k, v in doc["calibrate_s"].items()) + ".", "",
+        "Figure: `bench/backend_choice.png`; every step time in "
+        "`bench/results/backend_choice.json`."]
+    return lines
+
+
+def plot(doc: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    for ax, (half, h) in zip(axes, doc["evaluation"]["halves"].items()):
+        own = [c for c in h["configs"] if c["profile"] == "own"]
+        for i, c in enumerate(own):
+            r = c["measured_s"]["collective"] / c["measured_s"]["onesided"]
+            ok = c["measured_s"][c["online"]] <= (1 + WITHIN) * c["measured_s"][c["best"]]
+            ax.scatter(c["batch"], r, marker="o" if c["dist"] == "hydragnn" else "s",
+                       color="tab:green" if ok else "tab:red", alpha=0.7)
+        ax.axhline(1, color="k", lw=0.8)
+        ax.set(xscale="log", yscale="log", xlabel="batch per rank",
+               title=f"{half}: {', '.join(h['clusters'])}")
+    axes[0].set_ylabel("collective / onesided step (>1: onesided faster)")
+    fig.suptitle("auto (own profile + online) right (green) or not (red); circles molecules, "
+                 "squares OC20", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--full", action="store_true", help="the full grid (hours, quiet machine)")
+    ap.add_argument("--shapes", default="2x1@300mbit,4x1@300mbit,2x2@100mbit,2x3@100mbit",
+                    help="clusters HxR@RATE, comma-separated (ignored with --full)")
+    ap.add_argument("--batches", default="1,16,256")
+    ap.add_argument("--dists", default="hydragnn,oc20")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--config-budget", type=float, default=60.0,
+                    help="no new round for a configuration after this many seconds")
+    ap.add_argument("--cluster-timeout", type=float, default=1800)
+    ap.add_argument("--auto-real", action="store_true",
+                    help="also run a real backend=auto loader per configuration and profile")
+    ap.add_argument("--auto-steps", type=int, default=40)
+    ap.add_argument("--rescore", action="store_true",
+                    help="score bench/results/backend_choice.json again without measuring")
+    ap.add_argument("--append", action="store_true",
+                    help="add these clusters to bench/results/backend_choice.json's rows")
+    a = ap.parse_args()
+    sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
+    a.batches = [int(b) for b in a.batches.split(",")]
+    a.dists = a.dists.split(",")
+    clusters = ([f"{s}@{r}" for s in FULL_SHAPES for r in FULL_RATES] if a.full
+                else a.shapes.split(","))
+    if a.full:
+        a.batches = FULL_BATCHES
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / "backend_choice.json"
+    t0 = time.perf_counter()
+    if a.rescore:
+        doc = json.loads(out.read_text())
+    else:
+        old = json.loads(out.read_text()) if a.append and out.exists() else None
+        rows = [r for r in (old or {}).get("rows", []) if r["cluster"] not in clusters]
+        for spec in clusters:
+            rows += measure_cluster(spec, a, RESULTS)
+        clusters = list(dict.fromkeys(r["cluster"] for r in rows))
+        doc = {"clusters": clusters, "batches": sorted({r["batch"] for r in rows}),
+               "dists": a.dists, "rounds": a.rounds, "steps": a.steps, "full": a.full,
+               "rows": rows, "calibrate_s": {r["cluster"]: r["calibrate_s"] for r in rows},
+               "seconds": round(time.perf_counter() - t0 + (old or {}).get("seconds", 0), 1),
+               "load_avg": os.getloadavg()}
+    doc["evaluation"] = evaluate(doc["rows"])
+    for c in (c for h in doc["evaluation"]["halves"].values() for c in h["configs"]):
+        c["predicted_s"] = {k: float(v) for k, v in c["predicted_s"].items()}
+    out.write_text(json.dumps(doc, indent=1))
+    plot(doc, ROOT / "bench" / "backend_choice.png")
+    print("\n".join(results_section(doc)))
+    print(f"wrote {out.relative_to(ROOT)}, bench/backend_choice.png")
+
+
+if __name__ == "__main__":
+    main()
