@@ -26,7 +26,7 @@ backend faster by more than ``margin``. A probe is skipped when the model predic
 backend more than ``skip_ratio`` times slower (not when the profile never saw a network the job
 spans: :func:`blind_to_network`), and abandoned after two counted steps measured more than
 ``abandon_ratio`` times slower (no re-check then). Every decision is one ``MDLOADER-BACKEND``
-log line (:attr:`OnlineCheck.events`; the loader logs them).
+log line (:meth:`OnlineCheck.pop_events`; the loader logs them).
 """
 
 from __future__ import annotations

@@ -14,17 +14,12 @@ import time
 
 from mdloader_plugin import codec
 from mdloader_plugin.estimator.choose import Decision
+from mdloader_plugin.estimator.online import OnlineCheck
 from mdloader_plugin.loader import MDLoader
 from mdloader_plugin.sources import synth
 from mdloader_plugin.store import ShardStore, block_bounds
 from mdloader_plugin.world import World
 
-try:
-    from mdloader_plugin.estimator.online import OnlineCheck
-    EXTRA = {"recheck_after": 6}
-except ImportError:  # before issue 15
-    from mdloader_plugin.estimator.choose import OnlineCheck
-    EXTRA = {}
 
 N, B = 240, 4
 world = World.detect()
@@ -56,7 +51,7 @@ def timed(backend, alone: float, beside: float):
 timed(onesided, 0.015, 0.015)
 timed(auto._backends["collective"], 0.040, 0.004)
 auto._online.check = OnlineCheck(Decision("onesided", {"onesided": 1e-3, "collective": 1.05e-3},
-                                          "forced near-tie for the test"), window=4, **EXTRA)
+                                          "forced near-tie for the test"), window=4, recheck_after=6)
 for epoch in range(3):
     auto.set_epoch(epoch)
     for _ in auto:
