@@ -46,6 +46,10 @@ ENV = (
     Option("MDLOADER_PROGRESS_THREAD", None,
            "`1`/`0`: force the one-sided backend's own progress thread on or off; unset: on "
            "whenever the ranks span several nodes."),
+    Option("MDLOADER_COLL_PROGRESS_THREAD", None,
+           "`1`/`0`: force the collective backend's progress thread on or off; unset: on "
+           "whenever the ranks span several nodes (Alltoallv fragments are read while ranks "
+           "pack and decode)."),
     Option("MDLOADER_LOG_LEVEL", None,
            "Level of the `mdloader` logger (`DEBUG`, `INFO`, `WARNING`, ...); unset: `INFO` on "
            "rank 0, `WARNING` on the other ranks."),
