@@ -13,7 +13,7 @@ numbers include the contention a real step sees):
 6. ``backends`` a few real steps of each backend at small batches    -> os.t_step, coll.t_step
                 (what the micro-benchmarks miss: the backends' own Python work per step)
 
-Time: under ~60 s at any link rate. ``Plan.budget_s`` (default 45 s) is split over the stages;
+Time (``timing.py``): under ~60 s at any link rate. ``Plan.budget_s`` (default 45 s) is split over the stages;
 a point's repetitions are as many as its share of the budget allows (at least 2, at most
 ``reps``, from the warm-up's time, max over ranks so every rank runs the same count); a
 series stops growing its messages once one point's step takes more than ``max_step_s``; once a
@@ -49,58 +49,10 @@ import numpy as np
 from .fit import POOR_FIT, nnls_relative, positive
 from .models import Workload, get_model
 from .profile import Profile, validate_params
+from .timing import SHARES, Plan, StageClock, max_array, max_over, median_time
 
 FLOOR_S, FLOOR_BW = 1e-8, 1e7
 BW_SLACK = 1.5  # a fitted bandwidth may exceed the best throughput a point reached by this much
-#: share of Plan.budget_s per stage
-SHARES = {"memcpy": 0.06, "plan": 0.02, "dtype": 0.02, "get": 0.45, "alltoallv": 0.35,
-          "backends": 0.10}
-
-
-@dataclass
-class Plan:
-    """Sizes and repetitions of a calibration run."""
-
-    reps: int = 15
-    sizes: tuple[int, ...] = (256, 4096, 65536)
-    blocks: tuple[int, ...] = (1, 16)
-    # up to 1 MiB a pair: across nodes the per-byte term must stand out of the per-peer latency
-    a2a_sizes: tuple[int, ...] = (0, 4096, 131072, 1 << 20)
-    steps: int = 12
-    budget_s: float = 45.0  # whole run, split by SHARES (see the module docstring)
-    max_step_s: float = 0.25  # a series' messages stop growing past a step this long
-
-    @classmethod
-    def quick(cls) -> "Plan":
-        return cls(reps=5, sizes=(1024, 32768), blocks=(1, 8), a2a_sizes=(0, 4096, 65536, 1 << 19),
-                   steps=5, budget_s=20.0, max_step_s=0.1)
-
-    def point_budget(self, stage: str, points: int) -> float:
-        """Seconds one measured point of `stage` may take."""
-        return self.budget_s * SHARES[stage] / max(points, 1)
-
-    def clock(self, stage: str, comm) -> "StageClock":
-        return StageClock(comm, self.budget_s * SHARES[stage])
-
-
-class StageClock:
-    """Seconds a stage has spent, identical on every rank (each point's wall time is maxed over
-    ranks), so every rank takes the same decision to skip the rest of a series."""
-
-    def __init__(self, comm, limit: float):
-        self.comm, self.limit, self.spent = comm, limit, 0.0
-
-    def point(self, fn: Callable[[], float]) -> float:
-        """Run one measured point (`fn` returns its time on this rank); its max over ranks."""
-        t0 = time.perf_counter()
-        t = fn()
-        t, wall = _max_array(self.comm, np.array([t, time.perf_counter() - t0]))
-        self.spent += float(wall)
-        return float(t)
-
-    @property
-    def over(self) -> bool:
-        return self.spent > self.limit
 
 
 @dataclass
@@ -141,41 +93,6 @@ def run(world, plan: Plan | None = None, log: Callable[[str], None] = print) -> 
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def _median_time(fn: Callable[[], None], reps: int, comm=None,
-                 budget: float | None = None) -> float:
-    """Median of `reps` timed calls after a warm-up; with a `budget` (seconds for this point),
-    as many as fit in it (at least 2), agreed over `comm` (the warm-up's max) so that every
-    rank calls `fn` equally often (needed when `fn` is a collective)."""
-    t = time.perf_counter()
-    fn()  # warm-up
-    if budget is not None:
-        warm = time.perf_counter() - t
-        if comm is not None:
-            warm = _max_over(comm, warm)
-        reps = max(2, min(reps, int(budget / max(warm, 1e-9))))
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times))
-
-
-def _max_over(comm, value: float) -> float:
-    from mpi4py import MPI
-
-    return float(comm.allreduce(value, op=MPI.MAX))
-
-
-def _max_array(comm, values: np.ndarray) -> np.ndarray:
-    """Element-wise max over ranks (one collective for a whole series)."""
-    from mpi4py import MPI
-
-    out = np.empty_like(np.asarray(values, dtype=np.float64))
-    comm.Allreduce(np.asarray(values, dtype=np.float64), out, op=MPI.MAX)
-    return out
-
-
 def _fit_source(name: str, fit) -> str:
     held = f"; bounded: {', '.join(fit.bounded)}" if fit.bounded else ""
     return (f"calibrate: {name} fit, {fit.rows} points, relative rms error {fit.rel_rms:.0%}, "
@@ -212,11 +129,11 @@ def _memcpy(world, plan: Plan, res: Result) -> None:
             nb = np.full(k, m, dtype=np.int64)
             out = np.empty(k * m, dtype=np.uint8)
             dst = exclusive_cumsum(nb)
-            t = _median_time(lambda: gather_local(buf, src, nb, out, dst), plan.reps,
+            t = median_time(lambda: gather_local(buf, src, nb, out, dst), plan.reps,
                              budget=plan.point_budget("memcpy", 3 * len(plan.sizes)))
             rows.append((k, k * m, t))
     k, b, y = map(np.array, zip(*rows))
-    y = _max_array(world.comm, y)
+    y = max_array(world.comm, y)
     fit = nnls_relative({"t_sample": k, "per_byte": b}, y, lower={"per_byte": _bw_floor(b, y)})
     res.set("mem.t_sample", positive(fit.coef["t_sample"], FLOOR_S), _fit_source("memcpy", fit))
     res.set("mem.bw", 1.0 / max(fit.coef["per_byte"] or 0.0, 1e-13), _fit_source("memcpy", fit))
@@ -234,7 +151,7 @@ def _plan_scan(world, plan: Plan, res: Result) -> None:
         mask = (flat >= lo) & (flat < hi)
         np.repeat(np.arange(ids.shape[0]), ids.shape[1])[mask]
 
-    t = _max_over(world.comm, _median_time(scan, plan.reps, budget=plan.point_budget("plan", 1)))
+    t = max_over(world.comm, median_time(scan, plan.reps, budget=plan.point_budget("plan", 1)))
     res.set("coll.t_plan_id", positive(t / n, 1e-10),
             f"calibrate: scan of a {n}-id global plan, {t * 1e3:.2f} ms")
 
@@ -249,7 +166,7 @@ def _dtype(world, plan: Plan, res: Result) -> None:
     def make():
         MPI.BYTE.Create_hindexed(nb, displs).Commit().Free()
 
-    t = _max_over(world.comm, _median_time(make, plan.reps * 4,
+    t = max_over(world.comm, median_time(make, plan.reps * 4,
                                            budget=plan.point_budget("dtype", 1)))
     res.set("os.t_dtype", positive(t, FLOOR_S), "calibrate: Create_hindexed + Commit + Free, "
             "16 blocks, median")
@@ -355,7 +272,7 @@ def _get_series(world, plan: Plan, win, peers: list[int], counts: list[int], win
             for tt in types:
                 tt.Free()
         world.comm.Barrier()
-        t = clock.point(lambda: _median_time(step, plan.reps, world.comm, budget))
+        t = clock.point(lambda: median_time(step, plan.reps, world.comm, budget))
         rows.append((n, n * b, n * b * m, n * (b > 1), t))
         if t > plan.max_step_s:
             too_slow.add((n, b))
@@ -490,7 +407,7 @@ def _time_a2a(sub, p: int, m: int, reps: int, budget: float, only_next: bool = F
         sub.Alltoallv([sendbuf, (send, displs), MPI.BYTE], [recvbuf, (recv, displs), MPI.BYTE])
 
     sub.Barrier()
-    return _median_time(step, reps, sub, budget)
+    return median_time(step, reps, sub, budget)
 
 
 # -- 6. real backends: the per-step software intercept -----------------------------------------

@@ -1,0 +1,105 @@
+"""Timing calibration points under a time budget (``calibrate.py``'s clock).
+
+A calibration must end in about a minute at any link rate (issue 15: 310 s at 100mbit before
+this). :class:`Plan` holds the sizes, repetitions and the run's time budget, split over the
+stages by :data:`SHARES`; :func:`median_time` runs as many repetitions of a point as its share
+allows; :class:`StageClock` adds up each point's wall time, maxed over ranks, so that every rank
+takes the same decision to skip the rest of a series (a collective must be entered by all).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+#: share of Plan.budget_s per stage
+SHARES = {"memcpy": 0.06, "plan": 0.02, "dtype": 0.02, "get": 0.45, "alltoallv": 0.35,
+          "backends": 0.10}
+
+
+@dataclass
+class Plan:
+    """Sizes and repetitions of a calibration run."""
+
+    reps: int = 15
+    sizes: tuple[int, ...] = (256, 4096, 65536)
+    blocks: tuple[int, ...] = (1, 16)
+    # up to 1 MiB a pair: across nodes the per-byte term must stand out of the per-peer latency
+    a2a_sizes: tuple[int, ...] = (0, 4096, 131072, 1 << 20)
+    steps: int = 12
+    budget_s: float = 45.0  # whole run, split by SHARES (see the module docstring)
+    max_step_s: float = 0.25  # a series' messages stop growing past a step this long
+
+    @classmethod
+    def quick(cls) -> "Plan":
+        return cls(reps=5, sizes=(1024, 32768), blocks=(1, 8), a2a_sizes=(0, 4096, 65536, 1 << 19),
+                   steps=5, budget_s=20.0, max_step_s=0.1)
+
+    def point_budget(self, stage: str, points: int) -> float:
+        """Seconds one measured point of `stage` may take."""
+        return self.budget_s * SHARES[stage] / max(points, 1)
+
+    def clock(self, stage: str, comm) -> "StageClock":
+        return StageClock(comm, self.budget_s * SHARES[stage])
+
+
+class StageClock:
+    """Seconds a stage has spent, identical on every rank (each point's wall time is maxed over
+    ranks), so every rank takes the same decision to skip the rest of a series."""
+
+    def __init__(self, comm, limit: float):
+        self.comm, self.limit, self.spent = comm, limit, 0.0
+
+    def point(self, fn: Callable[[], float]) -> float:
+        """Run one measured point (`fn` returns its time on this rank); its max over ranks."""
+        t0 = time.perf_counter()
+        t = fn()
+        t, wall = max_array(self.comm, np.array([t, time.perf_counter() - t0]))
+        self.spent += float(wall)
+        return float(t)
+
+    @property
+    def over(self) -> bool:
+        return self.spent > self.limit
+
+
+def median_time(fn: Callable[[], None], reps: int, comm=None,
+                 budget: float | None = None) -> float:
+    """Median of `reps` timed calls after a warm-up; with a `budget` (seconds for this point),
+    as many as fit in it (at least 2), agreed over `comm` (the warm-up's max) so that every
+    rank calls `fn` equally often (needed when `fn` is a collective)."""
+    t = time.perf_counter()
+    fn()  # warm-up
+    if budget is not None:
+        warm = time.perf_counter() - t
+        if comm is not None:
+            warm = max_over(comm, warm)
+        reps = max(2, min(reps, int(budget / max(warm, 1e-9))))
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return float(np.median(times))
+
+
+def max_over(comm, value: float) -> float:
+    """`value`'s maximum over the ranks of `comm` (a collective)."""
+    from mpi4py import MPI
+
+    return float(comm.allreduce(value, op=MPI.MAX))
+
+
+def max_array(comm, values: np.ndarray) -> np.ndarray:
+    """Element-wise max over ranks (one collective for a whole series)."""
+    from mpi4py import MPI
+
+    out = np.empty_like(np.asarray(values, dtype=np.float64))
+    comm.Allreduce(np.asarray(values, dtype=np.float64), out, op=MPI.MAX)
+    return out
+
+
+__all__ = ["SHARES", "Plan", "StageClock", "max_array", "max_over", "median_time"]
