@@ -125,3 +125,16 @@ def test_blind_profile_across_nodes():
 def test_bad_arguments():
     with pytest.raises(ValueError):
         OnlineCheck(_decision(), window=1, warmup=1)
+
+
+def test_model_is_told_the_samples_a_rank_really_gets():
+    """10 samples and batch_size 64: a step carries 10, and the model is asked about 10."""
+    import numpy as np
+
+    from mdloader_plugin.loader import MDLoader
+    from mdloader_plugin.store import ShardStore
+
+    store = ShardStore.from_samples(None, [{"sid": np.array([i])} for i in range(10)], 10)
+    with MDLoader(store, batch_size=64, backend="auto", prefetch=0) as ld:
+        assert "B=10 " in ld.decision["reason"], ld.decision["reason"]
+        assert sum(1 for _ in ld) == 1
