@@ -9,6 +9,9 @@ the call decodes and collates exactly as MDLoader does (``pyg_sample`` + ``Batch
 - ``ddstore``: DDStore-style one-sided reads on the SAME store window MDLoader uses, one
   ``Lock(owner, SHARED)`` / ``Get`` / ``Unlock`` per remote sample (how ORNL DDStore's ``get``
   moves a sample); local samples are a memcpy (kinder to the baseline than DDStore).
+- ``ddstore-real``, ``ddstore-real-fabric``: ORNL's real DDStore, MPI and libfabric methods, with
+  graphs stored as HydraGNN's ``DistDataset`` stores them (``bench/ddstore_real.py``; built by
+  ``tools/build_ddstore.sh``).
 - ``file``: HydraGNN's ``AdiosDataset`` default mode, each sample's slice of every key read from
   the ADIOS2 file on demand (:class:`~mdloader_plugin.integrations.hydragnn.baseline.
   AdiosGraphDataset`); on a local page-cached file, so far kinder than a parallel file system.
@@ -145,8 +148,16 @@ def _identity(arrays: dict) -> dict:
     return arrays
 
 
+def _real_ddstore(sampler, store, method: int):
+    from ddstore_real import RealDDStore  # needs pyddstore (tools/build_ddstore.sh)
+
+    return RealDDStore(sampler, store, method)
+
+
 FACTORIES: dict[str, Callable] = {
     "ddstore": lambda sampler, store, path, world: DDStoreStyle(sampler, store),
+    "ddstore-real": lambda sampler, store, path, world: _real_ddstore(sampler, store, 0),
+    "ddstore-real-fabric": lambda sampler, store, path, world: _real_ddstore(sampler, store, 1),
     "file": lambda sampler, store, path, world: FilePerSample(sampler, world.rank, path),
     "preload": lambda sampler, store, path, world: Preload(sampler, world.rank, path),
     "pyg-local": lambda sampler, store, path, world: PygLocal(sampler, world.rank, world.size,

@@ -11,6 +11,8 @@ STYLE = {  # loader -> (colour, marker, label)
     "collective": ("tab:blue", "s", "MDLoader collective"),
     "onesided": ("tab:cyan", "^", "MDLoader onesided"),
     "ddstore": ("tab:red", "v", "DDStore-style lock/Get/unlock"),
+    "ddstore-real": ("darkred", "<", "real DDStore, MPI method"),
+    "ddstore-real-fabric": ("salmon", ">", "real DDStore, libfabric method"),
     "file": ("tab:orange", "D", "file-per-sample (HydraGNN AdiosDataset)"),
     "preload": ("tab:green", "P", "full preload"),
     "pyg-local": ("tab:purple", "X", "PyG DataLoader, local list"),

@@ -15,9 +15,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-LOADERS = ("auto", "collective", "onesided", "ddstore", "file", "preload", "pyg-local")
+LOADERS = ("auto", "collective", "onesided", "ddstore", "ddstore-real", "ddstore-real-fabric",
+           "file", "preload", "pyg-local")
 TITLES = {"auto": "MDL auto", "collective": "MDL coll.", "onesided": "MDL 1-sided",
-          "ddstore": "DDStore-style", "file": "file/sample", "preload": "preload",
+          "ddstore": "DDStore-style", "ddstore-real": "DDStore (MPI)",
+          "ddstore-real-fabric": "DDStore (fabric)", "file": "file/sample", "preload": "preload",
           "pyg-local": "PyG local"}
 
 
@@ -102,9 +104,10 @@ def loader_tables(res: dict) -> list[str]:
     out += ["", "### Fetch only (ms: bytes of the step into the rank; MDLoader: the backend's "
             "fetch), ratio to the memcpy floor, per-rank memory", "",
             "| data | ranks | batch | MB/step/rank | floor ms | MDL auto fetch (x floor) | "
-            "coll. fetch | 1-sided fetch | DDStore fetch | file fetch | auto samples/s | "
+            "coll. fetch | 1-sided fetch | DDStore-style fetch | real DDStore fetch (MPI) | "
+            "file fetch | auto samples/s | "
             "auto PSS MiB (target) | preload PSS MiB | auto peak RSS MiB |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for ds, p, b in keys:
         a = by[(ds, p, b, "auto")]
         f = {l: by.get((ds, p, b, l), {}).get("fetch_median_s") for l in LOADERS}
@@ -112,7 +115,8 @@ def loader_tables(res: dict) -> list[str]:
         pre = by.get((ds, p, b, "preload"), {}).get("data_pss_mib")
         out.append(f"| {ds} | {p} | {b} | {a['step_bytes_max'] / 1e6:.2f} | {_ms(a['floor_s'])} "
                    f"| {_ms(f['auto'])} ({a['fetch_over_floor']:.1f}x) | {_ms(f['collective'])} "
-                   f"| {_ms(f['onesided'])} | {_ms(f['ddstore'])} | {_ms(f['file'])} "
+                   f"| {_ms(f['onesided'])} | {_ms(f['ddstore'])} | {_ms(f['ddstore-real'])} "
+                   f"| {_ms(f['file'])} "
                    f"| {a['samples_per_s']:.0f} | {a['data_pss_mib']:.0f} ({tgt:.0f}) "
                    f"| {pre:.0f} | {a['peak_rss_mib']:.0f} |" if pre is not None else "")
     return out

@@ -15,6 +15,8 @@ full=()
 quick=(--quick)
 if [[ "${BENCH_FULL:-0}" == 1 ]]; then full=(--full); quick=(); fi
 start=$(date +%s)
+echo "== the real DDStore (bench-only baseline; skipped if already built)"
+tools/build_ddstore.sh || echo "bench: real DDStore not built: its rows are skipped"
 echo "== loaders side by side"
 "$PY" bench/loaders.py "${full[@]}"
 if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then  # needs root (network namespaces)

