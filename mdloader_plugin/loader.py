@@ -6,7 +6,8 @@ Per step: the sampler's plan -> the backend fetches this rank's records -> decod
 ``to_sample`` that has a column-wise twin, the last three run column-wise instead and build the
 identical batch several times faster (:mod:`.batching`). A producer thread runs up to
 ``prefetch`` steps ahead of the trainer; the trainer only waits when the producer is behind, and
-that wait is reported as ``data_wait_s``.
+that wait is reported as ``data_wait_s``. With ``device=``/``pin_memory=`` the producer also pins
+each batch and starts its copy to the device on a side stream (:mod:`.device`).
 
 Guarantees:
 
@@ -40,6 +41,7 @@ import numpy as np
 from . import codec
 from .backends import BACKENDS, get_backend
 from .batching import ColumnCollate, pyg_collate, pyg_sample
+from .device import DeviceStage
 from .errors import ConfigError
 from .log import get_logger
 from .sampler import GlobalSampler, SamplerState, resume_position
@@ -140,6 +142,11 @@ class MDLoader:
         balance_weights: per-sample cost (e.g. atoms a graph, one entry per global sample):
             each step's samples are dealt so every rank gets about the same total
             (``sampler.balance_plan``); the samples of a step and of an epoch do not change.
+        device: move every batch there (e.g. ``"cuda"``); the producer thread starts the copy
+            on a side CUDA stream so it overlaps the trainer's compute (:mod:`.device`).
+            Default ``None``: batches stay on the host.
+        pin_memory: page-locked host batches (default: on when ``device`` is CUDA; without an
+            accelerator it warns once and does nothing, as PyTorch's DataLoader does).
     """
 
     def __init__(self, store, *, batch_size: int, shuffle: bool = True, seed: int = 0,
@@ -147,7 +154,8 @@ class MDLoader:
                  to_sample: Callable[[dict], Any] | None = None,
                  collate: Callable[[list], Any] | None = None, profile: str | None = None,
                  online_check: bool = True, progress: str | bool = "auto", name: str = "train",
-                 balance_weights: np.ndarray | None = None, prefetch_mib: float | None = None):
+                 balance_weights: np.ndarray | None = None, prefetch_mib: float | None = None,
+                 pin_memory: bool | None = None, device=None):
         world = store.world
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
@@ -168,6 +176,7 @@ class MDLoader:
         self.speculation = {"taken": 0, "dropped": 0}  # early next-epoch steps
         self.requested_backend = backend
         self.log = get_logger(self.rank)
+        self._device = DeviceStage(device, pin_memory, self.log)
         self._comm = world.comm.Dup() if self.size > 1 else None
         if self.size > 1:
             self._check_threads()
@@ -286,7 +295,7 @@ class MDLoader:
         try:
             for step in range(start, len(self)):
                 t0 = time.perf_counter()
-                item = prod.next()
+                item = self._device.ready(prod.next())
                 stats.data_wait_s += time.perf_counter() - t0
                 self._step = step + 1
                 stats.steps += 1
@@ -527,7 +536,7 @@ class _Producer:
             t2 = time.perf_counter()
             stats.decode_s += t2 - t1
             ld._after_step(t2 - t0)  # the online decision reads step time to a ready batch
-            yield batch, nbytes
+            yield ld._device.stage(batch), nbytes
             del batch  # nor hold the served batch while making the next one
 
     def _run(self) -> None:
