@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make bench: loaders side by side, HydraGNN training, scale on paper, estimator accuracy, then
 # bench/RESULTS.md. Reduced grid by default (a few minutes on 2 cores); BENCH_FULL=1 runs the
-# full grid (ranks 2,4,8 x batch 4,32,256 x both data sets; 4-rank training; full estimator grid).
+# full grid (ranks 2,4,8 x batch 4,32,256 x both data sets; 4-rank training; full estimator grid;
+# GPU-rate consumer with 150 steps x 3 rounds). The real DDStore baseline is built first
+# (tools/build_ddstore.sh, bench-only).
 # BENCH_CLUSTER=1 adds the store-based loaders across 2 emulated hosts (root; 2x2@1gbit by default,
 # BENCH_CLUSTER_SHAPE=HxR@RATE to change). Note: the estimator step rewrites
 # bench/results/estimator_accuracy.json (quick grid unless BENCH_FULL=1).
@@ -23,6 +25,9 @@ if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then  # needs root (network namespaces)
   echo "== store-based loaders across 2 emulated hosts"
   "$PY" bench/loaders.py --cluster "${BENCH_CLUSTER_SHAPE:-2x2@1gbit}" --steps 16 --repeats 3
 fi
+echo "== GPU-rate consumer (trainer stand-in at 2-20 ms steps)"
+if [[ "${BENCH_FULL:-0}" == 1 ]]; then "$PY" bench/gpu_rate.py --steps 150 --repeats 3
+else "$PY" bench/gpu_rate.py --steps 40 --repeats 1; fi
 echo "== HydraGNN training"
 "$PY" bench/training.py "${full[@]}"
 echo "== scale on paper (model output)"
