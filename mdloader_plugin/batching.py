@@ -137,7 +137,22 @@ def build_batch(first, arrays: Mapping[str, np.ndarray], cols: Columns):
     nodes = _num_nodes(first, keys, cols)
     if nodes is False:
         return None
-    return _assemble(Batch(_base_cls=Data), keys, tensors, nodes, cols, torch)
+    return _assemble(_empty_batch(Batch, Data), keys, tensors, nodes, cols, torch)
+
+
+_BATCH_TYPE: list = []  # the DataBatch class PyG makes for Data, once a process
+
+
+def _empty_batch(Batch, Data):
+    """``Batch(_base_cls=Data)`` without PyG's per-call metaclass work (a class statement and
+    an ``inspect.signature`` each time: ~13% of a small batch's CPU). The class is made once
+    through PyG; later instances come from ``type.__call__``, where PyG's metaclass ends up
+    (``Data.__init__`` takes no required argument, so it adds none)."""
+    if not _BATCH_TYPE:
+        out = Batch(_base_cls=Data)
+        _BATCH_TYPE.append(type(out))
+        return out
+    return type.__call__(_BATCH_TYPE[0])
 
 
 def _tensor(v0, arr: np.ndarray, cols: Columns, key: str):
@@ -173,6 +188,7 @@ def _assemble(out, keys, tensors, nodes, cols, torch):
     """Fill `out` as ``collate`` does: keys in order, index keys shifted by the nodes before
     them, then ``batch`` and ``ptr``; the slice and increment tables for ``get_example``."""
     n, store = cols.count, out._store
+    mapping = store._mapping if type(getattr(store, "_mapping", None)) is dict else store
     zeros = torch.zeros(n, dtype=torch.long)
     before = None if nodes is None or nodes is False else torch.from_numpy(
         part_starts(nodes)[:-1])  # nodes of the earlier graphs
@@ -187,11 +203,11 @@ def _assemble(out, keys, tensors, nodes, cols, torch):
                 _shift(t, inc, cols.sizes[k], t.dim() - 1)
         slices[k] = torch.from_numpy(part_starts(cols.sizes[k]))
         incs[k] = inc
-        store[k] = t
+        mapping[k] = t  # a fresh batch: nothing cached for the storage's __setitem__ to drop
     if nodes is not None:
         reps = np.asarray(nodes, dtype=np.int64)
-        store["batch"] = torch.from_numpy(np.repeat(np.arange(n, dtype=np.int64), reps))
-        store["ptr"] = torch.from_numpy(part_starts(reps))
+        mapping["batch"] = torch.from_numpy(np.repeat(np.arange(n, dtype=np.int64), reps))
+        mapping["ptr"] = torch.from_numpy(part_starts(reps))
     out._num_graphs, out._slice_dict, out._inc_dict = n, slices, incs
     return out
 
