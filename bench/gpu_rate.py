@@ -155,6 +155,30 @@ def _row(ds, ranks, b, ms, name, runs, steps) -> dict:
             "samples_per_s": b * ranks * steps * len(runs) / wall}
 
 
+def tables(result: dict) -> list[str]:
+    """Markdown for bench/RESULTS.md: data-wait % at each step time, and the loader alone."""
+    rows, m = result["rows"], result["machine"]
+    steps = sorted({r["step_ms"] for r in rows if r["step_ms"] > 0})
+    by = {(r["dataset"], r["ranks"], r["batch"], r["loader"], r["step_ms"]): r for r in rows}
+    out = [f"{result['steps']} measured steps x {result['repeats']} interleaved rounds a "
+           f"configuration, graphs {result['graphs']}, trainer step {100 * result['gil_share']:.0f}"
+           f"% GIL-held Python + the rest GIL-free; {m['cores']} cores shared with other jobs "
+           f"(load average {m['loadavg_start'][0]} at start, {m['loadavg_end'][0]} at end): "
+           "wall-clock figures from a loaded machine, read them as relative.", "",
+           "| data | ranks | batch | loader | " + " | ".join(f"wait % @{s:g} ms" for s in steps)
+           + " | samples/s @2 ms | loader alone, samples/s |",
+           "|---|---:|---:|---|" + "---:|" * (len(steps) + 2)]
+    for ds, p, b, name in sorted({k[:4] for k in by}, key=lambda k: (k[0], k[1], k[2],
+                                                                       LOADERS.index(k[3]))):
+        waits = [f"{100 * by[(ds, p, b, name, s)]['wait_share_max']:.1f}"
+                 if (ds, p, b, name, s) in by else "–" for s in steps]
+        two, alone = by.get((ds, p, b, name, 2.0)), by.get((ds, p, b, name, 0.0))
+        out.append(f"| {ds} | {p} | {b} | {name} | " + " | ".join(waits) +
+                   f" | {two['samples_per_s']:.0f} |" * bool(two) + " – |" * (not two) +
+                   (f" {alone['samples_per_s']:.0f} |" if alone else " – |"))
+    return out
+
+
 def figure(result: dict, path: Path) -> Path:
     import matplotlib
 

@@ -302,6 +302,13 @@ def main() -> None:
         lines += ["## Across hosts (emulated cluster)", ""]
         for cl in clusters:
             lines += cluster_table(cl) + [""]
+    gpu = _load("gpu_rate.json")
+    if gpu:  # bench/gpu_rate.py (issue 21)
+        import gpu_rate
+
+        lines += ["## Keeping a GPU fed (trainer stand-in at GPU step rates)", ""] + \
+            gpu_rate.tables(gpu) + ["", "Figure: `bench/gpu_rate.png`; method and caveats: "
+                                    "`docs/gpu-feeding.md`.", ""]
     if train:
         lines += ["## Training (HydraGNN)", ""] + training_table(train) + [
             "", "Figure: `bench/training.png`.", ""]

@@ -17,6 +17,7 @@ sys.path.insert(0, str(BENCH))
 
 @pytest.mark.mpi
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # with the real-DDStore rows; minutes on a loaded 2-core machine
 def test_loaders_side_by_side_serve_the_same_graphs(tmp_path: Path):
     out = tmp_path / "loaders.json"
     r = subprocess.run([sys.executable, str(BENCH / "loaders.py"), "--ranks", "2", "--batches",
@@ -64,3 +65,29 @@ def test_targets_table_says_met_or_not():
     assert "fetch ≤ 3x memcpy floor" in lines[4] and lines[4].endswith("| yes |")  # 2x the floor
     assert "auto within 2%" in lines[5] and lines[5].endswith("| yes |")
     assert "per-rank memory" in lines[6] and lines[6].endswith("| yes |")
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_gpu_rate_reports_every_loader_and_step_time(tmp_path: Path):
+    """The GPU-rate consumer runs every kind of loader (MDLoader, PyG in memory with a worker,
+    HydraGNN's, the real DDStore where built) at a 0 and a 2 ms step on 2 ranks; shares are
+    fractions, the loader alone waits for almost all of its wall time, the figure is drawn."""
+    out, fig = tmp_path / "gpu_rate.json", tmp_path / "gpu_rate.png"
+    names = ["auto", "pyg-nw2", "hydragnn"] + (["ddstore-real"] if _pyddstore() else [])
+    r = subprocess.run([sys.executable, str(BENCH / "gpu_rate.py"), "--ranks", "2",
+                        "--datasets", "hydragnn", "--batches", "32", "--graphs", "128",
+                        "--step-ms", "0,2", "--steps", "3", "--repeats", "1",
+                        "--loaders", ",".join(names), "--out", str(out), "--figure", str(fig)],
+                       capture_output=True, text=True, timeout=600, env=mpi_env(), cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert {(row["loader"], row["step_ms"]) for row in rows} == {
+        (n, ms) for n in names for ms in (0.0, 2.0)}
+    for row in rows:
+        assert 0 <= row["wait_share_mean"] <= row["wait_share_max"] <= 1, row
+        assert row["samples_per_s"] > 0 and row["gil_ms"] == 0.25 * row["step_ms"]
+        if row["step_ms"] == 0:
+            assert row["wait_share_max"] > 0.5, row  # nothing else to do but wait
+    assert fig.stat().st_size > 0
