@@ -188,7 +188,7 @@ def figure(result: dict, path: Path) -> Path:
     rows = [r for r in result["rows"] if r["step_ms"] > 0]
     panels = sorted({(r["dataset"], r["batch"]) for r in rows})
     ranks = sorted({r["ranks"] for r in rows})
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 5.2), squeeze=False)
     for ax, (ds, b) in zip(axes[0], panels):
         for i, name in enumerate(LOADERS):
             for p, ls in zip(ranks, ("-", "--", ":")):
@@ -202,10 +202,13 @@ def figure(result: dict, path: Path) -> Path:
         ax.set(title=f"{ds} batch {b}", xlabel="trainer step (ms), 25% GIL-held",
                ylabel="data-wait (% of wall, max over ranks)", xscale="log", ylim=(0, 100))
         ax.set_yscale("symlog", linthresh=1)
-    axes[0][-1].legend(fontsize=6, loc="upper right")
+        steps = sorted({r["step_ms"] for r in rows})
+        ax.set_xticks(steps, [f"{x:g}" for x in steps])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=7, ncol=4, loc="lower center")
     fig.suptitle(f"GPU-rate consumer, {result['machine']['cores']} shared cores, "
                  f"{result['machine']['date']} (grey: the 2% target)", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
