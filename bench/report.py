@@ -92,13 +92,14 @@ def _configs(rows):
 
 def loader_tables(res: dict) -> list[str]:
     keys, by = _configs(res["rows"])
+    ran = [l for l in LOADERS if any(r["loader"] == l for r in res["rows"])]
     out = ["### Per-step time to a collated batch (ms, median over steps of the slowest rank; "
            "p95 in the JSON)", "",
-           "| data | ranks | batch | floor | " + " | ".join(TITLES[l] for l in LOADERS) + " |",
-           "|---|---:|---:|---:|" + "---:|" * len(LOADERS)]
+           "| data | ranks | batch | floor | " + " | ".join(TITLES[l] for l in ran) + " |",
+           "|---|---:|---:|---:|" + "---:|" * len(ran)]
     for ds, p, b in keys:
         cells = [_ms(by[(ds, p, b, l)]["step_median_s"]) if (ds, p, b, l) in by else "–"
-                 for l in LOADERS]
+                 for l in ran]
         floor = by[(ds, p, b, "auto")]["floor_s"]
         out.append(f"| {ds} | {p} | {b} | {_ms(floor)} | " + " | ".join(cells) + " |")
     out += ["", "### Fetch only (ms: bytes of the step into the rank; MDLoader: the backend's "
