@@ -498,8 +498,8 @@ def main() -> None:
             print("note: pyddstore is not importable (run tools/build_ddstore.sh): real-DDStore "
                   "rows skipped", flush=True)
             loaders = [n for n in loaders if not n.startswith("ddstore-real")]
-    if a.cluster and a.loaders == ",".join(LOADERS):
-        loaders = list(MDL_BACKENDS + ON_STORE)
+    if a.cluster and a.loaders == ",".join(LOADERS):  # libfabric's FABRIC_IFACE=lo is one host
+        loaders = [n for n in MDL_BACKENDS + ON_STORE if n not in ISOLATED]
     if a.replot:
         import bench_plots
 
