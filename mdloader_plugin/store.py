@@ -5,6 +5,11 @@ holds their codec records end to end in one uint8 buffer. The global index — f
 its owner rank, offset in the owner's buffer and record length — is the same on every rank, so a
 backend can fetch any sample without asking anyone where it is.
 
+With replica groups (:mod:`.groups`, ``group_size`` W < P) all of this holds inside each group of
+W ranks: blocks, owners and the window are the group's, ``owner_of`` answers a rank of the group,
+and every group holds the whole data set (each rank reads its block of W from the file, so the
+file is read P / W times in all).
+
 Under MPI the buffer is allocated by ``MPI_Win_allocate`` (once, never moved): that is the memory
 the one-sided backend reads from, and with OpenMPI on one node it is shared memory that a Get
 reads directly, with no help from the owner. Memory per rank is the records plus 16 bytes of index
@@ -35,11 +40,13 @@ class ShardStore:
 
     Attributes:
         buffer: uint8 array of this rank's records (exposed through ``window`` when size > 1).
-        block_starts: ``[P + 1]`` first sample id of every rank's block.
+        block_starts: ``[W + 1]`` first sample id of every group rank's block (W = P: no groups).
         offsets: ``[N]`` offset of every sample's record in its owner's buffer.
         nbytes: ``[N]`` record length of every sample.
         meta: label, keys, path and global attributes of the source.
         digests: ``[N]`` 8-byte digest of every record (only if built with ``digests=True``).
+        group: this rank's replica group (:class:`~mdloader_plugin.groups.Group`), None on one
+            process without MPI.
     """
 
     world: object
@@ -50,6 +57,7 @@ class ShardStore:
     meta: dict = field(default_factory=dict)
     digests: np.ndarray | None = None
     window: object = None
+    group: object = None
     _readers: int = 0
 
     # -- queries ---------------------------------------------------------------------------
@@ -59,10 +67,12 @@ class ShardStore:
 
     @property
     def local_range(self) -> tuple[int, int]:
-        r = self.world.rank if self.world is not None else 0
+        holder = self.group if self.group is not None else self.world
+        r = holder.rank if holder is not None else 0
         return int(self.block_starts[r]), int(self.block_starts[r + 1])
 
     def owner_of(self, ids: np.ndarray) -> np.ndarray:
+        """Rank (inside this rank's group) that holds each of `ids`."""
         return np.searchsorted(self.block_starts, ids, side="right") - 1
 
     def local_record(self, sample_id: int) -> np.ndarray:
@@ -84,26 +94,31 @@ class ShardStore:
     @classmethod
     def from_records(cls, world, sizes: Sequence[int], fill: Callable[[np.ndarray, np.ndarray], None],
                      num_samples: int, meta: Mapping | None = None, digests: bool = False,
-                     max_memory_per_rank: int | None = None) -> "ShardStore":
+                     max_memory_per_rank: int | None = None,
+                     group_size=None) -> "ShardStore":
         """Collective. Allocate this rank's buffer for records of `sizes`, let `fill(buf, offs)`
         write them, then exchange the index.
 
-        Every rank must pass the sizes of exactly its block (``block_bounds``)."""
+        Every rank must pass the sizes of exactly its block (``block_bounds`` over its group;
+        `group_size`: an int, None for all ranks, or a :class:`~.groups.Group`)."""
+        from . import groups
+        from .budget import parse_bytes
         from .world import agree
 
-        from .budget import parse_bytes
+        group = groups.make(world, group_size)
+        holder = world if group is None else group
 
         max_memory_per_rank = parse_bytes(max_memory_per_rank)
         sizes = np.asarray(sizes, dtype=np.int64)
         offs = exclusive_offsets(sizes)
         total = int(sizes.sum())
         agree(world, _check_budget, total, num_samples, max_memory_per_rank, digests)
-        buf, win = _allocate(world, total)
+        buf, win = _allocate(holder, total)
         fill(buf, offs)
         dig = _record_digests(buf, offs, sizes) if digests else None
-        g_offs, g_sizes, g_dig = _exchange_index(world, offs, sizes, num_samples, dig)
-        return cls(world, buf, block_bounds(num_samples, _size(world)), g_offs, g_sizes,
-                   meta=dict(meta or {}), digests=g_dig, window=win)
+        g_offs, g_sizes, g_dig = _exchange_index(holder, offs, sizes, num_samples, dig)
+        return cls(world, buf, block_bounds(num_samples, _size(holder)), g_offs, g_sizes,
+                   meta=dict(meta or {}), digests=g_dig, window=win, group=group)
 
     @classmethod
     def from_samples(cls, world, local_samples: Iterable[Mapping[str, np.ndarray]],
@@ -132,17 +147,20 @@ class ShardStore:
 
         With ``max_memory_per_rank`` (bytes or ``"4GiB"``) every rank first predicts its store's
         size from the file's metadata (:mod:`.budget`) and the job stops before reading any data
-        if one would not fit, saying how many ranks would."""
+        if one would not fit, saying how many ranks would. With ``group_size`` W each rank reads
+        its block of W (:mod:`.groups`)."""
         import time
 
+        from . import groups
         from .budget import parse_bytes
         from .log import get_logger
         from .world import agree
 
         t0 = time.perf_counter()
         kw["max_memory_per_rank"] = agree(world, parse_bytes, kw.get("max_memory_per_rank"))
-        ndata, block, meta = agree(world, _read_block, world, path, label, keys,
-                                   kw["max_memory_per_rank"], bool(kw.get("digests")))
+        kw["group_size"] = group = groups.make(world, kw.get("group_size"))
+        ndata, block, meta = agree(world, _read_block, world if group is None else group, path,
+                                   label, keys, kw["max_memory_per_rank"], bool(kw.get("digests")))
         store = cls.from_samples(world, block, ndata, meta=meta, progress=True, **kw)
         del block
         _trim_heap()
@@ -154,7 +172,7 @@ class ShardStore:
         store.meta["bytes_read_all_ranks"] = int(total_read)
         rep = store.memory_report()
         get_logger(0 if world is None else world.rank).info(
-            f"loaded {path} [{label}]: {ndata} samples on {_size(world)} ranks in "
+            f"loaded {path} [{label}]: {ndata} samples on {_size(world)} ranks{_groups(group)} in "
             f"{store.meta['load_s']:.2f} s; read {_mib(meta['bytes_read'])} on rank 0, "
             f"{_mib(total_read)} on all ranks; store {_mib(rep['records_bytes'])} + index "
             f"{_mib(rep['index_bytes'])} on rank 0")
@@ -187,6 +205,8 @@ class ShardStore:
             self.window.Free()
             self.window = None
             self.buffer = np.empty(0, dtype=np.uint8)
+        if self.group is not None:
+            self.group.close()
 
 
 def _trim_heap() -> None:
@@ -207,6 +227,12 @@ def _trim_heap() -> None:
 
 def _size(world) -> int:
     return 1 if world is None else world.size
+
+
+def _groups(group) -> str:
+    if group is None or group.count == 1:
+        return ""
+    return f" ({group.count} replica groups of {group.size})"
 
 
 def _mib(n: int) -> str:
