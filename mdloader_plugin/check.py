@@ -6,7 +6,9 @@ deterministic, so this reproduces the record only if fetch and decode were exact
 digest with the owner's digest of that sample id; backends are compared with each other step by
 step. Across ranks, the ids served in an epoch must cover the data set exactly once (``drop_last``:
 at most once, ``P * floor(N / P)`` in all) or, with padding, every sample at least once and
-``P * ceil(N / P)`` in all.
+``P * ceil(N / P)`` in all. With replica groups (:mod:`.groups`) the same holds for every group
+size, and ``mdloader check --group-size 1,2,4`` compares the batches of the group sizes with each
+other (``served``) and reports the bytes that crossed a node (``traffic``).
 """
 
 from __future__ import annotations
@@ -40,8 +42,12 @@ def _digest(rec: np.ndarray) -> int:
 
 def run_check(store, backends: list[str], *, batch_size: int, epochs: int, seed: int,
               shuffle: bool = True, drop_last: bool = False, prefetch: int = 2,
-              progress=None) -> tuple[Mismatch | None, int]:
-    """Collective. Returns (first mismatch on this rank or None, number of batches checked)."""
+              progress=None, served: dict | None = None,
+              traffic: dict | None = None) -> tuple[Mismatch | None, int]:
+    """Collective. Returns (first mismatch on this rank or None, number of batches checked).
+
+    `served`, if given, receives this rank's per-step digests under ``(epoch, backend)``;
+    `traffic` adds up the bytes the backends received on and off this rank's node."""
     from .loader import MDLoader
 
     world = store.world
@@ -62,11 +68,25 @@ def run_check(store, backends: list[str], *, batch_size: int, epochs: int, seed:
                     progress(epoch, name)
                 first = first or _compare(store, loader, epoch, rank, got, ref, name)
                 ref = ref if ref is not None else got
+                if served is not None:
+                    served[(epoch, name)] = got
             first = first or _exactly_once(store, loaders[backends[0]], epoch, rank)
     finally:
         for loader in loaders.values():
+            for k, v in loader.traffic().items():
+                if traffic is not None:
+                    traffic[k] = traffic.get(k, 0) + v
             loader.close()
     return first, checked
+
+
+def compare_served(ref: dict, got: dict, rank: int, what: str) -> Mismatch | None:
+    """The first step whose digests differ between two ``served`` records (same keys)."""
+    for (epoch, name), steps in ref.items():
+        for step, (a, b) in enumerate(zip(steps, got[(epoch, name)])):
+            if not np.array_equal(a, b):
+                return Mismatch(epoch, step, rank, -1, f"backend {name}: {what}")
+    return None
 
 
 def _compare(store, loader, epoch, rank, got, ref, name) -> Mismatch | None:

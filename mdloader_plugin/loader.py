@@ -178,6 +178,8 @@ class MDLoader:
         self.log = get_logger(self.rank)
         self._device = DeviceStage(device, pin_memory, self.log)
         self._comm = world.comm.Dup() if self.size > 1 else None
+        self.group = store.group  # backends work inside it (mdloader_plugin.groups)
+        self._group_comm = self.group.comm.Dup() if self.group and self.group.size > 1 else None
         if self.size > 1:
             self._check_threads()
         self._backends = self._make_backends(backend, progress)
@@ -211,7 +213,7 @@ class MDLoader:
 
     def _make_backends(self, backend: str, progress) -> dict:
         names = list(BACKENDS) if backend == "auto" else [backend]
-        view = _CommView(self.world, self._comm) if self.size > 1 else None
+        view = _CommView(self.group, self._group_comm) if self._group_comm is not None else None
         out = {}
         for n in names:
             cls = get_backend(n)
@@ -314,6 +316,15 @@ class MDLoader:
             self._producer.join()
             self._producer = None
 
+    def traffic(self) -> dict:
+        """Bytes this rank has received from other ranks, on its node and off it (backends
+        still open; :meth:`~mdloader_plugin.backends.base.Backend._count`)."""
+        out = {"on_node": 0, "off_node": 0}
+        for b in self._backends.values():
+            for k in out:
+                out[k] += b.traffic[k]
+        return out
+
     def close(self) -> None:
         """Stop the producer and free MPI resources (collective: call on every rank)."""
         self._finish_producer()
@@ -323,9 +334,10 @@ class MDLoader:
         for b in self._backends.values():
             b.close()
         self._backends = {}
-        if self._comm is not None:
-            self._comm.Free()
-            self._comm = None
+        for comm in (self._comm, self._group_comm):
+            if comm is not None:
+                comm.Free()
+        self._comm = self._group_comm = None
 
     def __enter__(self) -> "MDLoader":
         return self
@@ -344,10 +356,11 @@ class MDLoader:
             self._watchdog = FetchWatchdog(self._fetch_timeout, lambda: self.world.comm.Abort(3),
                                            self.rank)
 
-        def waiting_for():
+        def waiting_for():  # world ranks of this rank's group
+            g = self.group
             if backend.name == "collective":
-                return [r for r in range(self.size) if r != self.rank]
-            owners = np.unique(self.store.owner_of(plan[self.rank]))
+                return [r for r in g.world_ranks(range(g.size)).tolist() if r != self.rank]
+            owners = g.world_ranks(np.unique(self.store.owner_of(plan[self.rank])))
             return owners[owners != self.rank].tolist()
 
         self._watchdog.arm(epoch, step, backend.name, waiting_for)
@@ -521,7 +534,7 @@ class _Producer:
             backend = ld._backend_for_step(stats)
             t0 = time.perf_counter()
             ld._arm_watchdog(epoch, step, backend, plan)
-            fetched = backend.fetch(plan)
+            fetched = backend.fetch(plan if ld.group is None else ld.group.rows(plan))
             ld._disarm_watchdog()
             t1 = time.perf_counter()
             stats.fetch_s += t1 - t0
@@ -640,8 +653,9 @@ def _choose_initial(loader: MDLoader, profile) -> dict:
     # a rank gets fewer than batch_size samples a step when the data set is small: the model is
     # told what a step really carries
     per_step = max(1, min(loader.batch_size, loader.sampler_core.per_rank))
-    dec = choose_initial(loader.size, loader.world.local_size if loader.world else 1,
-                         per_step, loader.store.nbytes, prof)
+    g = loader.group  # the backends' world is the replica group (W ranks, W = P without groups)
+    dec = choose_initial(g.size if g else 1, g.local_size if g else 1, per_step,
+                         loader.store.nbytes, prof)
     return {"backend": dec.backend, "reason": dec.reason, "predicted_s": dict(dec.predicted_s),
             "decision": dec, "profile": prof}
 

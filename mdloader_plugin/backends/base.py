@@ -72,6 +72,8 @@ class Backend:
         self.world = world
         self.rank = 0 if world is None else world.rank
         self.size = 1 if world is None else world.size
+        # bytes this rank received from other ranks, split by whether they crossed a node
+        self.traffic = {"on_node": 0, "off_node": 0}
 
     def fetch(self, plan: np.ndarray) -> Fetched:
         if plan.ndim != 2 or plan.shape[0] != self.size:
@@ -80,6 +82,16 @@ class Backend:
 
     def _fetch(self, plan: np.ndarray) -> Fetched:
         raise NotImplementedError
+
+    def _count(self, from_rank: np.ndarray) -> None:
+        """Add ``from_rank[r]`` bytes received from each rank ``r`` to :attr:`traffic`."""
+        if self.world is None:
+            return
+        from_rank = np.asarray(from_rank, dtype=np.int64).copy()
+        from_rank[self.rank] = 0
+        off = self.world.node_of != self.world.node_of[self.rank]
+        self.traffic["off_node"] += int(from_rank[off].sum())
+        self.traffic["on_node"] += int(from_rank[~off].sum())
 
     def set_active(self, active: bool) -> None:
         """Whether this backend serves the coming steps (``auto`` keeps both backends while it

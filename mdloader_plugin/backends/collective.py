@@ -75,6 +75,7 @@ class CollectiveBackend(Backend):
             return Fetched(ids, out, dst, nb)
         recvcounts = np.bincount(owners, weights=nb, minlength=self.size).astype(np.int64)
         sendbuf, sendcounts = self._pack(plan)
+        self._count(recvcounts)
         MPI = self._MPI
         self.comm.Alltoallv(
             [sendbuf, (sendcounts, exclusive_cumsum(sendcounts)), MPI.BYTE],

@@ -92,6 +92,7 @@ class OneSidedBackend(Backend):
         gather_local(st.buffer, src[mine], nb[mine], out, dst[mine])
         if self.size > 1 and not mine.all():
             self._get_remote(out, owners, order, src, nb, dst)
+            self._count(np.bincount(owners, weights=nb, minlength=self.size))
         return Fetched(ids, out, dst, nb)
 
     def _get_remote(self, out, owners, order, src, nb, dst) -> None:

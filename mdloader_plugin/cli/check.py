@@ -10,6 +10,7 @@ EPILOG = """\
 examples:
   mpiexec -n 3 mdloader check data/mols.bp --batch-size 7 --epochs 2
   mpiexec -n 4 mdloader check data/oc20.bp --batch-size 32 --backends onesided,collective --drop-last
+  mpiexec -n 4 mdloader check data/mols.bp --group-size 1,2,4   # replica groups: same batches
 
 On success the last line is
   check ok: P ranks, E epochs, N samples, backends onesided,collective,auto
@@ -33,6 +34,10 @@ def register(sub) -> None:
     p.add_argument("--max-memory-per-rank", default=None, metavar="SIZE",
                    help="stop before loading if a rank's store would exceed SIZE (bytes or e.g. "
                         "4GiB); the error says how many ranks would fit")
+    p.add_argument("--group-size", "--width", default=None, metavar="W[,W...]",
+                   help="replica group sizes to check one after the other (e.g. 1,2,4; 'all' = "
+                        "one group of every rank, the default); each must serve the same bytes "
+                        "as the first, and the bytes that crossed a node are reported")
     p.set_defaults(func=run)
 
 
@@ -59,33 +64,75 @@ def validate(args) -> list[str]:
     from ..budget import parse_bytes
 
     parse_bytes(args.max_memory_per_rank, "--max-memory-per-rank")
+    parse_group_sizes(args.group_size)
     return parse_backends(args.backends)
 
 
+def parse_group_sizes(text) -> list:
+    """``--group-size 1,2,all`` -> [1, 2, None] (None: all ranks); no option -> [None]."""
+    from ..groups import parse
+
+    if text is None:
+        return [None]
+    sizes = [parse(t, "--group-size") for t in str(text).split(",") if t.strip()]
+    if not sizes or "auto" in sizes:
+        raise ConfigError(f"--group-size: list sizes to check, e.g. 1,2,4 (got {text!r}); "
+                          "`mdloader estimate --group-size auto` shows what auto would pick")
+    return sizes
+
+
 def run(args) -> int:
-    from ..check import run_check
+    from ..check import compare_served
     from ..log import get_logger
-    from ..store import ShardStore
     from ..world import World, abort_on_error, agree
 
     world = World.detect()
     log = get_logger(world.rank)
     with abort_on_error(world.comm):
         backends = agree(world, validate, args)  # the same on every rank: rank 0 says it once
-        store = ShardStore.from_file(world, args.data, label=args.label, digests=True,
-                                     max_memory_per_rank=args.max_memory_per_rank)
-        first, checked = run_check(
-            store, backends, batch_size=args.batch_size, epochs=args.epochs, seed=args.seed,
-            shuffle=not args.no_shuffle, drop_last=args.drop_last, prefetch=args.prefetch,
-            progress=lambda e, b: log.info(f"checked epoch {e} with {b}"))
-        firsts = world.comm.allgather(None if first is None else str(first))
-        store.close()
+        sizes = parse_group_sizes(args.group_size)
+        ref, lines = None, []
+        for w in sizes:
+            first, served, traffic, store = _check_one(world, args, backends, w, log)
+            if first is None and ref is not None:
+                first = compare_served(ref, served, world.rank, f"group_size {w or world.size} "
+                                       f"served other bytes than group_size {sizes[0] or world.size}")
+            ref = ref if ref is not None else served
+            firsts = world.comm.allgather(None if first is None else str(first))
+            moved = {k: world.comm.allreduce(v) for k, v in traffic.items()}
+            lines.append(f"group_size {w or world.size}: {moved['off_node']} bytes crossed a "
+                         f"node, {moved['on_node']} stayed on one (all ranks, all backends)")
+            if any(f is not None for f in firsts):
+                break
     bad = [f for f in firsts if f is not None]
     if bad:
         if world.rank == 0:
             print(f"check FAILED: {bad[0]}", flush=True)
         return 1
     if world.rank == 0:
+        extra = ""
+        if args.group_size is not None:
+            print("\n".join(lines), flush=True)
+            extra = ", group sizes " + ",".join(str(w or world.size) for w in sizes)
         print(f"check ok: {world.size} ranks, {args.epochs} epochs, {store.num_samples} samples, "
-              f"backends {','.join(backends)}", flush=True)
+              f"backends {','.join(backends)}{extra}", flush=True)
     return 0
+
+
+def _check_one(world, args, backends, group_size, log):
+    """Collective: load the store with `group_size`, check it, close it."""
+    from ..check import run_check
+    from ..store import ShardStore
+
+    store = ShardStore.from_file(world, args.data, label=args.label, digests=True,
+                                 max_memory_per_rank=args.max_memory_per_rank,
+                                 group_size=group_size)
+    served, traffic = {}, {}
+    w = "" if group_size is None else f" (group_size {group_size})"
+    first, _ = run_check(
+        store, backends, batch_size=args.batch_size, epochs=args.epochs, seed=args.seed,
+        shuffle=not args.no_shuffle, drop_last=args.drop_last, prefetch=args.prefetch,
+        progress=lambda e, b: log.info(f"checked epoch {e} with {b}{w}"), served=served,
+        traffic=traffic)
+    store.close()
+    return first, served, traffic, store

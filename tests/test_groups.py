@@ -1,0 +1,112 @@
+"""Replica groups: layout rules, and on real ranks the same bytes for every group size."""
+
+import re
+
+import numpy as np
+import pytest
+
+from mdloader_plugin import groups
+from mdloader_plugin.errors import ConfigError
+from mdloader_plugin.sources import synth
+from mdloader_plugin.sources.adios import write_graphs
+from mpirun import mdloader
+
+
+def nodes(*per_node):
+    return np.repeat(np.arange(len(per_node)), per_node)
+
+
+@pytest.mark.parametrize("node_of,valid", [
+    (nodes(4), [1, 2, 4]),
+    (nodes(4, 4), [1, 2, 4, 8]),
+    (nodes(6, 6), [1, 2, 3, 6, 12]),
+    (nodes(2, 2, 2, 2), [1, 2, 4, 8]),
+    (nodes(3, 1), [1, 4]),                       # uneven nodes: inside one, or all
+    (np.array([0, 1, 0, 1]), [1, 4]),            # round-robin placement
+])
+def test_valid_sizes_divide_p_and_follow_nodes(node_of, valid):
+    assert groups.valid_sizes(node_of) == valid
+
+
+@pytest.mark.parametrize("w,words", [
+    (3, "group_size 3 does not divide the 8 ranks; with 4 ranks a node choose one of 1, 2, 4, 8"),
+    (6, "group_size 6 would split a node across groups; with 4 ranks a node choose one of 1, 2, "
+        "4, 12"),
+])
+def test_bad_size_names_valid_values(w, words):
+    node_of = nodes(4, 4) if w == 3 else nodes(4, 4, 4)
+    with pytest.raises(ConfigError) as exc:
+        groups.check_size(w, node_of)
+    assert words in str(exc.value)
+
+
+def test_unaligned_size_says_why():
+    with pytest.raises(ConfigError, match="would split a node across groups"):
+        groups.check_size(2, np.array([0, 1, 0, 1]))
+
+
+@pytest.mark.parametrize("value,parsed", [
+    (None, None), ("all", None), (0, None), ("auto", "auto"), ("AUTO", "auto"), (4, 4), ("8", 8),
+])
+def test_parse(value, parsed):
+    assert groups.parse(value) == parsed
+
+
+@pytest.mark.parametrize("value", [-2, "two", 2.5, True])
+def test_parse_rejects(value):
+    with pytest.raises(ConfigError, match="group_size"):
+        groups.parse(value)
+
+
+def test_width_is_an_alias_and_disagreement_is_an_error():
+    assert groups.from_options({"width": 4}) == 4
+    assert groups.from_options({"group_size": "auto", "width": None}) == "auto"
+    with pytest.raises(ConfigError, match="disagree"):
+        groups.from_options({"group_size": 2, "width": 4})
+
+
+def test_rows_of_the_plan():
+    g = groups.Group(None, 1, 2, np.zeros(2, int), index=1, count=2, world_size=4, owned=False)
+    plan = np.arange(12).reshape(4, 3)
+    assert g.rows(plan).tolist() == [[6, 7, 8], [9, 10, 11]]
+    assert g.world_ranks([0, 1]).tolist() == [2, 3]
+
+
+@pytest.fixture(scope="module")
+def mols(tmp_path_factory):
+    path = tmp_path_factory.mktemp("groups") / "m.bp"
+    write_graphs(path, {"trainset": list(synth.generate("hydragnn", 11, 0, 103))})
+    return path
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_same_bytes_for_every_group_size_4_ranks(mols):
+    """W = 1, 2, 4 on 4 ranks: every backend's batches equal W = 1's byte for byte, exactly once;
+    with W < P fewer bytes move (one host here, so none cross a node)."""
+    r = mdloader(4, ["check", mols, "--batch-size", 5, "--epochs", 1, "--group-size", "1,2,4",
+                     "--backends", "onesided,collective"], timeout=400)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    out = r.stdout.strip().splitlines()
+    assert out[-1] == ("check ok: 4 ranks, 1 epochs, 103 samples, backends onesided,collective, "
+                       "group sizes 1,2,4")
+    moved = {}
+    for ln in out:
+        m = re.match(r"group_size (\d+): (\d+) bytes crossed a node, (\d+) stayed on one", ln)
+        if m:
+            moved[int(m[1])] = (int(m[2]), int(m[3]))
+    assert [moved[w][0] for w in (1, 2, 4)] == [0, 0, 0]  # one host
+    assert moved[1][1] == 0 < moved[2][1] < moved[4][1]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("size,words", [
+    ("3", "group_size 3 does not divide the 4 ranks; with 4 ranks a node choose one of 1, 2, 4"),
+    ("auto", "--group-size: list sizes to check"),
+])
+def test_bad_group_size_one_line_on_every_rank(mols, size, words):
+    r = mdloader(4, ["check", mols, "--batch-size", 4, "--group-size", size], timeout=120)
+    assert r.returncode != 0
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("mdloader: error:")]
+    assert len(lines) == 1 and words in lines[0], r.stderr[-2000:]
+    assert "Traceback" not in r.stderr
