@@ -110,3 +110,43 @@ def test_bad_group_size_one_line_on_every_rank(mols, size, words):
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("mdloader: error:")]
     assert len(lines) == 1 and words in lines[0], r.stderr[-2000:]
     assert "Traceback" not in r.stderr
+
+
+def _netns_skip() -> str | None:
+    import os
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("tc") is None:
+        return "needs root and iproute2 (network namespaces)"
+    if subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
+        return "`ip netns` is unavailable"
+    return None
+
+
+@pytest.mark.cluster
+@pytest.mark.mpi
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(_netns_skip() is not None, reason=_netns_skip() or "")
+def test_host_local_groups_send_nothing_across_hosts(mols):
+    """2 emulated hosts x 2 ranks: with W = 2 (ranks per host) no byte of any step crosses a
+    host, with either backend; W = 4 sends some across; both serve the same bytes."""
+    import os
+    import sys
+
+    from mdloader_plugin.cluster import Cluster
+    from mpirun import ROOT
+
+    with Cluster.up(hosts=2, ranks_per_host=2, rate="1gbit",
+                    name=f"g{os.getpid() % 100000:05d}") as cl:
+        res = cl.run([sys.executable, "-m", "mpi4py", "-m", "mdloader_plugin", "check", str(mols),
+                      "--batch-size", "6", "--group-size", "2,4",
+                      "--backends", "onesided,collective"],
+                     timeout=600, capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    out = res.stdout.strip().splitlines()
+    assert out[-1].startswith("check ok: 4 ranks") and out[-1].endswith("group sizes 2,4")
+    crossed = {int(m[1]): int(m[2]) for m in
+               (re.match(r"group_size (\d+): (\d+) bytes crossed a node", ln) for ln in out) if m}
+    assert crossed[2] == 0 < crossed[4]
