@@ -72,14 +72,40 @@ def _row_bytes(k) -> int:
     return int(np.prod(dims, dtype=np.int64)) * k.dtype.itemsize
 
 
-def predict_block(f, info, keys, start: int, stop: int) -> int:
-    """Exact bytes of the records of samples ``start..stop-1`` (reads only the count arrays)."""
-    total = (stop - start) * header_bytes(info, keys)
+def record_sizes(f, info, keys, start: int, stop: int) -> np.ndarray:
+    """Exact record size of each of samples ``start..stop-1`` (reads only the count arrays)."""
+    sizes = np.full(stop - start, header_bytes(info, keys), dtype=np.int64)
     for key in keys:
         cnt, _ = f.read_extents(info.label, key, start, stop)
-        payload = cnt * _row_bytes(info.keys[key])
-        total += int(((payload + 7) // 8 * 8).sum())
-    return total
+        sizes += (cnt * _row_bytes(info.keys[key]) + 7) // 8 * 8
+    return sizes
+
+
+def predict_block(f, info, keys, start: int, stop: int) -> int:
+    """Exact bytes of the records of samples ``start..stop-1`` (reads only the count arrays)."""
+    return int(record_sizes(f, info, keys, start, stop).sum())
+
+
+def per_rank_bytes(sizes: np.ndarray, shards: int, digests: bool = False) -> int:
+    """The store's size on its fullest rank when records of `sizes` (every sample, in id order)
+    are sharded over `shards` ranks as the store does (``block_bounds``): records + index."""
+    from .store import block_bounds
+
+    cum = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))])
+    b = block_bounds(len(sizes), shards)
+    return int((cum[b[1:]] - cum[b[:-1]]).max()) + index_bytes(len(sizes), digests)
+
+
+def fewest_ranks(sizes: np.ndarray, budget: int, digests: bool = False) -> int | None:
+    """Fewest ranks over which the store of `sizes` fits `budget` a rank (None: the index
+    alone does not fit)."""
+    room = budget - index_bytes(len(sizes), digests)
+    if room <= 0 or int(np.max(sizes)) > room:
+        return None
+    n = max(1, -(-int(np.sum(sizes)) // room))
+    while per_rank_bytes(sizes, n, digests) > budget:  # uneven records: a few more at most
+        n += 1
+    return n
 
 
 def predict_total(info, keys) -> int:

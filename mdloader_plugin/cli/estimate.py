@@ -1,4 +1,9 @@
-"""``mdloader estimate``: predicted per-step time of each backend, and the choice."""
+"""``mdloader estimate``: predicted per-step time of each backend, and the choice.
+
+With ``--group-size auto|N`` it also weighs replica groups (:mod:`mdloader_plugin.groups`):
+memory a rank from ``--num-samples`` and the mean record size (the runtime uses the exact
+sizes), the budget from ``--max-memory-per-rank`` or the profile's node memory (``local``: this
+machine's) with the estimator's safety share, every (backend, W) and the one auto would pick."""
 
 from __future__ import annotations
 
@@ -12,8 +17,9 @@ def register(sub) -> None:
         description="Evaluate the cost model of every backend for a job (ranks, batch size, "
                     "record sizes) on a machine profile and print the predicted seconds per "
                     "step and the backend `backend: auto` would start with.",
-        epilog="example: mdloader estimate --profile perlmutter --ranks 2048 --batch-size 32 "
-               "--sample-bytes 12000 --json",
+        epilog="examples:\n  mdloader estimate --profile perlmutter --ranks 2048 --batch-size 32 "
+               "--sample-bytes 12000 --json\n  mdloader estimate --profile frontier --ranks 1024 "
+               "--batch-size 32 --sample-bytes 30000 --num-samples 2000000 --group-size auto",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profile", default=None,
                    help="shipped profile name (perlmutter, frontier, local) or a .json written "
@@ -25,6 +31,14 @@ def register(sub) -> None:
                    help="standard deviation of record sizes in bytes (default: 0)")
     p.add_argument("--ranks-per-node", type=int, default=None,
                    help="ranks sharing a node (default: the profile's, else 1)")
+    p.add_argument("--group-size", "--width", default=None, metavar="auto|W",
+                   help="replica groups: weigh every valid W (auto) or W against all ranks; "
+                        "needs --num-samples")
+    p.add_argument("--num-samples", type=int, default=None,
+                   help="samples in the data set (memory a rank for --group-size)")
+    p.add_argument("--max-memory-per-rank", default=None, metavar="SIZE",
+                   help="budget for --group-size (default: the profile's node memory, or this "
+                        "machine's, times the safety share, over the ranks of a node)")
     p.add_argument("--json", action="store_true",
                    help='print only {"choice": ..., "predicted_s": {backend: seconds}}')
     p.set_defaults(func=run)
@@ -39,6 +53,40 @@ def _decide(args):
     return prof, w, choose(w, prof)
 
 
+def _layout(args, prof, rpn):
+    """(LayoutDecision, sizes weighed) for --group-size, from mean record sizes."""
+    import numpy as np
+
+    from .. import groups
+    from ..budget import fewest_ranks, human, parse_bytes
+    from ..errors import ConfigError
+    from ..estimator.layout import SHARE, choose_layout, detect_budget
+
+    want = groups.parse(args.group_size, "--group-size")
+    if not args.num_samples or args.num_samples <= 0:
+        raise ConfigError("--group-size needs --num-samples (samples in the data set) to size "
+                          "the memory a rank")
+    node_of = np.arange(args.ranks) // max(1, rpn)
+    if want not in (None, "auto"):
+        groups.check_size(want, node_of)
+    sizes = [w for w in groups.valid_sizes(node_of)
+             if want == "auto" or w in (want or args.ranks, args.ranks)]
+    n, mu = args.num_samples, args.sample_bytes
+    budget = parse_bytes(args.max_memory_per_rank, "--max-memory-per-rank")
+    source = "--max-memory-per-rank"
+    node_mem = prof.provenance.get("node_memory_bytes")
+    if budget is None and node_mem:
+        budget = int(float(node_mem) * SHARE / rpn)
+        source = f"{SHARE:.0%} of the {prof.name} node's {human(float(node_mem))} over {rpn} ranks"
+    elif budget is None:
+        budget, source = detect_budget(rpn)
+    mean_sizes = np.full(n, mu)
+    dec = choose_layout(sizes, rpn, args.batch_size, mu, args.sample_std,
+                        lambda w: int(-(-n // w) * mu) + 16 * n, budget, source, prof,
+                        fewest=lambda: fewest_ranks(mean_sizes, budget) if budget else None)
+    return dec
+
+
 def run(args) -> int:
     from ..estimator import get_model
     from ..world import World, _world_size_env, agree
@@ -47,8 +95,11 @@ def run(args) -> int:
     world = World.detect() if _world_size_env() > 1 else None
 
     prof, w, d = agree(world, _decide, args)
+    lay = None if args.group_size is None else agree(world, _layout, args, prof, w.rpn)
     if world is not None and world.rank != 0:
         return 0
+    if lay is not None:
+        return _print_layout(args, lay)
     if args.json:
         print(json.dumps({"choice": d.backend, "predicted_s": d.predicted_s}))
         return 0
@@ -60,4 +111,25 @@ def run(args) -> int:
                         sorted(terms.items(), key=lambda kv: -kv[1])[:3])
         print(f"  {name:<11s} {seconds * 1e3:9.3f} ms/step   (largest terms, us: {top})")
     print(f"choice: {d.backend} ({d.reason})")
+    return 0
+
+
+def _print_layout(args, lay) -> int:
+    from ..budget import human
+
+    if args.json:
+        print(json.dumps({"choice": lay.backend, "group_size": lay.group_size,
+                          "budget_bytes": lay.budget, "candidates": [
+                              {"backend": c.backend, "group_size": c.group_size,
+                               "predicted_s": c.predicted_s, "memory_bytes": c.memory_bytes,
+                               "fits": c.fits} for c in lay.candidates]}))
+        return 0
+    print(f"P={args.ranks} ranks, B={args.batch_size}, {args.num_samples} samples of "
+          f"{args.sample_bytes:.0f} B; budget {human(lay.budget) if lay.budget else 'none'} a "
+          f"rank ({lay.budget_source})")
+    print(f"  {'W':>6s} {'backend':<11s} {'ms/step':>10s} {'memory a rank':>14s}  fits")
+    for c in lay.candidates:
+        print(f"  {c.group_size:6d} {c.backend:<11s} {c.predicted_s * 1e3:10.3f} "
+              f"{human(c.memory_bytes):>14s}  {'yes' if c.fits else 'no'}")
+    print(f"choice: {lay.backend}, group_size {lay.group_size} ({lay.reason})")
     return 0

@@ -1,0 +1,157 @@
+"""Choosing the replica group size together with the backend: (backend, W) from cost and memory.
+
+A group of ``W`` ranks holds the whole data set, so a rank holds ``N / W`` records plus the index
+(``memory_of(W)``: the store's own sizing, exact when the record sizes are known) and fetches
+only inside its group: the step is the backend's cost model evaluated for a job of ``W`` ranks
+(``Workload(W, B, mu, sigma, min(R, W))``; groups are node-aligned, so a group of ``W <= R``
+ranks is one node). Every valid ``W`` (:func:`~mdloader_plugin.groups.valid_sizes`) and every
+backend is a candidate; :func:`choose_layout` keeps those whose memory fits the budget and
+picks the fastest predicted step (a tie goes to the larger ``W``: less memory for the same
+speed). Each candidate and the verdict are logged (``MDLOADER-LAYOUT`` lines).
+
+The budget is ``max_memory_per_rank`` when given, else :func:`detect_budget`: ``SHARE`` (half)
+of the memory the node can still hand out (the smaller of ``MemAvailable`` in ``/proc/meminfo``
+and the cgroup's limit minus its usage), divided by the ranks on the node; the other half is
+left to the model, the batches and the framework. A budget no ``W`` fits is an error naming the
+fewest ranks that would fit.
+
+The online backend check (:mod:`.choose`) still runs inside the chosen ``W``: the loader's
+initial choice is :func:`~.choose.choose_initial` for ``W`` ranks, the same model as here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..budget import human
+from ..errors import MemoryBudgetError
+from .models import MODELS, Workload, predict
+from .profile import Profile, get_profile
+
+SHARE = 0.5  # of the node's available memory, split over its ranks, for the store
+
+
+@dataclass(frozen=True)
+class Candidate:
+    backend: str
+    group_size: int
+    predicted_s: float
+    memory_bytes: int
+    fits: bool
+
+    def log_line(self) -> str:
+        return (f"MDLOADER-LAYOUT candidate backend={self.backend} group_size={self.group_size} "
+                f"predicted_s={self.predicted_s:.3e} memory_per_rank={human(self.memory_bytes)} "
+                f"fits={'yes' if self.fits else 'no'}")
+
+
+@dataclass(frozen=True)
+class LayoutDecision:
+    """The chosen (backend, W), every candidate, and the budget they were held to."""
+
+    backend: str
+    group_size: int
+    candidates: tuple[Candidate, ...]
+    budget: int | None
+    budget_source: str
+    reason: str
+
+    def log_lines(self) -> list[str]:
+        return [c.log_line() for c in self.candidates] + [
+            f"MDLOADER-LAYOUT backend={self.backend} group_size={self.group_size} "
+            f'budget={human(self.budget) if self.budget else "none"} reason="{self.reason}"']
+
+
+def choose_layout(sizes: Sequence[int], ranks_per_node: int, batch_size: int, mean_bytes: float,
+                  std_bytes: float, memory_of: Callable[[int], int], budget: int | None,
+                  budget_source: str = "max_memory_per_rank",
+                  profile: "Profile | str | None" = None,
+                  backends: Sequence[str] | None = None,
+                  fewest: Callable[[], int | None] | None = None) -> LayoutDecision:
+    """The fastest (backend, W) whose store fits `budget` among group sizes `sizes`."""
+    prof = get_profile(profile)
+    names = sorted(backends or MODELS)
+    cands = []
+    for w in sorted(sizes):
+        mem = int(memory_of(w))
+        work = Workload(w, batch_size, mean_bytes, std_bytes, ranks_per_node)
+        for name in names:
+            cands.append(Candidate(name, w, predict(name, work, prof.params), mem,
+                                   budget is None or mem <= budget))
+    fitting = [c for c in cands if c.fits]
+    if not fitting:
+        raise MemoryBudgetError(_no_fit(cands, budget, budget_source, fewest))
+    best = min(fitting, key=lambda c: (c.predicted_s, -c.group_size, c.backend))
+    return LayoutDecision(best.backend, best.group_size, tuple(cands), budget, budget_source,
+                          _reason(best, cands, prof.name))
+
+
+def _reason(best: Candidate, cands: list[Candidate], prof: str) -> str:
+    full = max(c.group_size for c in cands)
+    at_p = min((c for c in cands if c.group_size == full), key=lambda c: c.predicted_s)
+    tight = sorted({c.group_size for c in cands if not c.fits})
+    why = f"fastest that fits ({prof} model): {best.predicted_s * 1e3:.3f} ms/step"
+    if best.group_size != full:
+        why += (f", {at_p.predicted_s / best.predicted_s:.2f}x faster than W={full} "
+                f"({at_p.backend})")
+    if tight:
+        why += f"; over the budget: W={','.join(map(str, tight))}"
+    return why + f"; {human(best.memory_bytes)} a rank"
+
+
+def _no_fit(cands, budget, source, fewest) -> str:
+    full = max(cands, key=lambda c: c.group_size)
+    msg = (f"the memory budget {human(budget)} a rank ({source}) fits no group size: even "
+           f"W={full.group_size} (all ranks) needs {human(full.memory_bytes)} a rank")
+    need = fewest() if fewest else None
+    if need is None:
+        return msg + "; the index alone exceeds it: raise the budget"
+    return msg + f"; run with at least {need} ranks or raise max_memory_per_rank"
+
+
+def detect_budget(ranks_on_node: int) -> tuple[int | None, str]:
+    """``SHARE`` of this node's available memory per rank, and how it was found (None where
+    nothing could be read)."""
+    found = []
+    avail = _meminfo_available()
+    if avail:
+        found.append((avail, "MemAvailable in /proc/meminfo"))
+    cg = _cgroup_room()
+    if cg:
+        found.append((cg, "the cgroup's memory limit minus its usage"))
+    if not found:
+        return None, "no budget: the node's available memory could not be read"
+    room, src = min(found)
+    per_rank = int(room * SHARE / max(1, ranks_on_node))
+    return per_rank, (f"{SHARE:.0%} of {human(room)} free on the node ({src}) over "
+                      f"{ranks_on_node} ranks")
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_room() -> int | None:
+    """cgroup v2 ``memory.max - memory.current`` (v1: limit - usage), None if unlimited."""
+    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            with open(limit) as f:
+                lim = f.read().strip()
+            with open(usage) as f:
+                used = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if lim == "max" or int(lim) >= 1 << 60:
+            return None
+        return max(0, int(lim) - used)
+    return None

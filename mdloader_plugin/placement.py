@@ -1,0 +1,88 @@
+"""Where the data set lives: resolve ``group_size`` (``auto`` asks the estimator), then load.
+
+:func:`open_store` is what the integrations and the CLI call instead of
+:meth:`ShardStore.from_file <mdloader_plugin.store.ShardStore.from_file>` when the group size may
+be ``auto``. ``auto`` needs the record sizes before any data is read: rank 0 reads them from the
+file's count arrays (:func:`~mdloader_plugin.budget.record_sizes`, 16 bytes a sample a key), every
+rank detects its node's budget (the smallest wins), rank 0 runs
+:func:`~mdloader_plugin.estimator.layout.choose_layout` and logs every candidate, and the chosen
+``W`` is broadcast; then every rank reads its block of ``W``. An explicit ``W`` (or none: all
+ranks) skips all of that.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import groups
+
+
+def open_store(world, path: str, label: str = "trainset", *, group_size=None,
+               batch_size: int | None = None, backend: str = "auto", profile=None,
+               max_memory_per_rank=None, keys=None, digests: bool = False):
+    """Collective. The :class:`~mdloader_plugin.store.ShardStore` of ``path[label]`` with
+    `group_size` ``None``/``"all"`` (all ranks), an int, or ``"auto"`` (needs `batch_size`)."""
+    from .budget import parse_bytes
+    from .store import ShardStore
+    from .world import agree
+
+    w = agree(world, groups.parse, group_size)
+    if w == "auto":
+        budget = agree(world, parse_bytes, max_memory_per_rank)
+        w = choose_group_size(world, path, label, keys, batch_size, backend, profile, budget,
+                              digests).group_size
+    return ShardStore.from_file(world, path, label, keys, group_size=w, digests=digests,
+                                max_memory_per_rank=max_memory_per_rank)
+
+
+def choose_group_size(world, path, label, keys, batch_size, backend, profile, budget,
+                      digests=False):
+    """Collective. The estimator's (backend, W) for this file and job, the same on every rank."""
+    from .estimator.layout import detect_budget
+    from .log import get_logger
+    from .world import agree
+
+    source = "max_memory_per_rank"
+    if budget is None:
+        found = [detect_budget(world.local_size if world is not None else 1)]
+        if world is not None and world.size > 1:  # the tightest node decides, for everyone
+            found = world.comm.allgather(found[0])
+        known = [b for b in found if b[0] is not None]
+        budget, source = min(known) if known else found[0]
+
+    def decide():
+        if world is not None and world.rank != 0:
+            return None
+        return _decide(world, path, label, keys, batch_size, backend, profile, budget, source,
+                       digests)
+
+    dec = agree(world, decide)
+    if world is not None and world.size > 1:
+        dec = world.comm.bcast(dec, root=0)
+    if world is None or world.rank == 0:
+        log = get_logger(0)
+        for line in dec.log_lines():
+            log.info(line)
+    return dec
+
+
+def _decide(world, path, label, keys, batch_size, backend, profile, budget, source, digests):
+    from . import budget as mem
+    from .errors import ConfigError
+    from .estimator.layout import choose_layout
+    from .sources.adios import GraphFile
+
+    if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+        raise ConfigError(f"group_size auto needs the batch size (samples per rank per step), "
+                          f"got {batch_size!r}")
+    with GraphFile(path) as f:
+        info = f.info(label)
+        names = list(info.keys) if keys is None else [k for k in keys if k in info.keys]
+        sizes = mem.record_sizes(f, info, names, 0, info.ndata)
+    node_of = np.zeros(1, dtype=np.int64) if world is None else world.node_of
+    rpn = int(np.bincount(node_of).max())
+    return choose_layout(
+        groups.valid_sizes(node_of), rpn, int(batch_size), float(sizes.mean()),
+        float(sizes.std()), lambda w: mem.per_rank_bytes(sizes, w, digests), budget, source,
+        profile, None if backend == "auto" else [backend],
+        fewest=lambda: None if budget is None else mem.fewest_ranks(sizes, budget, digests))

@@ -1,0 +1,25 @@
+"""group_size auto on real ranks: ``group_auto.py FILE BATCH BUDGET`` prints the chosen W, the
+store's real memory a rank and the estimator's sizing of it, then one epoch's digest."""
+
+import sys
+
+from mdloader_plugin import budget as mem
+from mdloader_plugin.loader import MDLoader
+from mdloader_plugin.placement import open_store
+from mdloader_plugin.world import World, abort_on_error
+
+path, batch, budget = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+world = World.detect()
+with abort_on_error(world.comm):
+    store = open_store(world, path, group_size="auto", batch_size=batch,
+                       max_memory_per_rank=None if budget == "none" else budget)
+    real = store.buffer.nbytes + mem.index_bytes(store.num_samples)
+    fullest = world.comm.allreduce(real, op=max)
+    predicted = mem.per_rank_bytes(store.nbytes, store.group.size)
+    with MDLoader(store, batch_size=batch, backend="auto", collate=len) as loader:
+        served = world.comm.allreduce(sum(loader))
+        backend = loader.backend_name
+    if world.rank == 0:
+        print(f"W={store.group.size} fullest={fullest} predicted={predicted} served={served} "
+              f"backend={backend}", flush=True)
+    store.close()

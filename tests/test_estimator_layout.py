@@ -1,0 +1,150 @@
+"""The estimator's choice of (backend, group size): memory, budget, candidates, errors."""
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from mdloader_plugin import budget as mem
+from mdloader_plugin.errors import MemoryBudgetError
+from mdloader_plugin.estimator import Workload, get_profile, predict
+from mdloader_plugin.estimator.layout import SHARE, choose_layout, detect_budget
+from mdloader_plugin.sources import synth
+from mdloader_plugin.sources.adios import write_graphs
+from mdloader_plugin.store import block_bounds
+from mpirun import mpirun
+
+SIZES = np.random.default_rng(0).integers(1000, 9000, size=1000)
+
+
+def choose(budget, **kw):
+    return choose_layout([1, 2, 4, 8], 4, 32, float(SIZES.mean()), float(SIZES.std()),
+                         lambda w: mem.per_rank_bytes(SIZES, w), budget, "test",
+                         "perlmutter", **kw)
+
+
+def test_per_rank_bytes_is_the_stores_own_sizing():
+    sizes = SIZES[:101]
+    for n in (1, 3, 4, 7):
+        bounds = block_bounds(sizes.size, n)
+        blocks = [int(sizes[bounds[r]:bounds[r + 1]].sum()) for r in range(n)]
+        assert mem.per_rank_bytes(sizes, n) == max(blocks) + 16 * sizes.size
+
+
+def test_fewest_ranks_is_exact():
+    budget = mem.per_rank_bytes(SIZES, 7)
+    n = mem.fewest_ranks(SIZES, budget)
+    assert mem.per_rank_bytes(SIZES, n) <= budget < mem.per_rank_bytes(SIZES, n - 1)
+    assert mem.fewest_ranks(SIZES, 16 * SIZES.size) is None  # the index alone fills it
+
+
+def test_no_budget_picks_the_fastest_of_every_candidate():
+    d = choose(None)
+    assert len(d.candidates) == 8 and all(c.fits for c in d.candidates)
+    best = min(d.candidates, key=lambda c: c.predicted_s)
+    assert (d.backend, d.group_size) == (best.backend, best.group_size)
+    c = next(c for c in d.candidates if c.group_size == 2 and c.backend == "collective")
+    w = Workload(2, 32, float(SIZES.mean()), float(SIZES.std()), 4)
+    assert c.predicted_s == predict("collective", w, get_profile("perlmutter").params)
+
+
+def test_budget_excludes_small_groups_and_the_log_says_why():
+    budget = mem.per_rank_bytes(SIZES, 4)
+    d = choose(budget)
+    assert d.group_size >= 4
+    assert {c.group_size for c in d.candidates if not c.fits} == {1, 2}
+    lines = d.log_lines()
+    assert len(lines) == 9 and lines[-1].startswith(f"MDLOADER-LAYOUT backend={d.backend} "
+                                                     f"group_size={d.group_size}")
+    assert "over the budget: W=1,2" in lines[-1]
+    assert all(re.search(r"predicted_s=\S+ memory_per_rank=.+ fits=(yes|no)$", ln)
+               for ln in lines[:-1])
+
+
+def test_one_backend_only():
+    d = choose(None, backends=["collective"])
+    assert d.backend == "collective" and {c.backend for c in d.candidates} == {"collective"}
+
+
+def test_budget_that_fits_no_group_names_the_fewest_ranks():
+    budget = mem.per_rank_bytes(SIZES, 13)
+    with pytest.raises(MemoryBudgetError) as exc:
+        choose(budget, fewest=lambda: mem.fewest_ranks(SIZES, budget))
+    msg = str(exc.value)
+    assert "fits no group size" in msg and "run with at least 13 ranks" in msg
+    assert "\n" not in msg
+
+
+def test_detected_budget_is_a_share_of_available_memory():
+    budget, how = detect_budget(4)
+    with open("/proc/meminfo") as f:
+        avail = next(int(ln.split()[1]) * 1024 for ln in f if ln.startswith("MemAvailable"))
+    assert 0 < budget <= avail * SHARE / 4 * 1.1
+    assert f"{SHARE:.0%} of" in how and "over 4 ranks" in how
+
+
+def test_estimate_cli_group_size_auto_json():
+    out = subprocess.run([sys.executable, "-m", "mdloader_plugin", "estimate", "--profile",
+                          "frontier", "--ranks", "64", "--batch-size", "32", "--sample-bytes",
+                          "20000", "--num-samples", "2000000", "--group-size", "auto",
+                          "--max-memory-per-rank", "8GiB", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    fits = [c for c in doc["candidates"] if c["fits"]]
+    assert {c["group_size"] for c in doc["candidates"]} == {1, 2, 4, 8, 16, 32, 64}
+    assert all(c["memory_bytes"] <= 8 * 2**30 for c in fits)
+    best = min(fits, key=lambda c: c["predicted_s"])
+    assert (doc["choice"], doc["group_size"]) == (best["backend"], best["group_size"])
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--group-size", "3"], "group_size 3 does not divide the 64 ranks"),
+    (["--group-size", "auto", "--max-memory-per-rank", "1MiB"], "run with at least"),
+])
+def test_estimate_cli_errors(args, words):
+    out = subprocess.run([sys.executable, "-m", "mdloader_plugin", "estimate", "--profile",
+                          "perlmutter", "--ranks", "64", "--batch-size", "32", "--sample-bytes",
+                          "20000", "--num-samples", "20000", *args],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], out.stderr
+
+
+@pytest.fixture(scope="module")
+def mols(tmp_path_factory):
+    path = tmp_path_factory.mktemp("auto") / "m.bp"
+    write_graphs(path, {"trainset": list(synth.generate("hydragnn", 5, 0, 48))})
+    return path
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_auto_on_4_ranks_picks_a_fitting_group_and_sizes_it_exactly(mols):
+    """Budget = what W=2 needs: W=1 must be refused, the store's real size equals the sizing."""
+    from mdloader_plugin.sources.adios import GraphFile
+
+    with GraphFile(mols) as f:
+        info = f.info("trainset")
+        sizes = mem.record_sizes(f, info, list(info.keys), 0, info.ndata)
+    budget = mem.per_rank_bytes(sizes, 2)
+    r = mpirun(4, ["tests/mpi_scripts/group_auto.py", mols, 4, budget], timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = re.search(r"W=(\d+) fullest=(\d+) predicted=(\d+) served=(\d+)", r.stdout)
+    assert m and int(m[1]) in (2, 4) and m[2] == m[3] and int(m[2]) <= budget
+    assert int(m[4]) == 48  # every rank's batches, all steps: 12 samples each
+    assert "MDLOADER-LAYOUT candidate backend=onesided group_size=1" in r.stderr
+    assert re.search(r"group_size=1 \S+ memory_per_rank=\S+ \S+ fits=no", r.stderr)
+
+
+@pytest.mark.mpi
+def test_auto_budget_fitting_nothing_is_one_line_on_every_rank(mols):
+    r = mpirun(4, ["tests/mpi_scripts/group_auto.py", mols, 4, "20KiB"], timeout=240)
+    assert r.returncode != 0
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("mdloader: error:")]
+    assert len(lines) == 1 and "fits no group size" in lines[0], r.stderr[-2000:]
+    assert "run with at least" in lines[0] and "Traceback" not in r.stderr
