@@ -46,6 +46,25 @@ def test_overrides_parse_yaml_values_and_create_sections():
     assert cfg["mdloader"]["backend"] == "collective" and cfg["new"]["section"]["key"] == [1, 2]
 
 
+@pytest.mark.parametrize("opts,want", [
+    ({}, None), ({"group_size": "auto"}, "auto"), ({"width": 4}, 4),
+    ({"group_size": 2, "width": 2}, 2), ({"group_size": "all"}, None),
+])
+def test_group_size_and_its_ddstore_alias(opts, want):
+    cfg = config.load(DEMO, [f"mdloader.{k}={v}" for k, v in opts.items()])
+    assert cfg["mdloader"]["group_size"] == want
+
+
+@pytest.mark.parametrize("override,words", [
+    ("mdloader.group_size=-1", "mdloader.group_size must be >= 1"),
+    ("mdloader.width=many", "mdloader.width: expected auto, all or a number of ranks"),
+])
+def test_bad_group_size_is_one_line(override, words):
+    with pytest.raises(ConfigError) as err:
+        config.load(DEMO, [override])
+    assert "\n" not in str(err.value) and words in str(err.value)
+
+
 def test_json_config_as_hydragnn_writes_it(tmp_path):
     cfg = config.read_file(DEMO)
     path = tmp_path / "cfg.json"

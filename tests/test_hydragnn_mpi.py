@@ -27,7 +27,9 @@ RUNS = {  # run name -> overrides
     "collective": ["loader=mdloader", "mdloader.backend=collective"],
     "baseline": ["loader=hydragnn"],
     "preload": ["loader=hydragnn", "hydragnn_loader.preload=true"],
+    "groups": ["loader=mdloader", "mdloader.backend=onesided", "mdloader.width=2"],  # 2 groups
 }
+BACKEND = {"onesided": "onesided", "collective": "collective", "groups": "onesided"}
 EPOCH = re.compile(r"Epoch: (\d+), Train Loss: (\S+), Val Loss: (\S+), Test Loss: (\S+)")
 
 
@@ -108,7 +110,7 @@ def test_every_run_trains_and_logs_epoch_lines(job):
         recs = parse_epoch_lines(run["log"].splitlines())
         assert [r["epoch"] for r in recs] == [0, 1, 2], name
         assert all(r["samples"] == 480 and r["run"] == name for r in recs), name
-        want = ("mdloader", name) if name in ("onesided", "collective") else ("hydragnn", "-")
+        want = ("mdloader", BACKEND[name]) if name in BACKEND else ("hydragnn", "-")
         assert {(r["loader"], r["backend"]) for r in recs} == {want}, name
         assert len(_losses(run["log"])) == 3, name
 
@@ -125,6 +127,14 @@ def test_loss_goes_down_over_three_epochs(job):
 @pytest.mark.timeout(1600)
 def test_onesided_and_collective_give_identical_losses(job):
     assert _losses(job["runs"]["onesided"]["log"]) == _losses(job["runs"]["collective"]["log"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1600)
+def test_replica_groups_give_identical_losses(job):
+    """mdloader.width=2 (2 groups of 2 ranks, each a whole copy): the same batches, so the same
+    losses as one copy over all 4 ranks."""
+    assert _losses(job["runs"]["groups"]["log"]) == _losses(job["runs"]["onesided"]["log"])
 
 
 @pytest.mark.slow

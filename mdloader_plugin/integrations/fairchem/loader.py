@@ -119,11 +119,13 @@ def local_natoms(store) -> np.ndarray:
 
 
 def global_natoms(store, world) -> np.ndarray:
-    """Atoms of every sample, in global id order, on every rank (one allgather)."""
+    """Atoms of every sample, in global id order, on every rank (one allgather in the rank's
+    replica group, which holds every sample)."""
     mine = local_natoms(store)
-    if world is None or world.size == 1:
+    group = store.group
+    if group is None or group.size == 1:
         return mine
-    return np.concatenate(world.comm.allgather(mine))
+    return np.concatenate(group.comm.allgather(mine))
 
 
 def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split: str = "train",
@@ -132,7 +134,8 @@ def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split
                  batch_size: int | None = None, balance: str | None = None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False, backend: str = "auto",
                  prefetch: int = 2, profile: str | None = None,
-                 max_memory_per_rank: int | str | None = None) -> FairchemMDLoader:
+                 max_memory_per_rank: int | str | None = None, group_size=None,
+                 width=None) -> FairchemMDLoader:
     """Hydra target: MDLoader over ``path[label]`` serving fairchem ``AtomicData`` batches.
 
     Args:
@@ -156,10 +159,14 @@ def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split
         profile: machine profile for ``backend: auto`` (name or ``mdloader calibrate`` output).
         max_memory_per_rank: stop before loading if a rank's store would be larger (bytes or
             ``"4GiB"``).
+        group_size: replica groups (``auto``, a number of ranks, or None: all ranks); ``auto``
+            needs ``batch_size``. See ``docs/replica-groups.md``.
+        width: DDStore's name for ``group_size``.
     """
+    from ...groups import from_options
     from ...loader import MDLoader
     from ...log import get_logger
-    from ...store import ShardStore
+    from ...placement import open_store
     from .data import ToAtomicData
 
     if max_atoms is None and not batch_size:
@@ -168,7 +175,12 @@ def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split
     if balance not in ("atoms", "none"):
         raise ConfigError(f"loader balance: {balance!r} is unknown; choose atoms or none")
     world = _world()
-    store = ShardStore.from_file(world, path, label, max_memory_per_rank=max_memory_per_rank)
+    group_size = from_options({"group_size": group_size, "width": width}, "loader")
+    if group_size == "auto" and not batch_size:
+        raise ConfigError("loader.group_size auto needs loader.batch_size (graphs a batch) to "
+                          "weigh the backends; or set group_size to a number of ranks")
+    store = open_store(world, path, label, group_size=group_size, batch_size=batch_size,
+                       backend=backend, profile=profile, max_memory_per_rank=max_memory_per_rank)
     natoms = global_natoms(store, world) if (max_atoms or balance == "atoms") else None
     if max_atoms:
         batch_size = max(1, int(max_atoms) // max(1, int(round(float(natoms.mean())))))

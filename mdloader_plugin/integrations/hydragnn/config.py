@@ -5,7 +5,9 @@ A config is what HydraGNN users already write (``Verbosity``, ``Dataset``, ``Neu
 
     loader: mdloader              # or: hydragnn (HydraGNN's own DataLoader, the baseline)
     mdloader: {backend: auto, prefetch: 2, profile: local,   # used when loader: mdloader
-               max_memory_per_rank: 4GiB}                   # stop early if a store won't fit
+               max_memory_per_rank: 4GiB,                   # stop early if a store won't fit
+               group_size: auto}     # replica groups: auto, a number of ranks, or all (default);
+                                     # `width` is accepted as DDStore's name for it
     hydragnn_loader: {preload: false}                        # used when loader: hydragnn
     seed: 0                       # model init and shuffling (same seed -> same batches)
     run_name: gin-demo            # logs/<run_name>/run.log (default: HydraGNN's own log name)
@@ -62,6 +64,12 @@ MDLOADER_OPTIONS = (
     Option("max_memory_per_rank", None, "Stop before loading if a rank's store would be larger "
                                         "(bytes or `4GiB`, `512MiB`, `8GB`); applies to each "
                                         "split's store."),
+    Option("group_size", None, "Replica groups: `auto` (the estimator picks the group size "
+                               "with the backend, within `max_memory_per_rank` or half the "
+                               "node's free memory), a number of ranks `W` (each group of `W` "
+                               "ranks holds a whole copy; node-aligned, dividing the ranks), "
+                               "or unset/`all`: one copy over all ranks. See replica-groups."),
+    Option("width", None, "DDStore's name for `group_size` (`--ddstore_width`)."),
 )
 #: ``hydragnn_loader:`` section (``loader: hydragnn``).
 HYDRAGNN_LOADER_OPTIONS = (
@@ -178,6 +186,9 @@ def _check_mdloader_options(opts: dict, source: str) -> None:
         raise ConfigError(f"{source}: mdloader.prefetch must be an integer >= 0, got {pf!r}")
     opts["max_memory_per_rank"] = parse_bytes(opts["max_memory_per_rank"],
                                               f"{source}: mdloader.max_memory_per_rank")
+    from ...groups import from_options
+
+    opts["group_size"], opts["width"] = from_options(opts, f"{source}: mdloader"), None
 
 
 def _require(cfg: dict, source: str, dotted: str, kind: type | None = None) -> Any:

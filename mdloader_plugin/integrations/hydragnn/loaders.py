@@ -1,7 +1,8 @@
 """The ``loader:`` switch: a registry of functions that build (train, val, test) loaders.
 
 ``mdloader`` puts each split in a :class:`~mdloader_plugin.store.ShardStore` (every rank reads its
-block of the file once) and serves batches with :class:`~mdloader_plugin.loader.MDLoader`;
+block of the file once; with ``mdloader.group_size`` its block of its replica group, ``auto``
+chosen by the estimator on the train split and kept for the others) and serves batches with :class:`~mdloader_plugin.loader.MDLoader`;
 ``hydragnn`` is HydraGNN's own DataLoader path (:mod:`.baseline`). Both take the same
 ``to_sample``, and MDLoader shuffles every split as HydraGNN's ``create_dataloaders`` does
 (DistributedSampler, shuffle on, same seed): its sampler deals the same order, so the two
@@ -22,14 +23,17 @@ LABELS = ("trainset", "valset", "testset")
 def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
     """Train/val/test MDLoaders over ``Dataset.path`` with the config's ``mdloader:`` options."""
     from ...loader import MDLoader
-    from ...store import ShardStore
+    from ...placement import open_store
 
     opts = cfg["mdloader"]
     batch_size = int(cfg["NeuralNetwork"]["Training"]["batch_size"])
-    loaders = []
+    loaders, group_size = [], opts.get("group_size")
     for label in labels:
-        store = ShardStore.from_file(world, cfg["Dataset"]["path"], label,
-                                     max_memory_per_rank=opts.get("max_memory_per_rank"))
+        store = open_store(world, cfg["Dataset"]["path"], label, group_size=group_size,
+                           batch_size=batch_size, backend=opts["backend"],
+                           profile=opts.get("profile"),
+                           max_memory_per_rank=opts.get("max_memory_per_rank"))
+        group_size = store.group.size if store.group is not None else None  # auto: once
         loaders.append(MDLoader(store, batch_size=batch_size, shuffle=True,
                                 seed=int(opts["seed"]), drop_last=bool(opts["drop_last"]),
                                 backend=opts["backend"], prefetch=int(opts["prefetch"]),
