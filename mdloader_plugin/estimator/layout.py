@@ -6,8 +6,8 @@ only inside its group: the step is the backend's cost model evaluated for a job 
 (``Workload(W, B, mu, sigma, min(R, W))``; groups are node-aligned, so a group of ``W <= R``
 ranks is one node). Every valid ``W`` (:func:`~mdloader_plugin.groups.valid_sizes`) and every
 backend is a candidate; :func:`choose_layout` keeps those whose memory fits the budget and
-picks the fastest predicted step (a tie goes to the larger ``W``: less memory for the same
-speed). Each candidate and the verdict are logged (``MDLOADER-LAYOUT`` lines).
+picks the fastest predicted step; candidates within ``TIE`` (2%) of it count as tied, below the
+models' resolution, and a tie goes to the larger ``W`` (less memory for the same speed). Each candidate and the verdict are logged (``MDLOADER-LAYOUT`` lines).
 
 The budget is ``max_memory_per_rank`` when given, else :func:`detect_budget`: ``SHARE`` (half)
 of the memory the node can still hand out (the smaller of ``MemAvailable`` in ``/proc/meminfo``
@@ -30,6 +30,7 @@ from .models import MODELS, Workload, predict
 from .profile import Profile, get_profile
 
 SHARE = 0.5  # of the node's available memory, split over its ranks, for the store
+TIE = 0.02   # predicted steps this close to the fastest are tied: the larger W wins
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,9 @@ def choose_layout(sizes: Sequence[int], ranks_per_node: int, batch_size: int, me
     fitting = [c for c in cands if c.fits]
     if not fitting:
         raise MemoryBudgetError(_no_fit(cands, budget, budget_source, fewest))
-    best = min(fitting, key=lambda c: (c.predicted_s, -c.group_size, c.backend))
+    fastest = min(c.predicted_s for c in fitting)
+    tied = [c for c in fitting if c.predicted_s <= fastest * (1 + TIE)]
+    best = min(tied, key=lambda c: (-c.group_size, c.predicted_s, c.backend))
     return LayoutDecision(best.backend, best.group_size, tuple(cands), budget, budget_source,
                           _reason(best, cands, prof.name))
 
@@ -91,7 +94,8 @@ def _reason(best: Candidate, cands: list[Candidate], prof: str) -> str:
     full = max(c.group_size for c in cands)
     at_p = min((c for c in cands if c.group_size == full), key=lambda c: c.predicted_s)
     tight = sorted({c.group_size for c in cands if not c.fits})
-    why = f"fastest that fits ({prof} model): {best.predicted_s * 1e3:.3f} ms/step"
+    why = f"fastest that fits ({prof} model, ties within {TIE:.0%} to the larger W): " \
+          f"{best.predicted_s * 1e3:.3f} ms/step"
     if best.group_size != full:
         why += (f", {at_p.predicted_s / best.predicted_s:.2f}x faster than W={full} "
                 f"({at_p.backend})")
