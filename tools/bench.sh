@@ -43,6 +43,16 @@ if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then
   echo "== backend choice on varied emulated clusters (issue 15; reduced slice unless BENCH_FULL=1)"
   "$PY" bench/backend_choice.py "${full[@]}"
 fi
+# --- replica groups on the emulated cluster (issue 16; needs root; opt-in) ---
+if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then
+  echo "== replica groups: every W x backend and auto across emulated hosts"
+  if [[ "${BENCH_FULL:-0}" == 1 ]]; then
+    "$PY" bench/groups.py --rates 200mbit,1gbit --shapes 2x2,4x1 --kinds hydragnn,oc20 \
+        --batches 4,32,256
+  else
+    "$PY" bench/groups.py  # reduced slice: 2x2 at 200mbit, OC20-like, batch 32
+  fi
+fi
 # --- end of the emulated-cluster block ---
 "$PY" bench/report.py
 echo "bench done in $(( $(date +%s) - start )) s: bench/RESULTS.md, bench/*.png, bench/results/*.json"
