@@ -35,6 +35,8 @@ TIE = 0.02   # predicted steps this close to the fastest are tied: the larger W 
 
 @dataclass(frozen=True)
 class Candidate:
+    """One (backend, W): its predicted step, the store's memory a rank, whether that fits."""
+
     backend: str
     group_size: int
     predicted_s: float
