@@ -92,7 +92,7 @@ def drive(args) -> None:
     from mdloader_plugin.cluster import Cluster
 
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = {"note": "emulated cluster on a shared 2-core machine: contaminated by others' load",
+    out = {"note": "Emulated cluster on a shared 2-core machine: contaminated by others' load",
            "runs": []}
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-groups-{os.getpid()}"
     work.mkdir(parents=True, exist_ok=True)
@@ -122,6 +122,7 @@ def drive(args) -> None:
                                                if ln.startswith("ROWS ")))
                         run = {"shape": shape, "rate": rate, "kind": kind, "batch": batch,
                                "rows": rows, "wall_s": time.perf_counter() - t0}
+                        run["table"] = table(run)  # bench/report.py puts it in RESULTS.md
                         out["runs"].append(run)
                         print(table(run), flush=True)
     (RESULTS / "groups.json").write_text(json.dumps(out, indent=1))

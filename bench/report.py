@@ -310,6 +310,14 @@ def main() -> None:
         lines += ["## Keeping a GPU fed (trainer stand-in at GPU step rates)", ""] + \
             gpu_rate.tables(gpu) + ["", "Figure: `bench/gpu_rate.png`; method and caveats: "
                                     "`docs/gpu-feeding.md`.", ""]
+    groups = _load("groups.json")
+    if groups:
+        lines += ["## Replica groups across hosts (emulated cluster, `bench/groups.py`)", "",
+                  f"Every group size W x backend, then `group_size: auto` with `backend: auto` as "
+                  f"users run it (its step median includes the online check's probe steps). "
+                  f"{groups['note']}.", ""]
+        for run in groups["runs"]:
+            lines += [run["table"], ""]
     if train:
         lines += ["## Training (HydraGNN)", ""] + training_table(train) + [
             "", "Figure: `bench/training.png`.", ""]
