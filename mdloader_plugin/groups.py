@@ -134,9 +134,13 @@ def check_size(w: int, node_of: np.ndarray) -> None:
 def make(world, group_size=None) -> Group | None:
     """Collective. This rank's :class:`Group` for `group_size` (None: all ranks), or None on one
     process without MPI. A Group passed in is returned as is."""
-    if isinstance(group_size, Group) or world is None:
-        return group_size if isinstance(group_size, Group) else None
+    if isinstance(group_size, Group):
+        return group_size
     w = parse(group_size)
+    if world is None:  # one process: only W = 1
+        if w not in (None, 1):
+            check_size(w, np.zeros(1, dtype=np.int64))
+        return None
     if w == "auto":
         raise AssertionError("Internal error: group_size auto must be resolved by the "
                              "estimator before the store is built (mdloader_plugin.placement)")

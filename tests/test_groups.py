@@ -150,3 +150,13 @@ def test_host_local_groups_send_nothing_across_hosts(mols):
     crossed = {int(m[1]): int(m[2]) for m in
                (re.match(r"group_size (\d+): (\d+) bytes crossed a node", ln) for ln in out) if m}
     assert crossed[2] == 0 < crossed[4]
+
+
+def test_one_process_without_mpi_takes_only_w_1():
+    from mdloader_plugin.store import ShardStore
+
+    samples = [{"a": np.arange(i + 1)} for i in range(5)]
+    store = ShardStore.from_samples(None, samples, 5, group_size=1)
+    assert store.group is None and store.local_range == (0, 5)
+    with pytest.raises(ConfigError, match="group_size 2 does not divide"):
+        ShardStore.from_samples(None, samples, 5, group_size=2)
