@@ -153,3 +153,14 @@ def test_auto_budget_fitting_nothing_is_one_line_on_every_rank(mols):
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("mdloader: error:")]
     assert len(lines) == 1 and "fits no group size" in lines[0], r.stderr[-2000:]
     assert "run with at least" in lines[0] and "Traceback" not in r.stderr
+
+
+def test_a_profile_blind_to_the_network_prefers_groups_inside_a_node():
+    from mdloader_plugin.estimator.layout import network_blind
+
+    d = choose(mem.per_rank_bytes(SIZES, 2), node_local=4)
+    assert d.group_size in (2, 4) and "measured no network" in d.reason
+    d = choose(mem.per_rank_bytes(SIZES, 8), node_local=4)  # nothing inside a node fits
+    assert d.group_size == 8 and "measured no network" not in d.reason
+    assert network_blind("local", 2) and not network_blind("local", 1)
+    assert not network_blind("perlmutter", 8)  # published figures carry inter-node numbers

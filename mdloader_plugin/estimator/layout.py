@@ -9,6 +9,11 @@ backend is a candidate; :func:`choose_layout` keeps those whose memory fits the 
 picks the fastest predicted step; candidates within ``TIE`` (2%) of it count as tied, below the
 models' resolution, and a tie goes to the larger ``W`` (less memory for the same speed). Each candidate and the verdict are logged (``MDLOADER-LAYOUT`` lines).
 
+A profile calibrated on one node knows nothing of the network (its inter-node figures copy the
+intra-node ones), so for a job that spans nodes it would rate groups across nodes as cheap as
+groups inside one: :func:`network_blind` tells, and then fitting groups inside a node are
+preferred (``node_local``).
+
 The budget is ``max_memory_per_rank`` when given, else :func:`detect_budget`: ``SHARE`` (half)
 of the memory the node can still hand out (the smaller of ``MemAvailable`` in ``/proc/meminfo``
 and the cgroup's limit minus its usage), divided by the ranks on the node; the other half is
@@ -71,8 +76,10 @@ def choose_layout(sizes: Sequence[int], ranks_per_node: int, batch_size: int, me
                   budget_source: str = "max_memory_per_rank",
                   profile: "Profile | str | None" = None,
                   backends: Sequence[str] | None = None,
-                  fewest: Callable[[], int | None] | None = None) -> LayoutDecision:
-    """The fastest (backend, W) whose store fits `budget` among group sizes `sizes`."""
+                  fewest: Callable[[], int | None] | None = None,
+                  node_local: int | None = None) -> LayoutDecision:
+    """The fastest (backend, W) whose store fits `budget` among group sizes `sizes`; with
+    `node_local` (ranks a node) only groups inside a node, if one fits."""
     prof = get_profile(profile)
     names = sorted(backends or MODELS)
     cands = []
@@ -85,11 +92,22 @@ def choose_layout(sizes: Sequence[int], ranks_per_node: int, batch_size: int, me
     fitting = [c for c in cands if c.fits]
     if not fitting:
         raise MemoryBudgetError(_no_fit(cands, budget, budget_source, fewest))
+    note = ""
+    if node_local and any(c.group_size <= node_local for c in fitting):
+        fitting = [c for c in fitting if c.group_size <= node_local]
+        note = "the profile measured no network, so groups inside a node first; "
     fastest = min(c.predicted_s for c in fitting)
     tied = [c for c in fitting if c.predicted_s <= fastest * (1 + TIE)]
     best = min(tied, key=lambda c: (-c.group_size, c.predicted_s, c.backend))
     return LayoutDecision(best.backend, best.group_size, tuple(cands), budget, budget_source,
-                          _reason(best, cands, prof.name))
+                          note + _reason(best, cands, prof.name))
+
+
+def network_blind(profile: "Profile | str | None", num_nodes: int) -> bool:
+    """The job spans nodes but `profile` was calibrated on one (no inter-node figures)."""
+    prov = get_profile(profile).provenance or {}
+    return (num_nodes > 1 and prov.get("kind") == "calibrated"
+            and int(prov.get("nodes", 1)) < 2)
 
 
 def _reason(best: Candidate, cands: list[Candidate], prof: str) -> str:
