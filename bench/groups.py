@@ -9,7 +9,10 @@ steps of the slowest rank's fetch and whole step (fetch + batch), the bytes a st
 host (summed over ranks, counted in the backends) and the store's memory a rank. Then ``auto``
 runs as users run it: ``open_store(group_size="auto")`` (budget: half the node's free memory
 over its ranks) and ``backend="auto"`` (model + online check), and its (backend, W) and step are
-set against the fastest measured row.
+set against the fastest measured row. Auto's profile is the one ``bench/estimator_cluster.py``
+calibrated across the emulated hosts at that rate (``results/profile-cluster-RATE.json``) where
+there is one, as a user would calibrate first; else ``local`` (one node: blind to the network,
+so node-local groups are preferred).
 
 Epochs are exactly ``steps`` long (``N = P * B * steps``), so no iteration is abandoned.
 The machine is shared (2 cores, several users): figures are contaminated by others' load.
@@ -33,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 
 
-def worker(path: str, batch: int, steps: int) -> None:
+def worker(path: str, batch: int, steps: int, profile: str | None) -> None:
     from mpi4py import MPI
 
     from mdloader_plugin import budget as mem
@@ -51,17 +54,18 @@ def worker(path: str, batch: int, steps: int) -> None:
             for backend in ("onesided", "collective"):
                 rows.append(_measure(world, store, backend, batch, steps, w, MDLoader, MPI, mem))
             store.close()
-        store = open_store(world, path, group_size="auto", batch_size=batch)
-        row = _measure(world, store, "auto", batch, steps, store.group.size, MDLoader, MPI, mem)
+        store = open_store(world, path, group_size="auto", batch_size=batch, profile=profile)
+        row = _measure(world, store, "auto", batch, steps, store.group.size, MDLoader, MPI, mem,
+                       profile)
         rows.append(row)
         store.close()
     if world.rank == 0:
         print("ROWS " + json.dumps(rows), flush=True)
 
 
-def _measure(world, store, backend, batch, steps, w, MDLoader, MPI, mem) -> dict:
+def _measure(world, store, backend, batch, steps, w, MDLoader, MPI, mem, profile=None) -> dict:
     loader = MDLoader(store, batch_size=batch, backend=backend, prefetch=0, collate=len,
-                      name=f"W{w}-{backend}")
+                      name=f"W{w}-{backend}", profile=profile)
     step_s = []
     it = iter(loader)
     for _ in range(len(loader)):
@@ -100,6 +104,8 @@ def drive(args) -> None:
         hosts, rph = (int(x) for x in shape.split("x"))
         p = hosts * rph
         for rate in args.rates.split(","):
+            prof = RESULTS / f"profile-cluster-{rate}.json"
+            prof = str(prof) if prof.exists() else "local"
             with Cluster.up(hosts=hosts, ranks_per_host=rph, rate=rate,
                             name=f"bg{os.getpid() % 10000:04d}") as cl:
                 for kind in args.kinds.split(","):
@@ -112,7 +118,8 @@ def drive(args) -> None:
                                             "--quiet"], check=True, timeout=1800)
                         t0 = time.perf_counter()
                         res = cl.run([sys.executable, "-m", "mpi4py", __file__, "--worker",
-                                      str(data), str(batch), str(args.steps)], timeout=1800,
+                                      str(data), str(batch), str(args.steps), prof],
+                                     timeout=1800,
                                      capture_output=True, text=True, cwd=ROOT,
                                      env={"PYTHONUNBUFFERED": "1"})
                         if res.returncode:
@@ -121,7 +128,8 @@ def drive(args) -> None:
                         rows = json.loads(next(ln[5:] for ln in res.stdout.splitlines()
                                                if ln.startswith("ROWS ")))
                         run = {"shape": shape, "rate": rate, "kind": kind, "batch": batch,
-                               "rows": rows, "wall_s": time.perf_counter() - t0}
+                               "profile": Path(prof).name, "rows": rows,
+                               "wall_s": time.perf_counter() - t0}
                         run["table"] = table(run)  # bench/report.py puts it in RESULTS.md
                         out["runs"].append(run)
                         print(table(run), flush=True)
@@ -135,7 +143,8 @@ def table(run: dict) -> str:
     best = min(fixed, key=lambda r: r["step_median_s"])
     full = max(r["group_size"] for r in fixed)
     at_p = min((r for r in fixed if r["group_size"] == full), key=lambda r: r["step_median_s"])
-    lines = [f"### {run['shape']} @ {run['rate']}, {run['kind']}, batch {run['batch']}", "",
+    lines = [f"### {run['shape']} @ {run['rate']}, {run['kind']}, batch {run['batch']} "
+             f"(auto's profile: {run.get('profile', 'local')})", "",
              "| W | backend | fetch ms (median, slowest rank) | step ms | MB across hosts a step "
              "| memory a rank MiB |", "|---|---|---|---|---|---|"]
     for r in rows:
@@ -153,7 +162,7 @@ def table(run: dict) -> str:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rates", default="200mbit")
