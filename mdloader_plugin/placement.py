@@ -69,7 +69,9 @@ def choose_group_size(world, path, label, keys, batch_size, backend, profile, bu
 def _decide(world, path, label, keys, batch_size, backend, profile, budget, source, digests):
     from . import budget as mem
     from .errors import ConfigError
-    from .estimator.layout import choose_layout, network_blind
+    from .estimator.layout import choose_layout
+    from .estimator.online import blind_to_network
+    from .estimator.profile import get_profile
     from .sources.adios import GraphFile
 
     if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
@@ -81,7 +83,7 @@ def _decide(world, path, label, keys, batch_size, backend, profile, budget, sour
         sizes = mem.record_sizes(f, info, names, 0, info.ndata)
     node_of = np.zeros(1, dtype=np.int64) if world is None else world.node_of
     rpn = int(np.bincount(node_of).max())
-    blind = network_blind(profile, int(np.unique(node_of).size))
+    blind = blind_to_network(get_profile(profile), int(np.unique(node_of).size))
     return choose_layout(
         groups.valid_sizes(node_of), rpn, int(batch_size), float(sizes.mean()),
         float(sizes.std()), lambda w: mem.per_rank_bytes(sizes, w, digests), budget, source,

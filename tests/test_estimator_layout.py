@@ -156,11 +156,12 @@ def test_auto_budget_fitting_nothing_is_one_line_on_every_rank(mols):
 
 
 def test_a_profile_blind_to_the_network_prefers_groups_inside_a_node():
-    from mdloader_plugin.estimator.layout import network_blind
+    from mdloader_plugin.estimator.online import blind_to_network
 
     d = choose(mem.per_rank_bytes(SIZES, 2), node_local=4)
     assert d.group_size in (2, 4) and "measured no network" in d.reason
     d = choose(mem.per_rank_bytes(SIZES, 8), node_local=4)  # nothing inside a node fits
     assert d.group_size == 8 and "measured no network" not in d.reason
-    assert network_blind("local", 2) and not network_blind("local", 1)
-    assert not network_blind("perlmutter", 8)  # published figures carry inter-node numbers
+    assert blind_to_network(get_profile("local"), 2)
+    assert not blind_to_network(get_profile("local"), 1)
+    assert not blind_to_network(get_profile("perlmutter"), 8)  # published inter-node figures

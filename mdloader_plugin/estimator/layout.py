@@ -11,7 +11,7 @@ models' resolution, and a tie goes to the larger ``W`` (less memory for the same
 
 A profile calibrated on one node knows nothing of the network (its inter-node figures copy the
 intra-node ones), so for a job that spans nodes it would rate groups across nodes as cheap as
-groups inside one: :func:`network_blind` tells, and then fitting groups inside a node are
+groups inside one: :func:`~.online.blind_to_network` tells, and then fitting groups inside a node are
 preferred (``node_local``).
 
 The budget is ``max_memory_per_rank`` when given, else :func:`detect_budget`: ``SHARE`` (half)
@@ -102,12 +102,6 @@ def choose_layout(sizes: Sequence[int], ranks_per_node: int, batch_size: int, me
     return LayoutDecision(best.backend, best.group_size, tuple(cands), budget, budget_source,
                           note + _reason(best, cands, prof.name))
 
-
-def network_blind(profile: "Profile | str | None", num_nodes: int) -> bool:
-    """The job spans nodes but `profile` was calibrated on one (no inter-node figures)."""
-    prov = get_profile(profile).provenance or {}
-    return (num_nodes > 1 and prov.get("kind") == "calibrated"
-            and int(prov.get("nodes", 1)) < 2)
 
 
 def _reason(best: Candidate, cands: list[Candidate], prof: str) -> str:
