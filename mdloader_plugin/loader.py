@@ -147,6 +147,9 @@ class MDLoader:
             Default ``None``: batches stay on the host.
         pin_memory: page-locked host batches (default: on when ``device`` is CUDA; without an
             accelerator it warns once and does nothing, as PyTorch's DataLoader does).
+        sampling: how the store's data sets share an epoch (:mod:`.sampling`): a type name,
+            ``"TYPE:key=value,..."`` or a mapping ``{type: temperature, temperature: 2}``;
+            default ``proportional`` (every sample once, the single-file order).
     """
 
     def __init__(self, store, *, batch_size: int, shuffle: bool = True, seed: int = 0,
@@ -155,7 +158,7 @@ class MDLoader:
                  collate: Callable[[list], Any] | None = None, profile: str | None = None,
                  online_check: bool = True, progress: str | bool = "auto", name: str = "train",
                  balance_weights: np.ndarray | None = None, prefetch_mib: float | None = None,
-                 pin_memory: bool | None = None, device=None):
+                 pin_memory: bool | None = None, device=None, sampling=None):
         world = store.world
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
@@ -165,7 +168,7 @@ class MDLoader:
         self.sampler_core = agree(world, _checked_sampler, store.num_samples, self.size,
                                   batch_size, prefetch, backend, profile, prefetch_mib,
                                   shuffle=shuffle, seed=seed, drop_last=drop_last,
-                                  weights=balance_weights)
+                                  weights=balance_weights, mix=(sampling, store))
         self.batch_size, self.prefetch = int(batch_size), prefetch
         self.prefetch_bytes = _prefetch_bytes(prefetch_mib)
         self.to_sample = to_sample or pyg_sample
@@ -258,6 +261,11 @@ class MDLoader:
         if st.offset > core.num_samples:
             raise ConfigError(f"loader state offset {st.offset} exceeds the data set's "
                               f"{core.num_samples} samples; is it from another data set?")
+        mix = core.mix
+        if mix is not None and mix.world_size is not None and st.world_size not in (0, self.size):
+            raise ConfigError(f"loader state is from {st.world_size} ranks but sampling "
+                              f"{mix.name!r} splits the data sets by rank count; resume on "
+                              f"{st.world_size} ranks")
         offset, step = resume_position(st, core.num_samples, self.size, self.batch_size,
                                        core.drop_last)
         self._finish_producer()
@@ -443,9 +451,20 @@ def _checked_sampler(num_samples: int, size: int, batch_size, prefetch, backend:
 
         get_profile(profile)  # a missing or absurd profile fails here, before any collective
     try:
+        kw["mix"] = _mix(*kw["mix"], size)
         return GlobalSampler(num_samples, size, int(batch_size), **kw)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def _mix(sampling, store, size: int):
+    """The store's data-set mix for `sampling` (None: plain single-order epochs)."""
+    from .sampling import DataSets, get_mix
+
+    if sampling is None and "dataset_starts" not in store.meta:
+        return None
+    mix = get_mix(sampling, DataSets.of_store(store), size)
+    return None if mix.name == "proportional" else mix
 
 
 class _CommView:

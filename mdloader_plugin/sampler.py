@@ -23,6 +23,11 @@ The rest of that epoch is then dealt exactly like a DistributedSampler epoch ove
 as padding, fewer than the new world size), and later epochs are normal. The offset composes, so
 a resumed run can be resumed again on yet another size. Same world size and batch size: the
 original table is kept and the remaining batches are exactly those of an uninterrupted run.
+
+Several data sets (``mix``, :mod:`.sampling`): the epoch's list is the mix's expanded list (ids of
+small data sets repeated, of large ones cut, each repeat an entry of its own) in the order of a
+``DistributedSampler`` permutation of its positions, and everything above applies to that list:
+``num_samples`` is then the expanded epoch size, ``num_ids`` the store's sample count.
 """
 
 from __future__ import annotations
@@ -115,13 +120,21 @@ class GlobalSampler:
         weights: optional per-sample cost (e.g. atoms). Each step's ids are then re-dealt among
             the ranks so their summed weights are about equal (:func:`balance_plan`); the ids of
             a step, and so of an epoch, do not change, only which rank takes which.
+        mix: a :class:`~mdloader_plugin.sampling.Mix` over the store's data sets (None: every
+            sample once an epoch).
     """
 
     def __init__(self, num_samples: int, world_size: int, batch_size: int, *,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False,
-                 weights: np.ndarray | None = None):
+                 weights: np.ndarray | None = None, mix=None):
         if num_samples <= 0:
             raise ValueError(f"the data set is empty (num_samples={num_samples})")
+        self.num_ids, self.mix = num_samples, mix
+        if mix is not None:
+            if mix.world_size not in (None, world_size):
+                raise ValueError(f"sampling {mix.name!r} was planned for {mix.world_size} ranks, "
+                                 f"not {world_size}")
+            num_samples = mix.size
         if world_size <= 0:
             raise ValueError(f"world_size must be >= 1, got {world_size}")
         if batch_size <= 0:
@@ -139,8 +152,8 @@ class GlobalSampler:
         self._cache: tuple[int, np.ndarray] | None = None
         if weights is not None:
             weights = np.asarray(weights)
-            if weights.shape != (num_samples,):
-                raise ValueError(f"weights must have one entry per sample ({num_samples}), got "
+            if weights.shape != (self.num_ids,):
+                raise ValueError(f"weights must have one entry per sample ({self.num_ids}), got "
                                  f"shape {weights.shape}")
         self.weights = weights
         self.partial: tuple[int, int] | None = None  # (epoch, offset) of a resumed epoch
@@ -181,7 +194,8 @@ class GlobalSampler:
         """``[world_size, per_rank]`` sample ids: row ``r`` is rank ``r``'s order this epoch."""
         if self._cache is not None and self._cache[0] == epoch:
             return self._cache[1]
-        order = epoch_permutation(self.num_samples, self.seed, epoch, self.shuffle)
+        order = (self.mix.order(self.seed, epoch, self.shuffle) if self.mix is not None else
+                 epoch_permutation(self.num_samples, self.seed, epoch, self.shuffle))
         order = order[self.offset_of(epoch):]
         per_rank = self._per_rank(order.size)
         total = per_rank * self.world_size

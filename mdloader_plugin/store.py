@@ -149,6 +149,26 @@ class ShardStore:
         size from the file's metadata (:mod:`.budget`) and the job stops before reading any data
         if one would not fit, saying how many ranks would. With ``group_size`` W each rank reads
         its block of W (:mod:`.groups`)."""
+        return cls._load(world, _read_block, (path, label, keys), f"{path} [{label}]", **kw)
+
+    @classmethod
+    def from_files(cls, world, specs, label: str = "trainset", keys=None, required=(),
+                   **kw) -> "ShardStore":
+        """Collective. Several files, each a named data set, as one store with one global index
+        (:mod:`.sources.multi`): data set ``d`` holds ids ``meta["dataset_starts"][d]..``, every
+        sample carries its id in ``dataset_name``; keys are the common set (`required` ones
+        must be in every file)."""
+        from .sources.multi import parse_specs
+
+        specs = parse_specs(specs)
+        what = f"{len(specs)} data sets [{label}]"
+        return cls._load(world, _read_multi_block, (specs, label, keys, tuple(required)), what,
+                         **kw)
+
+    @classmethod
+    def _load(cls, world, read, args: tuple, what: str, **kw) -> "ShardStore":
+        """Collective. `read(world, *args, budget, digests)` gives ``(ndata, samples, meta)``
+        of this rank's block; store them and log what was loaded."""
         import time
 
         from . import groups
@@ -159,8 +179,8 @@ class ShardStore:
         t0 = time.perf_counter()
         kw["max_memory_per_rank"] = agree(world, parse_bytes, kw.get("max_memory_per_rank"))
         kw["group_size"] = group = groups.make(world, kw.get("group_size"))
-        ndata, block, meta = agree(world, _read_block, world if group is None else group, path,
-                                   label, keys, kw["max_memory_per_rank"], bool(kw.get("digests")))
+        ndata, block, meta = agree(world, read, world if group is None else group, *args,
+                                   kw["max_memory_per_rank"], bool(kw.get("digests")))
         store = cls.from_samples(world, block, ndata, meta=meta, progress=True, **kw)
         del block
         _trim_heap()
@@ -172,7 +192,7 @@ class ShardStore:
         store.meta["bytes_read_all_ranks"] = int(total_read)
         rep = store.memory_report()
         get_logger(0 if world is None else world.rank).info(
-            f"loaded {path} [{label}]: {ndata} samples on {_size(world)} ranks{_groups(group)} in "
+            f"loaded {what}: {ndata} samples on {_size(world)} ranks{_groups(group)} in "
             f"{store.meta['load_s']:.2f} s; read {_mib(meta['bytes_read'])} on rank 0, "
             f"{_mib(total_read)} on all ranks; store {_mib(rep['records_bytes'])} + index "
             f"{_mib(rep['index_bytes'])} on rank 0")
@@ -272,6 +292,36 @@ def _read_block(world, path, label, keys, budget=None, digests=False):
         meta = {"path": str(path), "label": label, "keys": list(block.arrays),
                 "attributes": f.global_attributes(), "bytes_read": block.nbytes_read}
     return info.ndata, block, meta
+
+
+def _read_multi_block(world, specs, label, keys, required, budget=None, digests=False):
+    """Rank-local: this rank's block of the global ids of several files (:mod:`.sources.multi`),
+    after checking the predicted store size against `budget`; dropped keys are logged once."""
+    from . import budget as mem
+    from .sources.multi import MultiSource
+
+    with MultiSource(specs, label, keys, required) as src:
+        n = src.num_samples
+        if n < _size(world):
+            raise DataError(f"{', '.join(s.path for s in specs)}: {label} has {n} samples in all "
+                            f"but the job has {_size(world)} ranks; run with at most {n} ranks")
+        bounds = block_bounds(n, _size(world))
+        r = world.rank if world is not None else 0
+        lo, hi = int(bounds[r]), int(bounds[r + 1])
+        if budget is not None:
+            _check_budget(sum(mem.predict_block(src.files[d], src.infos[d], src.keys, a, b)
+                              for d, a, b in src.pieces(lo, hi)), n, budget, digests)
+        samples, nread = src.read_range(lo, hi)
+        meta = {"path": [s.path for s in specs], "label": label, "keys": list(src.keys),
+                "attributes": src.attributes(), "bytes_read": nread,
+                "dataset_names": list(src.names), "dataset_starts": src.starts.tolist(),
+                "dataset_weights": [s.weight for s in specs], "dropped_keys": src.dropped}
+    if src.dropped and r == 0:
+        from .log import get_logger
+
+        get_logger(0).warning("; ".join(f"key {k!r} dropped: missing from {', '.join(v)}"
+                                        for k, v in src.dropped.items()))
+    return n, samples, meta
 
 
 def _record_sizes(samples) -> list[int]:

@@ -1,4 +1,10 @@
-"""``mdloader synth``: write a synthetic data set in HydraGNN's ADIOS2 layout."""
+"""``mdloader synth``: write a synthetic data set in HydraGNN's ADIOS2 layout, or several.
+
+``--kind molecules,slabs,bulk --num-graphs 60,40,30 --out DIR`` writes one file a kind
+(``DIR/<kind>.bp``, ``dataset_name`` = the kind) in one shared schema that both HydraGNN and
+fairchem read (:mod:`mdloader_plugin.sources.synth_atoms`); ``--aselmdb`` also writes each split
+as ``DIR/<kind>/<train|val|test>/data.aselmdb`` for fairchem's own loader.
+"""
 
 from __future__ import annotations
 
@@ -18,16 +24,22 @@ def register(sub) -> None:
         epilog="examples:\n"
                "  mdloader synth --kind hydragnn --num-graphs 100000 --out data/mols.bp\n"
                "  mdloader synth --kind oc20 --num-graphs 2000 --split 0.8,0.1,0.1 "
-               "--out data/slabs.bp",
+               "--out data/slabs.bp\n"
+               "  mdloader synth --kind molecules,slabs,bulk --num-graphs 60,40,30 "
+               "--split 0.8,0.2,0 --out data/gfm   # several data sets",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--kind", default="hydragnn", choices=["hydragnn", "oc20"],
+    p.add_argument("--kind", default="hydragnn",
                    help="hydragnn: molecules of 5-100 atoms with x, pos, edge_index, edge_attr, "
                         "y, y_loc (~4.5 KB each); oc20: periodic slabs with adsorbates of "
                         "30-220 atoms with pos, atomic_numbers, cell, pbc, natoms, tags, fixed, "
-                        "energy, forces, edge_index, cell_offsets (25-200 KB each) "
-                        "(default: hydragnn)")
-    p.add_argument("--num-graphs", type=int, required=True, help="number of graphs in all")
-    p.add_argument("--out", required=True, help="output .bp path")
+                        "energy, forces, edge_index, cell_offsets (25-200 KB each); "
+                        "molecules, slabs, bulk (comma-separated, several data sets): small "
+                        "EMT-labelled structures, one file each (default: hydragnn)")
+    p.add_argument("--num-graphs", required=True,
+                   help="number of graphs in all (several kinds: one number a kind, e.g. 60,40)")
+    p.add_argument("--out", required=True, help="output .bp path (several kinds: a folder)")
+    p.add_argument("--aselmdb", action="store_true",
+                   help="several kinds: also write ASE-LMDB splits for fairchem's own loader")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument("--split", default="1,0,0",
                    help="fractions for trainset,valset,testset (default: 1,0,0)")
@@ -53,6 +65,10 @@ def run(args) -> int:
     from ..sources.adios import LABELS
     from ..sources.writer import GraphWriter
 
+    if args.kind in synth.KINDS:
+        args.num_graphs = _counts(args.num_graphs, 1)[0]
+    else:
+        return run_sets(args)
     if args.num_graphs <= 0:
         raise ConfigError(f"--num-graphs must be a positive number, got {args.num_graphs}")
     if args.kind not in synth.KINDS:
@@ -71,4 +87,35 @@ def run(args) -> int:
     print(f"wrote {args.out}: {args.num_graphs} graphs "
           f"({', '.join(f'{k} {v}' for k, v in sets.items())}) in "
           f"{time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def _counts(text, n: int) -> list[int]:
+    try:
+        counts = [int(x) for x in str(text).split(",")]
+    except ValueError:
+        counts = []
+    if len(counts) != n or min(counts) <= 0:
+        raise ConfigError(f"--num-graphs {text!r}: need {n} positive number(s), one a kind")
+    return counts
+
+
+def run_sets(args) -> int:
+    """Several data sets: one ``<kind>.bp`` a kind (and ASE-LMDB splits with --aselmdb)."""
+    import os
+
+    from ..sources import synth, synth_atoms
+
+    kinds = [k.strip() for k in args.kind.split(",") if k.strip()]
+    bad = [k for k in kinds if k not in synth_atoms.KINDS]
+    if bad or not kinds or len(set(kinds)) != len(kinds):
+        raise ConfigError(f"--kind {args.kind!r}: choose {sorted(synth.KINDS)} or distinct "
+                          f"kinds from {', '.join(synth_atoms.KINDS)} (comma-separated)")
+    counts = _counts(args.num_graphs, len(kinds))
+    split = parse_split(args.split)
+    os.makedirs(args.out, exist_ok=True)
+    for kind, n in zip(kinds, counts):
+        path = synth_atoms.write_set(args.out, kind, synth.split_counts(n, split), args.seed,
+                                     args.aselmdb)
+        print(f"wrote {path}: {n} {kind} (dataset_name {kind!r})")
     return 0

@@ -1,0 +1,169 @@
+"""Small labelled atomistic data sets of three kinds, as ASE ``Atoms`` (EMT energies and forces).
+
+* ``slabs``: OC20-like fcc(111) slabs of one EMT metal (Al, Cu, Ag, Au, Ni, Pd, Pt), 2x2 or 3x2
+  in plane and 3 layers deep, with one adsorbate (H, C, N, O, OH, CO) on a random site, random
+  displacements (sigma 0.05 A) and 7 A of vacuum: 13-20 atoms, periodic in x and y. Tags follow
+  OC20 (0 subsurface, 1 surface, 2 adsorbate) and the bottom layer is fixed (``FixAtoms``).
+* ``molecules``: small H/C/N/O molecules from ASE's g2 set, rattled (sigma 0.05 A), no cell, no
+  periodicity: 2-10 atoms.
+* ``bulk``: cubic fcc cells of one EMT metal repeated 1x1x1 .. 2x2x1, lattice constant scaled by
+  0.97-1.03 and rattled (sigma 0.05 A), periodic in 3 directions: 4-16 atoms.
+
+Energies and forces come from ASE's EMT: real, cheap (~1 ms a structure) and learnable.
+(OC20 systems are larger, ~80 atoms; the sizes here keep CPU tests under a minute.) Every
+structure is a function of ``(seed, index)`` only, so the ASE-LMDB written for fairchem's own
+loader and the ADIOS2 file written for MDLoader hold exactly the same systems. :func:`record`
+turns a structure into the graph both front ends read: fairchem's fields (``pos``,
+``atomic_numbers``, ``cell``, ``pbc``, ``natoms``, ``tags``, ``fixed``, ``energy``, ``forces``,
+``sid``) plus HydraGNN's (``x = [Z]``, ``y`` = energy per atom, ``y_loc``, ``edge_index`` and
+``cell_offsets`` within 5 A with periodic images).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Callable, Iterator
+
+import numpy as np
+
+METALS = ("Al", "Cu", "Ag", "Au", "Ni", "Pd", "Pt")
+ADSORBATES = ("H", "C", "N", "O", "OH", "CO")
+SITES = ("ontop", "bridge", "fcc", "hcp")
+
+
+def slab(seed: int, index: int):
+    """Structure number `index` of the set with `seed`: an ``ase.Atoms`` with EMT results frozen
+    in a ``SinglePointCalculator`` and ``info['sid']`` set."""
+    from ase.build import add_adsorbate, fcc111, molecule
+    from ase.constraints import FixAtoms
+
+    rng = np.random.default_rng([seed, index])
+    size = (2, 2, 3) if rng.random() < 0.6 else (3, 2, 3)
+    atoms = fcc111(METALS[rng.integers(len(METALS))], size=size, vacuum=7.0)
+    ads = ADSORBATES[rng.integers(len(ADSORBATES))]
+    add_adsorbate(atoms, molecule(ads) if len(ads) > 1 else ads,
+                  height=1.2 + 0.6 * rng.random(), position=SITES[rng.integers(len(SITES))])
+    layer = atoms.get_tags()  # ASE tags slab layers 1 (top) .. size[2] (bottom), adsorbate 0
+    atoms.set_tags(np.select([layer == 0, layer == 1], [2, 1], 0))
+    atoms.set_constraint(FixAtoms(indices=np.nonzero(layer == size[2])[0]))
+    return _labelled(atoms, rng, index)
+
+
+def _labelled(atoms, rng: np.random.Generator, index: int):
+    """Rattle (sigma 0.05 A), freeze EMT's energy and forces, set ``info['sid']``."""
+    from ase.calculators.emt import EMT
+    from ase.calculators.singlepoint import SinglePointCalculator
+
+    atoms.positions += rng.normal(0.0, 0.05, size=atoms.positions.shape)
+    atoms.calc = EMT()
+    energy, forces = atoms.get_potential_energy(), atoms.get_forces()
+    atoms.calc = SinglePointCalculator(atoms, energy=energy, forces=forces)
+    atoms.info["sid"] = str(index)
+    return atoms
+
+
+MOLECULES = ("H2", "H2O", "NH3", "CH4", "CO", "CO2", "N2", "O2", "HCN", "C2H2", "C2H4", "C2H6",
+             "CH3OH", "HCOOH", "CH3CHO", "H2O2", "N2H4")
+
+
+def molecule(seed: int, index: int):
+    """Molecule number `index`: a g2 H/C/N/O molecule, no cell, not periodic (EMT labels)."""
+    rng = np.random.default_rng([seed, index, 1])
+    return _labelled(_g2(MOLECULES[rng.integers(len(MOLECULES))]).copy(), rng, index)
+
+
+@functools.lru_cache(maxsize=None)
+def _g2(name: str):
+    """ASE's g2 molecule (building one re-reads ASE's collection: ~0.4 s; cached)."""
+    from ase.build import molecule as g2
+
+    return g2(name)
+
+
+def bulk(seed: int, index: int):
+    """Crystal number `index`: a cubic fcc cell of one metal, 1x1x1..2x2x1, strained +-3%."""
+    from ase.build import bulk as fcc
+
+    rng = np.random.default_rng([seed, index, 2])
+    metal = METALS[rng.integers(len(METALS))]
+    atoms = fcc(metal, "fcc", cubic=True)
+    atoms.set_cell(atoms.cell * rng.uniform(0.97, 1.03), scale_atoms=True)
+    reps = [(1, 1, 1), (2, 1, 1), (2, 2, 1)][rng.integers(3)]
+    return _labelled(atoms.repeat(reps), rng, index)
+
+
+def slabs(seed: int, start: int, stop: int) -> Iterator:
+    """Structures ``start..stop-1``."""
+    for i in range(start, stop):
+        yield slab(seed, i)
+
+
+KINDS: dict[str, Callable] = {"molecules": molecule, "slabs": slab, "bulk": bulk}
+
+
+def structures(kind: str, seed: int, start: int, stop: int) -> Iterator:
+    """Structures ``start..stop-1`` of `kind` (one of :data:`KINDS`)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown structure kind {kind!r}; choose one of {', '.join(KINDS)}")
+    return (KINDS[kind](seed, i) for i in range(start, stop))
+
+
+def record(atoms, index: int, cutoff: float = 5.0) -> dict[str, np.ndarray]:
+    """The graph both front ends read (see the module docstring)."""
+    from .convert.atoms import atoms_to_graph
+    from .graph import radius_graph
+
+    g = atoms_to_graph(atoms, extra={"sid": index})
+    g = {k: g[k] for k in ("pos", "atomic_numbers", "cell", "pbc", "natoms", "tags", "fixed",
+                           "energy", "forces", "sid")}
+    g["sid"] = np.array([index], dtype=np.int64)
+    ei, shifts, _ = radius_graph(g["pos"], cutoff, g["cell"][0], g["pbc"][0])
+    n = len(atoms)
+    g.update(x=g["atomic_numbers"].astype(np.float32).reshape(n, 1),
+             y=(g["energy"] / n).astype(np.float32).reshape(1),
+             y_loc=np.array([[0, 1]], dtype=np.int64), edge_index=ei,
+             cell_offsets=shifts.astype(np.float32))
+    return g
+
+
+def write_aselmdb(path: str | os.PathLike, atoms_list) -> None:
+    """Write structures to an ASE-LMDB (what fairchem's ``ase_db`` dataset reads), plus the
+    ``metadata.npz`` with ``natoms`` beside it that fairchem's atom-balanced sampler reads."""
+    import ase.db
+
+    path = os.fspath(path)
+    if os.path.exists(path):
+        os.remove(path)
+    natoms = []
+    with ase.db.connect(path, type="aselmdb") as db:
+        for atoms in atoms_list:
+            db.write(atoms, data={"sid": atoms.info["sid"]})
+            natoms.append(len(atoms))
+    np.savez(os.path.join(os.path.dirname(os.path.abspath(path)), "metadata.npz"),
+             natoms=np.asarray(natoms, dtype=np.int64))
+
+
+SPLITS = (("trainset", "train"), ("valset", "val"), ("testset", "test"))
+
+
+def write_set(out_dir: str, kind: str, counts, seed: int = 0, aselmdb: bool = False) -> str:
+    """``out_dir/<kind>.bp`` with ``counts`` structures in trainset/valset/testset (empty labels
+    left out) and ``dataset_name`` = `kind`; with `aselmdb` the same structures also as
+    ``out_dir/<kind>/<split>/data.aselmdb``. Structure ids run on across the labels."""
+    from .writer import write_graphs
+
+    graphs, start = {}, 0
+    for (label, split), n in zip(SPLITS, counts):
+        if n == 0:
+            continue
+        atoms = list(structures(kind, seed, start, start + n))
+        graphs[label] = [record(a, start + i) for i, a in enumerate(atoms)]
+        if aselmdb:
+            folder = os.path.join(out_dir, kind, split)
+            os.makedirs(folder, exist_ok=True)
+            write_aselmdb(os.path.join(folder, "data.aselmdb"), atoms)
+        start += n
+    path = os.path.join(out_dir, f"{kind}.bp")
+    write_graphs(path, graphs, attributes={"dataset_name": kind})
+    return path
