@@ -8,7 +8,10 @@ step. Across ranks, the ids served in an epoch must cover the data set exactly o
 at most once, ``P * floor(N / P)`` in all) or, with padding, every sample at least once and
 ``P * ceil(N / P)`` in all. With replica groups (:mod:`.groups`) the same holds for every group
 size, and ``mdloader check --group-size 1,2,4`` compares the batches of the group sizes with each
-other (``served``) and reports the bytes that crossed a node (``traffic``).
+other (``served``) and reports the bytes that crossed a node (``traffic``). With several data sets
+and a sampling rule (``sampling``) the epoch is the rule's expanded list (:mod:`.sampling`): every
+sample must be served exactly as many times as that list holds it (each repeat counted), plus the
+padding or minus the dropped tail.
 """
 
 from __future__ import annotations
@@ -43,18 +46,20 @@ def _digest(rec: np.ndarray) -> int:
 def run_check(store, backends: list[str], *, batch_size: int, epochs: int, seed: int,
               shuffle: bool = True, drop_last: bool = False, prefetch: int = 2,
               progress=None, served: dict | None = None,
-              traffic: dict | None = None) -> tuple[Mismatch | None, int]:
+              traffic: dict | None = None, sampling=None) -> tuple[Mismatch | None, int]:
     """Collective. Returns (first mismatch on this rank or None, number of batches checked).
 
     `served`, if given, receives this rank's per-step digests under ``(epoch, backend)``;
-    `traffic` adds up the bytes the backends received on and off this rank's node."""
+    `traffic` adds up the bytes the backends received on and off this rank's node; `sampling`
+    is the data-set mix (:mod:`.sampling`) of a store over several files."""
     from .loader import MDLoader
 
     world = store.world
     rank = 0 if world is None else world.rank
     loaders = {b: MDLoader(store, batch_size=batch_size, shuffle=shuffle, seed=seed,
                            drop_last=drop_last, backend=b, prefetch=prefetch,
-                           to_sample=codec.encode, collate=list, name=f"check-{b}")
+                           to_sample=codec.encode, collate=list, name=f"check-{b}",
+                           sampling=sampling)
                for b in backends}
     first, checked = None, 0
     try:
@@ -121,6 +126,8 @@ def _exactly_once(store, loader, epoch, rank) -> Mismatch | None:
 
         world.comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     n, total = store.num_samples, core.total_size
+    if core.mix is not None:
+        return _as_expanded(core, epoch, rank, counts)
     if int(counts.sum()) != total:
         return Mismatch(epoch, -1, rank, -1, f"{int(counts.sum())} samples served, expected {total}")
     if core.drop_last and counts.max() > 1:
@@ -132,4 +139,18 @@ def _exactly_once(store, loader, epoch, rank) -> Mismatch | None:
             return Mismatch(epoch, -1, rank, int(missing[0]), "never served in the epoch")
         if int((counts - 1).sum()) != total - n:
             return Mismatch(epoch, -1, rank, -1, "more repeats than padding explains")
+    return None
+
+
+def _as_expanded(core, epoch: int, rank: int, counts: np.ndarray) -> Mismatch | None:
+    """Counts over all ranks against the mix's expanded epoch list (padded by repeating its head,
+    or cut to the dealt length with drop_last)."""
+    order = core.mix.order(core.seed, epoch, core.shuffle)
+    total = core.total_size
+    dealt = np.concatenate([order, np.tile(order, -(-total // order.size))])[:total]
+    want = np.bincount(dealt, minlength=counts.size)
+    if not np.array_equal(counts, want):
+        s = int(np.flatnonzero(counts != want)[0])
+        return Mismatch(epoch, -1, rank, s, f"served {counts[s]} times, the expanded epoch "
+                        f"({core.mix.name}) holds it {want[s]} times")
     return None

@@ -11,6 +11,8 @@ examples:
   mpiexec -n 3 mdloader check data/mols.bp --batch-size 7 --epochs 2
   mpiexec -n 4 mdloader check data/oc20.bp --batch-size 32 --backends onesided,collective --drop-last
   mpiexec -n 4 mdloader check data/mols.bp --group-size 1,2,4   # replica groups: same batches
+  mpiexec -n 4 mdloader check mols=data/gfm/molecules.bp slabs=data/gfm/slabs.bp \\
+      --sampling temperature:temperature=2 --batch-size 8     # several data sets
 
 On success the last line is
   check ok: P ranks, E epochs, N samples, backends onesided,collective,auto
@@ -21,7 +23,14 @@ def register(sub) -> None:
     p = sub.add_parser("check", help="verify backends agree byte for byte and coverage is exact",
                        description=__doc__.split(":", 1)[1].strip(), epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("data", help="ADIOS2 file in HydraGNN's layout")
+    p.add_argument("data", nargs="+",
+                   help="ADIOS2 file in HydraGNN's layout; several (NAME=PATH or PATH, the name "
+                        "defaulting to the file's dataset_name) are loaded as one store")
+    p.add_argument("--sampling", default=None, metavar="TYPE[:KEY=VALUE,...]",
+                   help="how several data sets share an epoch: proportional (default), "
+                        "explicit:ratios={a: 1, b: 2}, balanced, temperature:temperature=2, "
+                        "weighted:ratios=[1,0.5], weights:weights=[0.7,0.3], "
+                        "hydragnn:oversampling=true,num_samples=N")
     p.add_argument("--label", default="trainset", help="which split to load (default: trainset)")
     p.add_argument("--batch-size", type=int, default=32, help="samples per rank per step")
     p.add_argument("--epochs", type=int, default=1, help="epochs to check (default: 1)")
@@ -115,7 +124,8 @@ def run(args) -> int:
             print("\n".join(lines), flush=True)
             extra = ", group sizes " + ",".join(str(w or world.size) for w in sizes)
         print(f"check ok: {world.size} ranks, {args.epochs} epochs, {store.num_samples} samples, "
-              f"backends {','.join(backends)}{extra}", flush=True)
+              f"backends {','.join(backends)}{extra}{_mix_note(store, args.sampling)}",
+              flush=True)
     return 0
 
 
@@ -124,15 +134,32 @@ def _check_one(world, args, backends, group_size, log):
     from ..check import run_check
     from ..store import ShardStore
 
-    store = ShardStore.from_file(world, args.data, label=args.label, digests=True,
-                                 max_memory_per_rank=args.max_memory_per_rank,
-                                 group_size=group_size)
+    kw = dict(label=args.label, digests=True, max_memory_per_rank=args.max_memory_per_rank,
+              group_size=group_size)
+    if len(args.data) == 1 and args.sampling is None:
+        store = ShardStore.from_file(world, args.data[0], **kw)
+    else:
+        store = ShardStore.from_files(world, args.data, **kw)
     served, traffic = {}, {}
     w = "" if group_size is None else f" (group_size {group_size})"
     first, _ = run_check(
         store, backends, batch_size=args.batch_size, epochs=args.epochs, seed=args.seed,
         shuffle=not args.no_shuffle, drop_last=args.drop_last, prefetch=args.prefetch,
         progress=lambda e, b: log.info(f"checked epoch {e} with {b}{w}"), served=served,
-        traffic=traffic)
+        traffic=traffic, sampling=args.sampling)
     store.close()
     return first, served, traffic, store
+
+
+def _mix_note(store, sampling) -> str:
+    """``; data sets a 30, b 12; sampling temperature: 42 an epoch`` for several data sets."""
+    if "dataset_starts" not in store.meta:
+        return ""
+    import numpy as np
+
+    from ..sampling import DataSets, parse_spec
+
+    sets = DataSets.of_store(store)
+    sizes = ", ".join(f"{n} {s}" for n, s in zip(sets.names, np.asarray(sets.sizes).tolist()))
+    return f"; data sets {sizes}; sampling {parse_spec(sampling)['type']}"
+

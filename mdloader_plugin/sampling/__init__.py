@@ -32,16 +32,32 @@ def parse_spec(spec) -> dict:
     if isinstance(spec, str):
         kind, _, rest = spec.partition(":")
         out = {"type": kind.strip()}
-        for item in filter(None, (x.strip() for x in rest.split(","))):
+        for item in _top_level_items(rest):
             key, sep, val = item.partition("=")
             if not sep:
                 raise ValueError(f"sampling {spec!r}: expected TYPE:key=value,..., e.g. "
                                  "temperature:temperature=2")
-            out[key.strip()] = yaml.safe_load(val)
+            try:
+                out[key.strip()] = yaml.safe_load(val)
+            except yaml.YAMLError:
+                raise ValueError(f"sampling {spec!r}: {val!r} is not a value") from None
         return out
     if not isinstance(spec, dict) or "type" not in spec:
         raise ValueError(f"sampling must be a mapping with 'type', got {spec!r}")
     return dict(spec)
+
+
+def _top_level_items(text: str) -> list[str]:
+    """``a=1,b=[1,2],c={x: 1, y: 2}`` -> its three items (commas inside brackets kept)."""
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch in "[{") - (ch in "]}")
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [x.strip() for x in items + [cur] if x.strip()]
 
 
 def get_mix(spec, sets: DataSets, world_size: int) -> Mix:
