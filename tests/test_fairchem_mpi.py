@@ -31,12 +31,13 @@ STEP = re.compile(r"MDLOADER-STEP rank=(\d+) epoch=(\d+) step=(\d+) loss=(\S+)")
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
 
-def _job(data: str, runs_dir: str, names: list[str]) -> None:
+def _job(data: str, runs_dir: str, names: list[str], recipe: Path = CPU, runs: dict = RUNS,
+         epochs: int = 2) -> None:
     from mdloader_plugin.integrations.fairchem.launch import run
 
     for name in names:
-        code = run(str(CPU), [f"data_dir={data}", f"job.run_dir={runs_dir}",
-                              f"job.run_name={name}", "max_epochs=2", *RUNS[name]])
+        code = run(str(recipe), [f"data_dir={data}", f"job.run_dir={runs_dir}",
+                                 f"job.run_name={name}", f"max_epochs={epochs}", *runs[name]])
         assert code == 0, name
 
 

@@ -10,6 +10,11 @@ sampler then shuffles the concatenation. The ratios:
   ``n_max / p_max``, ``r_d = target * p_d / n_d`` (the largest keeps ratio 1);
 * ``weighted``: ``ratios: [r_0, r_1, ...]`` as given, in data set order.
 
+fairchem's ``create_dataset`` also permutes each data set once (``randperm(n)`` from a generator
+seeded with the split's ``seed``: 0 for train, 1 otherwise, unless ``no_shuffle``), so the head a
+partial repeat takes is a seeded random subset. ``dataset_seed: S`` (an MDLoader key) applies the
+same permutation: entry ``j`` of data set ``d`` is then its sample ``randperm(n_d)[j mod n_d]``.
+
 The tests compare :func:`ratios` with ``ConcatDataset._dataset_sampling`` of the installed
 fairchem-core for all four. fairchem orders data sets by name (``create_concat_dataset`` sorts
 them); MDLoader keeps the order the files are listed in, so list them sorted to get fairchem's
@@ -83,4 +88,22 @@ class FairchemMix(Mix):
     def __init__(self, sets: DataSets, spec: dict, world_size: int):
         self.name = spec["type"]
         self.ratios = ratios(spec["type"], sets.sizes, sets.names, spec)
+        self.dataset_seed = spec.get("dataset_seed")
+        if self.dataset_seed is not None and (isinstance(self.dataset_seed, bool) or
+                                              not isinstance(self.dataset_seed, int)):
+            raise ValueError(f"sampling dataset_seed must be an integer, got "
+                             f"{self.dataset_seed!r}")
         super().__init__(sets, [int(r * n) for r, n in zip(self.ratios, sets.sizes)])
+
+    def expanded(self) -> np.ndarray:
+        if self.dataset_seed is None:
+            return super().expanded()
+        import torch
+
+        out = []
+        for start, n, c in zip(self.sets.starts, self.sets.sizes, self.counts):
+            g = torch.Generator()
+            g.manual_seed(self.dataset_seed)  # a fresh generator a data set, as create_dataset
+            perm = torch.randperm(n, generator=g).numpy() if n > 1 else np.zeros(n, np.int64)
+            out.append(start + perm[np.arange(c) % max(n, 1)].astype(np.int64))
+        return np.concatenate(out)

@@ -111,6 +111,22 @@ class ToAtomicData:
         return AtomicData(**fields)
 
 
+class ToAtomicDataByDataset:
+    """``to_sample`` over several data sets: each sample goes through its own data set's
+    :class:`ToAtomicData` (picked by the sample's ``dataset_name`` id), so ``data.dataset`` (what
+    fairchem's tasks filter on) and ``data.dataset_name`` (``<name>.<split>``) name its data set.
+
+    Args:
+        configs: per data set, in id order, ``(name, key_mapping, transforms)``.
+    """
+
+    def __init__(self, configs, split: str | None = "train"):
+        self.by_id = [ToAtomicData(name, km, tf, split) for name, km, tf in configs]
+
+    def __call__(self, sample: Mapping[str, np.ndarray]):
+        return self.by_id[int(np.ravel(sample["dataset_name"])[0])](sample)
+
+
 def _stress(stress: np.ndarray, dtype):
     import torch
     from fairchem.core.datasets.atomic_data import voigt_6_to_full_3x3_stress

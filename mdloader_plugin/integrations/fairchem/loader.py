@@ -18,6 +18,14 @@ graphs a step and the set of graphs an epoch are unchanged, so the plan stays th
 ``(seed, epoch, step)`` that both backends rely on. Cost: an allgather of one int32 a sample at
 start-up and ``O(P*b log(P*b))`` a step.
 
+Several data sets (``datasets: {name: path | {path, key_mapping, transforms}}`` instead of
+``path``): one store over all files (:meth:`~mdloader_plugin.store.ShardStore.from_files`), data
+sets in name order as fairchem's ``create_concat_dataset`` orders them, each sample converted with
+its own data set's name, key mapping and transforms (``data.dataset`` routes it to the tasks
+listing that name), and ``sampling`` = fairchem's ``combined_dataset_config.sampling``
+(``{type: temperature, temperature: 2}``, ...) expanded with fairchem's arithmetic
+(:mod:`mdloader_plugin.sampling.fairchem`).
+
 All loaders built in a process are closed (a collective) at exit, in creation order, before
 mpi4py finalises MPI.
 """
@@ -128,15 +136,18 @@ def global_natoms(store, world) -> np.ndarray:
     return np.concatenate(group.comm.allgather(mine))
 
 
-def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split: str = "train",
+def build_loader(path: str | None = None, collate_fn: Callable | None = None,
+                 label: str = "trainset", split: str = "train",
                  dataset_name: str = "oc20", key_mapping: Mapping[str, Any] | None = None,
                  transforms: Mapping[str, Any] | None = None, max_atoms: int | None = None,
                  batch_size: int | None = None, balance: str | None = None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False, backend: str = "auto",
                  prefetch: int = 2, profile: str | None = None,
                  max_memory_per_rank: int | str | None = None, group_size=None,
-                 width=None) -> FairchemMDLoader:
-    """Hydra target: MDLoader over ``path[label]`` serving fairchem ``AtomicData`` batches.
+                 width=None, datasets: Mapping[str, Any] | None = None,
+                 sampling: Mapping[str, Any] | None = None) -> FairchemMDLoader:
+    """Hydra target: MDLoader over ``path[label]`` (or several `datasets`) serving fairchem
+    ``AtomicData`` batches.
 
     Args:
         path: the ADIOS2 file in HydraGNN's layout (``mdloader convert`` writes one).
@@ -162,12 +173,19 @@ def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split
         group_size: replica groups (``auto``, a number of ranks, or None: all ranks); ``auto``
             needs ``batch_size``. See ``docs/replica-groups.md``.
         width: DDStore's name for ``group_size``.
+        datasets: several data sets instead of `path`: ``{name: path}`` or ``{name: {path,
+            key_mapping, transforms}}`` (one store; names sorted as fairchem sorts them).
+        sampling: with `datasets`, fairchem's ``combined_dataset_config.sampling``
+            (``{type: temperature, temperature: 2}``); default temperature 1 (every sample once).
     """
     from ...groups import from_options
     from ...loader import MDLoader
     from ...log import get_logger
     from ...placement import open_store
     from .data import ToAtomicData
+
+    if collate_fn is None:
+        raise ConfigError("the loader needs collate_fn (fairchem's mt_collater_adapter)")
 
     if max_atoms is None and not batch_size:
         raise ConfigError("set max_atoms (atoms a batch) or loader.batch_size (graphs a batch)")
@@ -179,8 +197,20 @@ def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split
     if group_size == "auto" and not batch_size:
         raise ConfigError("loader.group_size auto needs loader.batch_size (graphs a batch) to "
                           "weigh the backends; or set group_size to a number of ranks")
-    store = open_store(world, path, label, group_size=group_size, batch_size=batch_size,
-                       backend=backend, profile=profile, max_memory_per_rank=max_memory_per_rank)
+    if datasets:
+        if group_size == "auto":
+            raise ConfigError("loader.group_size auto is not supported with several datasets; "
+                              "set group_size to a number of ranks")
+        store, to_sample, names = _multi_store(world, datasets, label, split, key_mapping,
+                                               transforms, max_memory_per_rank, group_size)
+    elif path:
+        store = open_store(world, path, label, group_size=group_size, batch_size=batch_size,
+                           backend=backend, profile=profile,
+                           max_memory_per_rank=max_memory_per_rank)
+        to_sample = ToAtomicData(dataset_name, key_mapping, transforms, split)
+        names = [dataset_name]
+    else:
+        raise ConfigError("set the loader's path (one file) or datasets ({name: path, ...})")
     natoms = global_natoms(store, world) if (max_atoms or balance == "atoms") else None
     if max_atoms:
         batch_size = max(1, int(max_atoms) // max(1, int(round(float(natoms.mean())))))
@@ -188,8 +218,41 @@ def build_loader(path: str, collate_fn: Callable, label: str = "trainset", split
                                     f"batch (mean {natoms.mean():.1f} atoms a graph)")
     loader = MDLoader(store, batch_size=int(batch_size), shuffle=shuffle, seed=int(seed),
                       drop_last=drop_last, backend=backend, prefetch=int(prefetch),
-                      to_sample=ToAtomicData(dataset_name, key_mapping, transforms, split),
-                      collate=collate_fn, profile=profile, name=label,
-                      balance_weights=natoms if balance == "atoms" else None)
+                      to_sample=to_sample, collate=collate_fn, profile=profile, name=label,
+                      balance_weights=natoms if balance == "atoms" else None,
+                      sampling=_sampling(sampling, split) if datasets else None)
     _OPEN.append(loader)
-    return FairchemMDLoader(loader, [f"{dataset_name}.{split}"])
+    return FairchemMDLoader(loader, [f"{n}.{split}" for n in names])
+
+
+def _sampling(sampling: Mapping[str, Any] | None, split: str) -> dict:
+    """fairchem's ``combined_dataset_config.sampling`` plus the per-data-set permutation its
+    ``create_dataset`` applies (seed 0 for train, 1 for other splits)."""
+    spec = dict(sampling or {"type": "temperature", "temperature": 1.0})
+    spec.setdefault("dataset_seed", 0 if split == "train" else 1)
+    return spec
+
+
+def _multi_store(world, datasets: Mapping[str, Any], label, split, key_mapping, transforms,
+                 max_memory_per_rank, group_size=None):
+    """One store over several files (name order, as fairchem's create_concat_dataset) and the
+    per-data-set AtomicData conversion."""
+    from ...sources.multi import DatasetSpec
+    from ...store import ShardStore
+    from .data import REQUIRED, ToAtomicDataByDataset
+
+    names = sorted(datasets)
+    entries = [datasets[n] if isinstance(datasets[n], Mapping) else {"path": datasets[n]}
+               for n in names]
+    for n, e in zip(names, entries):
+        if "path" not in e:
+            raise ConfigError(f"loader datasets.{n}: give a path (or {{path, key_mapping, "
+                              "transforms}})")
+    specs = [DatasetSpec(str(e["path"]), n) for n, e in zip(names, entries)]
+    store = ShardStore.from_files(world, specs, label, required=REQUIRED,
+                                  max_memory_per_rank=max_memory_per_rank,
+                                  group_size=None if group_size == "all" else group_size)
+    to_sample = ToAtomicDataByDataset(
+        [(n, e.get("key_mapping", key_mapping), e.get("transforms", transforms))
+         for n, e in zip(names, entries)], split)
+    return store, to_sample, names
