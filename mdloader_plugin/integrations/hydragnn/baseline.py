@@ -9,6 +9,10 @@ graph on a small local file; far more on a parallel file system, which is the po
 comparison). ``preload: true`` is HydraGNN's preload mode: every rank reads the whole label into
 memory once and slices it (fast, but memory per rank = the whole data set).
 
+Several files: one :class:`AdiosGraphDataset` a file (the common keys only, each graph tagged with
+its data set's ``dataset_name`` id as MDLoader tags it) joined by a ``ConcatDataset``, so global
+index ``i`` is the same graph for both loaders.
+
 The loaders are HydraGNN's own ``create_dataloaders``: a PyG DataLoader with a
 DistributedSampler per split (padding makes every rank run the same number of batches).
 """
@@ -27,11 +31,14 @@ from . import compat
 class AdiosGraphDataset(torch.utils.data.Dataset):
     """One label of a HydraGNN-layout file, read per sample (or preloaded)."""
 
-    def __init__(self, path: str, label: str, to_sample: Callable, preload: bool = False):
+    def __init__(self, path: str, label: str, to_sample: Callable, preload: bool = False,
+                 keys=None, dataset_id: int | None = None):
         self.path, self.label, self.to_sample, self.preload = path, label, to_sample, preload
         self._file = GraphFile(path)
         self.info = self._file.info(label)
-        self.keys = list(self.info.keys)
+        self.keys = list(self.info.keys) if keys is None else list(keys)
+        self._tag = None if dataset_id is None else {"dataset_name": np.full((1, 1), dataset_id,
+                                                                             dtype=np.int64)}
         attrs = self._file.global_attributes()
         if "pna_deg" in attrs:
             self.pna_deg = np.asarray(attrs["pna_deg"]).reshape(-1).tolist()
@@ -39,16 +46,16 @@ class AdiosGraphDataset(torch.utils.data.Dataset):
                          for k in self.keys}
         self._block = None
         if preload:
-            self._block = self._file.read_block(label, 0, self.info.ndata, info=self.info)
+            self._block = self._file.read_block(label, 0, self.info.ndata, self.keys, self.info)
             self._file.close()
 
     def __len__(self) -> int:
         return self.info.ndata
 
     def __getitem__(self, idx: int):
-        if self._block is not None:
-            return self.to_sample(self._block.sample(int(idx)))
-        return self.to_sample({k: self._read(k, int(idx)) for k in self.keys})
+        arrays = (self._block.sample(int(idx)) if self._block is not None
+                  else {k: self._read(k, int(idx)) for k in self.keys})
+        return self.to_sample({**arrays, **self._tag} if self._tag else arrays)
 
     def _read(self, key: str, idx: int) -> np.ndarray:
         k = self.info.keys[key]
@@ -67,7 +74,10 @@ def build_loaders(cfg: dict, to_sample: Callable, labels: tuple[str, str, str]):
     """HydraGNN's own train/val/test loaders over :class:`AdiosGraphDataset`."""
     path = cfg["Dataset"]["path"]
     preload = bool(cfg["hydragnn_loader"]["preload"])
-    sets = [AdiosGraphDataset(path, label, to_sample, preload) for label in labels]
+    if isinstance(path, list):
+        sets = [_concat(path, label, to_sample, preload) for label in labels]
+    else:
+        sets = [AdiosGraphDataset(path, label, to_sample, preload) for label in labels]
     batch_size = int(cfg["NeuralNetwork"]["Training"]["batch_size"])
     loaders = compat.get("create_dataloaders")(*sets, batch_size=batch_size)
     for loader in loaders:
@@ -76,3 +86,19 @@ def build_loaders(cfg: dict, to_sample: Callable, labels: tuple[str, str, str]):
         if not torch.cuda.is_available():
             loader.pin_memory = False  # HydraGNN asks for it; on CPU it only warns
     return tuple(loaders)
+
+
+def _concat(entries: list, label: str, to_sample: Callable, preload: bool):
+    """The files of `entries` as one dataset: common keys, each graph tagged with its file's id."""
+    from ...sources.multi import MultiSource, parse_specs
+
+    specs = parse_specs(entries)
+    with MultiSource(specs, label) as src:
+        keys = src.keys
+        pna = src.attributes().get("pna_deg")
+    parts = [AdiosGraphDataset(s.path, label, to_sample, preload, keys, d)
+             for d, s in enumerate(specs)]
+    joined = torch.utils.data.ConcatDataset(parts)
+    if pna is not None:
+        joined.pna_deg = [int(v) for v in pna]
+    return joined

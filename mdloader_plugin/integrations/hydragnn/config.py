@@ -15,7 +15,12 @@ A config is what HydraGNN users already write (``Verbosity``, ``Dataset``, ``Neu
 
 ``Dataset.path`` is one ADIOS2 file in HydraGNN's layout with ``trainset``/``valset``/``testset``
 (``$VARS`` and ``~`` are expanded; relative paths are relative to the working directory, as in
-HydraGNN, which also writes ``logs/`` there).
+HydraGNN, which also writes ``logs/`` there), or a list of files, each a named data set
+(``[{name: mols, path: a.bp, weight: 0.7}, {name: bulk, path: b.bp, weight: 0.3}]``; ``NAME=PATH``
+strings work too; the name defaults to the file's ``dataset_name``): one store over all of them,
+every graph carrying its data set's id as ``data.dataset_name`` (``[1, 1]`` int64, HydraGNN 5.0's
+multibranch routing tensor). ``mdloader.sampling`` picks how they share an epoch
+(:mod:`mdloader_plugin.sampling`; default: the weights if given, else proportional to size).
 ``--set KEY=VALUE`` overrides any key by dotted path; VALUE is parsed as YAML (``3``, ``true``,
 ``[0, 1]``, ``collective``). Validation names the bad key and the valid choices in one line.
 """
@@ -48,7 +53,9 @@ TOP_LEVEL = (
                              "name."),
     Option("Dataset.path", None, "Required: one ADIOS2 file in HydraGNN's layout holding "
                                  "`trainset`, `valset` and `testset`; `$VARS` and `~` are "
-                                 "expanded."),
+                                 "expanded. Or a list of files, each a named data set: "
+                                 "`[{name: mols, path: a.bp, weight: 0.7}, ...]` (see "
+                                 "docs/multi-dataset.md)."),
     Option("Dataset.normalize_y", False, "`true`: min-max scale `y` with the train set's range."),
 )
 #: ``mdloader:`` section (``loader: mdloader``).
@@ -70,6 +77,10 @@ MDLOADER_OPTIONS = (
                                "ranks holds a whole copy; node-aligned, dividing the ranks), "
                                "or unset/`all`: one copy over all ranks. See replica-groups."),
     Option("width", None, "DDStore's name for `group_size` (`--ddstore_width`)."),
+    Option("sampling", None, "With several files: how the train split shares an epoch among "
+                             "them (`{type: temperature, temperature: 2}`, `weights`, `explicit`, "
+                             "`balanced`, `weighted`, `hydragnn`); unset: the files' weights if "
+                             "given, else proportional to size."),
 )
 #: ``hydragnn_loader:`` section (``loader: hydragnn``).
 HYDRAGNN_LOADER_OPTIONS = (
@@ -150,8 +161,8 @@ def normalise(cfg: dict, source: str = "config") -> dict:
     if cfg["mdloader"]["seed"] is None:
         cfg["mdloader"]["seed"] = cfg["seed"]
     cfg.setdefault("Verbosity", {"level": 1})
-    _require(cfg, source, "Dataset.path", str)
-    cfg["Dataset"]["path"] = os.path.expanduser(os.path.expandvars(cfg["Dataset"]["path"]))
+    _require(cfg, source, "Dataset.path", (str, list))
+    cfg["Dataset"]["path"] = _dataset_paths(cfg["Dataset"]["path"], source)
     for key in ("NeuralNetwork.Architecture.model_type", "NeuralNetwork.Architecture.hidden_dim",
                 "NeuralNetwork.Architecture.num_conv_layers",
                 "NeuralNetwork.Variables_of_interest.input_node_features",
@@ -160,6 +171,21 @@ def normalise(cfg: dict, source: str = "config") -> dict:
                 "NeuralNetwork.Training.Optimizer.learning_rate"):
         _require(cfg, source, key)
     return cfg
+
+
+def _dataset_paths(path, source: str):
+    """One path (expanded) or a list of data set entries (validated, as mappings)."""
+    if isinstance(path, str):
+        return os.path.expanduser(os.path.expandvars(path))
+    from ...sources.multi import parse_specs
+
+    specs = parse_specs(path)
+    for s in specs:
+        w = s.weight
+        if w is not None and (isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0):
+            raise ConfigError(f"{source}: Dataset.path: weight of {s.name or s.path} must be a "
+                              f"number >= 0, got {w!r}")
+    return [{"path": s.path, "name": s.name, "weight": s.weight} for s in specs]
 
 
 def _check_spelling(cfg: dict, source: str) -> None:
@@ -199,7 +225,8 @@ def _require(cfg: dict, source: str, dotted: str, kind: type | None = None) -> A
                               "recipes/hydragnn/demo.yaml for a complete config)")
         node = node[part]
     if kind is not None and not isinstance(node, kind):
-        raise ConfigError(f"{source}: {dotted} must be a {kind.__name__}, got {node!r}")
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        raise ConfigError(f"{source}: {dotted} must be a {names}, got {node!r}")
     return node
 
 

@@ -48,7 +48,8 @@ def _config_on_root(comm, args) -> tuple[dict | None, int]:
     if comm.Get_rank() == 0:
         try:
             cfg = config.load(args.config, args.set)
-            _check_data(cfg["Dataset"]["path"])
+            for path in graphs.files_of(cfg["Dataset"]["path"]):
+                _check_data(path)
             payload = ("ok", cfg)
         except BaseException as exc:  # noqa: BLE001 - every rank must leave with the same code
             payload = ("error", report_error(exc))

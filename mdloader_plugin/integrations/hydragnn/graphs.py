@@ -12,6 +12,11 @@ yield per-graph node counts read from the file (plain reads, safe to abandon any
 ``dataset[0]`` and ``pna_deg``. HydraGNN's own code still computes the answers; only its input
 differs. The PNA degree histogram is computed once from each rank's block of the file and summed
 over MPI (or taken from the file's ``pna_deg`` attribute when present).
+
+Several files (``Dataset.path`` a list): node counts run over the files in order, sample 0 is the
+first file's (tagged with data set id 0), ``y``'s range is taken over all files, and ``pna_deg``
+is the files' attributes merged as HydraGNN's multibranch example merges them
+(:func:`~mdloader_plugin.sources.multi.merge_pna_deg`) or, without them, the summed histograms.
 """
 
 from __future__ import annotations
@@ -64,20 +69,34 @@ def make_to_sample(node_features: Sequence[int] | None,
     return HydraSample(node_features, y_minmax)
 
 
-def y_minmax(path: str, label: str = "trainset") -> tuple[float, float]:
-    """Min and max of ``y`` over a label (one bulk read of a small array, same on every rank)."""
-    with GraphFile(path) as f:
-        info = f.info(label)
-        y = f.read_block(label, 0, info.ndata, keys=["y"], info=info).arrays["y"]
-    return float(np.min(y)), float(np.max(y))
+def files_of(path) -> list[str]:
+    """``Dataset.path`` (a file, or a list of data set entries) as a list of files."""
+    return [path] if isinstance(path, str) else [e["path"] for e in path]
+
+
+def y_minmax(path, label: str = "trainset") -> tuple[float, float]:
+    """Min and max of ``y`` over a label of the file(s) (bulk reads, same on every rank)."""
+    lo, hi = np.inf, -np.inf
+    for p in files_of(path):
+        with GraphFile(p) as f:
+            info = f.info(label)
+            y = f.read_block(label, 0, info.ndata, keys=["y"], info=info).arrays["y"]
+        lo, hi = min(lo, float(np.min(y))), max(hi, float(np.max(y)))
+    return lo, hi
 
 
 def _size_key(info) -> str:
     return "x" if "x" in info.keys else next(iter(info.keys))
 
 
-def node_counts(path: str, label: str) -> Iterator[int]:
-    """Node count of every graph of `label`, read in chunks (abandoning it is free)."""
+def node_counts(path, label: str) -> Iterator[int]:
+    """Node count of every graph of `label` (file after file), read in chunks (abandoning it is
+    free)."""
+    for p in files_of(path):
+        yield from _file_node_counts(p, label)
+
+
+def _file_node_counts(path: str, label: str) -> Iterator[int]:
     with GraphFile(path) as f:
         info = f.info(label)
         key = _size_key(info)
@@ -119,16 +138,43 @@ class ConfigView:
         return len(self.dataset)
 
 
-def first_sample(path: str, label: str, to_sample: Callable):
-    """The first sample of ``label`` built with ``to_sample``, and the label's number of samples."""
-    with GraphFile(path) as f:
-        info = f.info(label)
-        return to_sample(f.read_block(label, 0, 1, info=info).sample(0)), info.ndata
+def first_sample(path, label: str, to_sample: Callable):
+    """Sample 0 and the label's total size (several files: the first file's sample 0, tagged with
+    data set id 0 and restricted to the common keys, as MDLoader serves it)."""
+    if isinstance(path, str):
+        with GraphFile(path) as f:
+            info = f.info(label)
+            return to_sample(f.read_block(label, 0, 1, info=info).sample(0)), info.ndata
+    from ...sources.multi import MultiSource, parse_specs
+
+    with MultiSource(parse_specs(path), label) as src:
+        samples, _ = src.read_range(0, 1)
+        return to_sample(samples[0]), src.num_samples
 
 
-def pna_degree(path: str, comm, label: str = "trainset") -> list[int]:
+def pna_degree(path, comm, label: str = "trainset") -> list[int]:
     """In-degree histogram over `label` (PNA's ``deg``): the file's ``pna_deg`` if present, else
-    each rank counts its block and the counts are summed (collective on `comm`)."""
+    each rank counts its block and the counts are summed (collective on `comm`). Several files:
+    their ``pna_deg`` merged as HydraGNN merges them, else the sum of their histograms."""
+    if isinstance(path, str):
+        return _file_pna_degree(path, comm, label)
+    from ...sources.multi import merge_pna_deg
+
+    files = files_of(path)
+    attrs = []
+    for p in files:
+        with GraphFile(p) as f:
+            attrs.append(f.global_attributes().get("pna_deg"))
+    if all(a is not None for a in attrs):
+        return [int(v) for v in merge_pna_deg(attrs)]
+    hists = [_file_pna_degree(p, comm, label) for p in files]
+    total = np.zeros(max(len(h) for h in hists), dtype=np.int64)
+    for h in hists:
+        total[:len(h)] += h
+    return [int(v) for v in total]
+
+
+def _file_pna_degree(path: str, comm, label: str) -> list[int]:
     with GraphFile(path) as f:
         attrs = f.global_attributes()
         if "pna_deg" in attrs:

@@ -7,6 +7,10 @@ chosen by the estimator on the train split and kept for the others) and serves b
 ``to_sample``, and MDLoader shuffles every split as HydraGNN's ``create_dataloaders`` does
 (DistributedSampler, shuffle on, same seed): its sampler deals the same order, so the two
 loaders feed the model the same batches and give the same losses.
+Several files (``Dataset.path`` a list): one store over all of them
+(:meth:`~mdloader_plugin.store.ShardStore.from_files`), the train split sampled as
+``mdloader.sampling`` says; the baseline is HydraGNN's loader over the concatenation of its
+per-file datasets (:mod:`.baseline`), which proportional sampling matches batch for batch.
 Adding a loader = adding one function here.
 """
 
@@ -24,22 +28,42 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
     """Train/val/test MDLoaders over ``Dataset.path`` with the config's ``mdloader:`` options."""
     from ...loader import MDLoader
     from ...placement import open_store
+    from ...store import ShardStore
 
     opts = cfg["mdloader"]
     batch_size = int(cfg["NeuralNetwork"]["Training"]["batch_size"])
     loaders, group_size = [], opts.get("group_size")
     for label in labels:
-        store = open_store(world, cfg["Dataset"]["path"], label, group_size=group_size,
-                           batch_size=batch_size, backend=opts["backend"],
-                           profile=opts.get("profile"),
-                           max_memory_per_rank=opts.get("max_memory_per_rank"))
+        path = cfg["Dataset"]["path"]
+        if isinstance(path, list):
+            if group_size == "auto":
+                raise ConfigError("mdloader.group_size auto is not supported with several "
+                                  "Dataset.path files; set it to a number of ranks")
+            store = ShardStore.from_files(
+                world, path, label, group_size=None if group_size == "all" else group_size,
+                max_memory_per_rank=opts.get("max_memory_per_rank"))
+        else:
+            store = open_store(world, path, label, group_size=group_size,
+                               batch_size=batch_size, backend=opts["backend"],
+                               profile=opts.get("profile"),
+                               max_memory_per_rank=opts.get("max_memory_per_rank"))
         group_size = store.group.size if store.group is not None else None  # auto: once
         loaders.append(MDLoader(store, batch_size=batch_size, shuffle=True,
+                                sampling=sampling(cfg) if label == "trainset" else None,
                                 seed=int(opts["seed"]), drop_last=bool(opts["drop_last"]),
                                 backend=opts["backend"], prefetch=int(opts["prefetch"]),
                                 to_sample=to_sample, profile=opts.get("profile"),
                                 name=label))
     return tuple(loaders)
+
+
+def sampling(cfg: dict):
+    """``mdloader.sampling``, else ``weights`` when the data sets carry weights, else None."""
+    path, chosen = cfg["Dataset"]["path"], cfg["mdloader"].get("sampling")
+    if chosen is None and isinstance(path, list) and any(e.get("weight") is not None
+                                                         for e in path):
+        return {"type": "weights"}
+    return chosen
 
 
 def build_hydragnn(cfg: dict, world, to_sample: Callable, labels=LABELS):
@@ -68,5 +92,7 @@ def close(loaders) -> None:
             loader.close()
             if hasattr(loader, "store"):
                 loader.store.close()
-        elif hasattr(loader.dataset, "close"):
-            loader.dataset.close()
+        else:
+            for part in getattr(loader.dataset, "datasets", [loader.dataset]):
+                if hasattr(part, "close"):
+                    part.close()
