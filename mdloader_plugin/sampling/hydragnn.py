@@ -56,6 +56,8 @@ def rank_chunks(sets: DataSets, world_size: int, num_samples: int | None):
 
 
 class HydraGNNMix(Mix):
+    """HydraGNN's multibranch split on `world_size` ranks (see the module docstring)."""
+
     name = "hydragnn"
 
     def __init__(self, sets: DataSets, spec: dict, world_size: int):

@@ -7,6 +7,8 @@ from .base import DataSets, Mix
 
 
 class Proportional(Mix):
+    """Every sample once an epoch (the single-file order)."""
+
     name = "proportional"
 
     def __init__(self, sets: DataSets, spec: dict, world_size: int):

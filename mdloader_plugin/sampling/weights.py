@@ -11,6 +11,7 @@ from .base import DataSets, Mix
 
 
 def checked_weights(given, names) -> list[float]:
+    """One weight a data set, each >= 0, summing to 1 (ValueError naming the bad one)."""
     if given is None or len(given) != len(names) or any(w is None for w in given):
         raise ValueError(f"sampling weights needs one weight a data set ({', '.join(names)}), "
                          f"got {given!r}")
@@ -30,6 +31,8 @@ def checked_weights(given, names) -> list[float]:
 
 
 class Weights(Mix):
+    """``int(w_d * N)`` entries of data set ``d`` in an epoch of ``N`` (the sizes' sum)."""
+
     name = "weights"
 
     def __init__(self, sets: DataSets, spec: dict, world_size: int):
