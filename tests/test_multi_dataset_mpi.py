@@ -58,3 +58,13 @@ def test_bad_input_fails_on_every_rank_with_one_line(files, tmp_path, case, word
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("mdloader: error:")]
     assert len(lines) == 1 and words in lines[0], r.stderr[-2000:]
     assert "Traceback" not in r.stderr
+
+
+@pytest.mark.mpi
+def test_replica_groups_serve_the_same_bytes_over_three_files(files):
+    r = mdloader(4, ["check", *(files[n] for n in SIZES), "--sampling", "balanced",
+                     "--group-size", "1,2,4", "--batch-size", 4], timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == (
+        "check ok: 4 ranks, 1 epochs, 67 samples, backends onesided,collective,auto, group sizes "
+        "1,2,4; data sets qm 41, oc 17, mp 9; sampling balanced")
