@@ -655,7 +655,7 @@ def _choose_initial(loader: MDLoader, profile) -> dict:
     per_step = max(1, min(loader.batch_size, loader.sampler_core.per_rank))
     g = loader.group  # the backends' world is the replica group (W ranks, W = P without groups)
     dec = choose_initial(g.size if g else 1, g.local_size if g else 1, per_step,
-                         loader.store.nbytes, prof)
+                         loader.store.index.size_sample(), prof)
     return {"backend": dec.backend, "reason": dec.reason, "predicted_s": dict(dec.predicted_s),
             "decision": dec, "profile": prof}
 
