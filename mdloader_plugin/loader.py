@@ -123,9 +123,13 @@ class MDLoader:
     Args:
         store: the loaded data set (collective construction).
         batch_size: samples per rank per step.
-        shuffle: as ``DistributedSampler`` (same order for the same arguments).
+        shuffle: as ``DistributedSampler`` (same order for the same arguments with
+            ``order="torch"``).
         seed: as ``DistributedSampler``.
         drop_last: as ``DistributedSampler``: drop the tail instead of padding it.
+        order: the epoch permutation: ``"torch"`` (DistributedSampler's, a list of N ids a
+            rank), ``"feistel"`` (computed per step, no list) or ``"auto"`` (torch up to 4M
+            samples, feistel above); see :mod:`.order`.
         backend: ``"onesided"``, ``"collective"`` or ``"auto"`` (cost model + online check).
         prefetch: steps the producer thread may run ahead (0 = fetch in the caller's thread).
         prefetch_mib: at most this many MiB of records wait in the prefetch queue (at least one
@@ -155,7 +159,7 @@ class MDLoader:
                  collate: Callable[[list], Any] | None = None, profile: str | None = None,
                  online_check: bool = True, progress: str | bool = "auto", name: str = "train",
                  balance_weights: np.ndarray | None = None, prefetch_mib: float | None = None,
-                 pin_memory: bool | None = None, device=None):
+                 pin_memory: bool | None = None, device=None, order: str = "auto"):
         world = store.world
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
@@ -165,7 +169,7 @@ class MDLoader:
         self.sampler_core = agree(world, _checked_sampler, store.num_samples, self.size,
                                   batch_size, prefetch, backend, profile, prefetch_mib,
                                   shuffle=shuffle, seed=seed, drop_last=drop_last,
-                                  weights=balance_weights)
+                                  weights=balance_weights, order=order)
         self.batch_size, self.prefetch = int(batch_size), prefetch
         self.prefetch_bytes = _prefetch_bytes(prefetch_mib)
         self.to_sample = to_sample or pyg_sample
@@ -241,7 +245,7 @@ class MDLoader:
         ``world_size`` ranks with ``batch_size``; ``offset`` see :mod:`.sampler`)."""
         core = self.sampler_core
         return SamplerState(core.seed, self.epoch, self._step, self.size, self.batch_size,
-                            core.offset_of(self.epoch)).to_dict()
+                            core.offset_of(self.epoch), core.order).to_dict()
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from `state`, also when it was saved on another number of ranks or batch
@@ -255,6 +259,9 @@ class MDLoader:
         if st.seed != core.seed:
             raise ConfigError(f"loader state has seed {st.seed} but this loader uses seed "
                               f"{core.seed}; resume with the same seed")
+        if st.order and st.order != core.order:
+            raise ConfigError(f"loader state was saved with order {st.order!r} but this loader "
+                              f"uses {core.order!r}; resume with order={st.order!r}")
         if st.offset > core.num_samples:
             raise ConfigError(f"loader state offset {st.offset} exceeds the data set's "
                               f"{core.num_samples} samples; is it from another data set?")
