@@ -201,6 +201,7 @@ class MDLoader:
         self.epoch_stats = EpochStats()
         self.dataset = LocalSamples(self)
         self.sampler = _EpochSampler(self)
+        self._log_memory()
         if not _LIVE:
             atexit.unregister(_stop_producers)
             atexit.register(_stop_producers)
@@ -231,6 +232,29 @@ class MDLoader:
         dec = _choose_initial(self, profile)
         self.log.info(f"[{self.name}] {dec['decision'].log_line()}")
         return dec
+
+    def memory_report(self) -> dict:
+        """This rank's bytes by kind: ``records_bytes`` (its share of the data set),
+        ``index_bytes`` (its share of the global index), ``order_bytes`` (the epoch order and
+        the run of plans kept), ``buffers_bytes`` (step buffers held for reuse) and
+        ``prefetch_cap_bytes`` (the most that batches waiting in the prefetch queue may hold)."""
+        rep = self.store.memory_report()
+        return {"records_bytes": rep["records_bytes"], "index_bytes": rep["index_bytes"],
+                "order_bytes": self.sampler_core.order_bytes,
+                "buffers_bytes": sum(b.buffers.held_bytes() for b in self._backends.values()),
+                "prefetch_cap_bytes": self.prefetch_bytes if self.prefetch else 0,
+                "samples_global": rep["samples_global"], "order": self.sampler_core.order,
+                "index_kind": rep["index_kind"]}
+
+    def _log_memory(self) -> None:
+        m, mib = self.memory_report(), 2.0 ** -20
+        n = max(m["samples_global"], 1)
+        self.log.info(
+            f"[{self.name}] memory on rank {self.rank}: records {m['records_bytes'] * mib:.1f} "
+            f"MiB, index {m['index_bytes'] * mib:.1f} MiB ({m['index_kind']}), order "
+            f"{m['order_bytes'] * mib:.1f} MiB ({m['order']}), buffers as steps need (prefetch "
+            f"queue <= {m['prefetch_cap_bytes'] * mib:.0f} MiB); N-proportional: "
+            f"{(m['index_bytes'] + m['order_bytes']) / n:.2f} B a sample")
 
     # -- the iterable --------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -41,6 +41,10 @@ class IdentityOrder:
     name = "identity"
     nbytes = 0
 
+    @staticmethod
+    def bytes_for(num_samples: int) -> int:
+        return 0
+
     def __init__(self, num_samples: int):
         self.num_samples = num_samples
 
@@ -66,6 +70,10 @@ class TorchOrder:
     def nbytes(self) -> int:
         return int(self.perm.nbytes)
 
+    @staticmethod
+    def bytes_for(num_samples: int) -> int:
+        return num_samples * (4 if num_samples <= np.iinfo(np.int32).max else 8)
+
     def ids_at(self, positions: np.ndarray) -> np.ndarray:
         return self.perm[positions].astype(np.int64)
 
@@ -75,6 +83,10 @@ class FeistelOrder:
 
     name = "feistel"
     nbytes = ROUNDS * 8
+
+    @staticmethod
+    def bytes_for(num_samples: int) -> int:
+        return ROUNDS * 8
 
     def __init__(self, num_samples: int, seed: int, epoch: int, rounds: int = ROUNDS):
         self.num_samples = num_samples
@@ -133,6 +145,10 @@ def resolve(name: str, num_samples: int) -> str:
     if name == "auto":
         return "torch" if num_samples <= AUTO_TORCH_UP_TO else "feistel"
     return name
+
+
+def order_class(name: str, shuffle: bool):
+    return ORDERS[name] if shuffle else IdentityOrder
 
 
 def epoch_order(name: str, num_samples: int, seed: int, epoch: int, shuffle: bool):

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .order import epoch_order, resolve
+from .order import epoch_order, order_class, resolve
 
 PLAN_POSITIONS = 1 << 14  # plans are computed in runs of about this many ids (128 KiB)
 
@@ -201,8 +201,10 @@ class GlobalSampler:
 
     @property
     def order_bytes(self) -> int:
-        """Bytes the current epoch's order holds on this rank (a ``torch`` list, or ~0)."""
-        return 0 if self._cache is None else int(self._cache[1].nbytes)
+        """Bytes an epoch's order holds on this rank (a ``torch`` list, or ~0), plus the run of
+        plans kept (:data:`PLAN_POSITIONS` ids at most)."""
+        plans = 0 if self._plans is None else int(self._plans[3].nbytes)
+        return order_class(self.order, self.shuffle).bytes_for(self.num_samples) + plans
 
     def ids_at(self, epoch: int, lo: int, hi: int) -> np.ndarray:
         """``[world_size, hi - lo]`` ids at per-rank positions ``lo..hi-1`` of `epoch`."""
