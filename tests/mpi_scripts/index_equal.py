@@ -24,8 +24,8 @@ samples = [{"sid": np.array([i]), "pos": np.full((int(natoms[i]), 3), i, np.floa
            for i in range(lo, hi)]
 
 
-def batches(store, backend):
-    loader = MDLoader(store, batch_size=7, seed=3, backend=backend, prefetch=1,
+def batches(store, backend, order="auto"):
+    loader = MDLoader(store, batch_size=7, seed=3, backend=backend, prefetch=1, order=order,
                       to_sample=lambda a: (int(a["sid"][0]), a["pos"].tobytes()), collate=list)
     loader.set_epoch(1)
     got = [b for b in loader]
@@ -40,6 +40,7 @@ ids = np.arange(N)
 want = {"offsets": ref.offsets[ids], "nbytes": ref.nbytes[ids], "owner": ref.owner_of(ids)}
 want_batches = batches(ref, "collective")
 summary = {}
+ref_pos = {i: np.full((int(natoms[i]), 3), i, np.float32).tobytes() for i in range(N)}
 for name, kind, share, dense in [("compact-dense", "compact", "rank", True),
                                  ("compact-k64", "compact", "rank", False),
                                  ("shared-k64", "compact", "node", False),
@@ -55,6 +56,12 @@ for name, kind, share, dense in [("compact-dense", "compact", "rank", True),
     assert np.array_equal(st.buffer, ref.buffer), name
     for backend in ("collective", "onesided") if "2nodes" not in name else ("collective",):
         assert batches(st, backend) == want_batches, (name, backend)
+    if name == "compact-k64":  # the feistel order through real loaders: every id once
+        got = [s for b in batches(st, "onesided", order="feistel") for s in b]
+        assert all(pos == ref_pos[i] for i, pos in got)
+        ids_all = sorted(i for part in world.comm.allgather([i for i, _ in got]) for i in part)
+        pad = -(-N // world.size) * world.size - N
+        assert sorted(set(ids_all)) == list(range(N)) and len(ids_all) == N + pad
     rep = st.memory_report()
     summary[name] = {"index_bytes": rep["index_bytes"],
                      "shared": rep["index_shared_bytes"], "kind": rep["index_kind"]}
