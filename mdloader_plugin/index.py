@@ -227,6 +227,7 @@ def code_params(sizes: np.ndarray) -> tuple[int, int, int]:
 
 
 def encode(sizes: np.ndarray, base: int, unit: int, dtype) -> np.ndarray:
+    """Size codes ``(size - base) // unit`` as `dtype`."""
     return ((sizes - base) // unit).astype(dtype)
 
 

@@ -148,6 +148,7 @@ def resolve(name: str, num_samples: int) -> str:
 
 
 def order_class(name: str, shuffle: bool):
+    """The class of the order `name` (resolved), or the identity without `shuffle`."""
     return ORDERS[name] if shuffle else IdentityOrder
 
 
