@@ -18,9 +18,9 @@ collective backend computes its receive counts from it), so every rank holds an 
   codes (a vectorised gather, ~1 us a sample at K = 64).
 * **owners** from the ``P + 1`` block boundaries (rank ``r`` owns ``[b[r], b[r + 1])``).
 
-``K`` is 64 above ``DENSE_UP_TO`` (4M) samples and 1 below (every ``cum`` kept: at most 42 MB,
-and a lookup is one gather, as fast as the full index: a step of a small data set must not pay
-~0.1 ms of ragged gathers that buy nothing).
+``K`` is 64 above ``DENSE_UP_TO`` (4M) samples and 1 below: then every sample's offset in its
+owner's buffer is kept (at most 42 MB) and a lookup is one gather, as fast as the full index: a
+step of a small data set must not pay ~0.1 ms of ragged gathers that buy nothing.
 
 ``full``: int64 offset and length of every sample (16 bytes a sample), the representation before
 the compact index; kept as the reference the tests compare against and for the benchmark's
@@ -69,6 +69,8 @@ class Column:
         return self.size
 
     def __getitem__(self, key):
+        if type(key) is np.ndarray and key.dtype.kind in "iu":  # the hot path: a step's ids
+            return self._fn(key)  # numpy's own gather rejects ids out of range
         if isinstance(key, (int, np.integer)):
             i = int(key) + (self.size if key < 0 else 0)
             if not 0 <= i < self.size:
@@ -76,10 +78,7 @@ class Column:
             return self._fn(np.array([i], dtype=np.int64))[0]
         if isinstance(key, slice):
             return self._fn(np.arange(self.size, dtype=np.int64)[key])
-        ids = np.asarray(key, dtype=np.int64)
-        if ids.size and (ids.min() < 0 or ids.max() >= self.size):
-            raise IndexError(f"sample ids outside 0..{self.size - 1}")
-        return self._fn(ids.reshape(-1)).reshape(ids.shape)
+        return self._fn(np.asarray(key, dtype=np.int64))
 
     def __array__(self, dtype=None, copy=None):
         out = np.empty(self.size, dtype=np.int64)
@@ -142,10 +141,11 @@ class CompactIndex:
         self.num_samples = int(codes.size)
         every = default_every(self.num_samples) if every is None else every
         self.base, self.unit, self.every = int(base), int(unit), int(every)
-        self.chk = checkpoints(codes, base, unit, every) if chk is None else chk
+        self.chk = checkpoints(codes, base, unit, every, block_starts) if chk is None else chk
         self.ranks_sharing = int(ranks_sharing)
         self._total = int(self.num_samples * self.base + self.unit * _code_sum(codes))
-        self.block_cum = self._cum(np.minimum(block_starts, self.num_samples))
+        self.block_cum = np.zeros(block_starts.size, np.int64) if every == 1 else self._cum(
+            np.minimum(block_starts, self.num_samples))
         self.nbytes = Column(self.nbytes_of, self.num_samples, self.total_bytes)
         self.offsets = Column(self.offsets_of, self.num_samples)
 
@@ -153,17 +153,21 @@ class CompactIndex:
         return np.searchsorted(self.block_starts, ids, side="right") - 1
 
     def nbytes_of(self, ids: np.ndarray) -> np.ndarray:
-        return self.codes[ids].astype(np.int64) * self.unit + self.base
+        out = self.codes[ids].astype(np.int64)
+        out *= self.unit
+        out += self.base
+        return out
 
     def offsets_of(self, ids: np.ndarray) -> np.ndarray:
-        return self._cum(ids) - self.block_cum[self.owner_of(ids)]
+        if self.every == 1:  # dense: chk holds the offsets themselves
+            return self.chk[ids]
+        flat = np.asarray(ids, dtype=np.int64).reshape(-1)
+        return (self._cum(flat) - self.block_cum[self.owner_of(flat)]).reshape(np.shape(ids))
 
     def _cum(self, ids: np.ndarray) -> np.ndarray:
         """Bytes of all samples before each of `ids` (an id may equal N): the checkpoint before
         it plus the codes in between, gathered as one ragged run (no per-id loop)."""
         ids = np.asarray(ids, dtype=np.int64)
-        if self.every == 1 and (ids.size == 0 or ids.max() < self.num_samples):
-            return self.chk[ids]
         j, r = np.divmod(ids, self.every)
         out = np.full(ids.shape, self._total, dtype=np.int64)
         has = j < self.chk.size
@@ -231,14 +235,20 @@ def encode(sizes: np.ndarray, base: int, unit: int, dtype) -> np.ndarray:
     return ((sizes - base) // unit).astype(dtype)
 
 
-def checkpoints(codes: np.ndarray, base: int, unit: int, every: int) -> np.ndarray:
-    """``cum(K * j)`` for ``j = 0 .. ceil(N / K) - 1`` (exclusive prefix sums of chunk bytes)."""
+def checkpoints(codes: np.ndarray, base: int, unit: int, every: int,
+                block_starts: np.ndarray) -> np.ndarray:
+    """``cum(K * j)`` for ``j = 0 .. ceil(N / K) - 1`` (exclusive prefix sums of chunk bytes);
+    with ``K = 1`` each sample's offset in its owner's buffer (the sums restarted at every
+    block), so a dense lookup is one gather."""
     n = codes.size
     starts = np.arange(0, n, every, dtype=np.int64)
     chk = np.zeros(starts.size, dtype=np.int64)
     if starts.size > 1:
         sums = np.add.reduceat(codes, starts, dtype=np.int64)[:-1]  # full chunks only
         np.cumsum(sums * unit + every * base, out=chk[1:])
+    if every == 1:
+        for lo, hi in zip(block_starts[:-1].tolist(), block_starts[1:].tolist()):
+            chk[lo:hi] -= chk[lo] if hi > lo else 0
     return chk
 
 

@@ -41,7 +41,7 @@ def build_shared(world, codes_local: np.ndarray, block_starts: np.ndarray, base:
     leaders = world.comm.Split(0 if node.rank == 0 else MPI.UNDEFINED, key=world.rank)
     if leaders != MPI.COMM_NULL:
         _exchange_between_nodes(world, leaders, codes, block_starts)
-        chk[:] = checkpoints(codes, base, unit, every)
+        chk[:] = checkpoints(codes, base, unit, every, block_starts)
         leaders.Free()
     win.Fence()
     index = CompactIndex(block_starts, codes, base, unit, every, chk=chk,

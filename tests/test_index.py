@@ -95,3 +95,17 @@ def test_compact_and_shared_index_serve_identical_batches(tmp_path):
         assert rep["compact-k64"]["index_bytes"] < rep["full"]["index_bytes"] / 2
         assert rep["shared-k64"]["index_bytes"] < rep["compact-k64"]["index_bytes"]
         assert rep["shared-2nodes"]["shared"] == rep["shared-k64"]["shared"] > 0
+
+
+@pytest.mark.parametrize("every", [1, 64])
+def test_columns_take_any_shape_and_reject_ids_out_of_range(every):
+    sizes = np.random.default_rng(3).integers(4, 40, 500) * 8
+    ref, ci = reference(sizes, 3), compact(sizes, 3, every)
+    ids = np.random.default_rng(4).integers(0, 500, (4, 7))
+    assert np.array_equal(ci.offsets[ids], ref.offsets[ids])
+    assert np.array_equal(ci.nbytes[ids.astype(np.int32)], sizes[ids])
+    assert np.array_equal(ci.offsets[10:20], ref.offsets[10:20])
+    with pytest.raises(IndexError):
+        ci.nbytes[np.array([500])]
+    with pytest.raises(IndexError):
+        ci.offsets[500]
