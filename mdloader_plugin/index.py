@@ -90,10 +90,15 @@ class Column:
     def copy(self) -> np.ndarray:
         return np.asarray(self)
 
-    def sum(self) -> int:
-        return self._total() if self._total is not None else int(np.asarray(self).sum())
+    def sum(self, *args, **kwargs):
+        """The column's total (no materialising for sizes); numpy's arguments materialise."""
+        if args or any(v is not None for v in kwargs.values()) or self._total is None:
+            return np.asarray(self).sum(*args, **kwargs)
+        return self._total()
 
-    def mean(self) -> float:
+    def mean(self, *args, **kwargs):
+        if args or any(v is not None for v in kwargs.values()):
+            return np.asarray(self).mean(*args, **kwargs)
         return self.sum() / self.size
 
 

@@ -49,6 +49,8 @@ def test_round_trip_equals_full_index(kind, n, p, every):
     assert np.array_equal(ci.offsets[shuffled], ref.offsets[shuffled])
     assert ci.offsets[n - 1] == ref.offsets[n - 1] and ci.nbytes[-1] == sizes[-1]
     assert ci.nbytes.sum() == sizes.sum()
+    assert np.mean(ci.nbytes) == pytest.approx(sizes.mean()) and np.std(ci.nbytes) == \
+        pytest.approx(sizes.std())
 
 
 def test_codes_are_the_narrowest_type():
