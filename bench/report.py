@@ -336,6 +336,9 @@ def main() -> None:
     if scale:
         lines += ["## Scale on paper (model output)", ""] + scale_table(scale) + [
             "", "Figure: `bench/scale_perlmutter.png` (labelled MODEL OUTPUT).", ""]
+    if (RESULTS / "dataset_scale.md").exists():  # bench/dataset_scale.py (docs/scale.md)
+        lines += ["## Data-set scale: index and order per rank", "",
+                  (RESULTS / "dataset_scale.md").read_text(), ""]
     (HERE / "RESULTS.md").write_text("\n".join(lines))
     print(f"wrote {HERE / 'RESULTS.md'}")
 

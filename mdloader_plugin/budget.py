@@ -1,8 +1,9 @@
 """Memory budget per rank: ``max_memory_per_rank``, checked from the file's metadata before loading.
 
-A rank's store is its records end to end plus the global index (16 bytes a sample, +8 with
-digests). A record's size follows from its arrays' shapes and dtypes alone (:mod:`.codec`: a
-header of fixed size for a given set of keys, then each array padded to 8 bytes), and the shapes
+A rank's store is its records end to end plus the global index (:mod:`.index`; the budget
+counts its bound before the sizes are known: 12 bytes a sample up to 4M samples, 4.125 above,
++8 with digests). A record's size follows from its arrays' shapes and dtypes alone
+(:mod:`.codec`: a header of fixed size for a given set of keys, then each array padded to 8 bytes), and the shapes
 follow from the file's ``variable_count`` entries and the variables' global shapes. So
 :func:`predict_block` gives the *exact* size of this rank's records after reading only the count
 arrays (16 bytes a sample a key), and a job that would not fit stops before any rank reads its
@@ -28,8 +29,6 @@ _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 
           "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30,
           "tib": 2**40}
 _PATTERN = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
-INDEX_BYTES = 16  # offset + length (int64 each) of every sample, on every rank
-DIGEST_BYTES = 8
 
 
 def parse_bytes(value, what: str = "max_memory_per_rank") -> int | None:
@@ -117,8 +116,10 @@ def predict_total(info, keys) -> int:
 
 def index_bytes(num_samples: int, digests: bool = False) -> int:
     """Bytes of the global index every rank holds for ``num_samples`` samples (with digests if
-    asked)."""
-    return num_samples * (INDEX_BYTES + (DIGEST_BYTES if digests else 0))
+    asked): the compact index's bound (:func:`.index.bound_bytes`)."""
+    from .index import bound_bytes
+
+    return bound_bytes(num_samples, digests)
 
 
 def ranks_needed(total_records: int, num_samples: int, budget: int, digests: bool) -> int | None:

@@ -123,9 +123,13 @@ class MDLoader:
     Args:
         store: the loaded data set (collective construction).
         batch_size: samples per rank per step.
-        shuffle: as ``DistributedSampler`` (same order for the same arguments).
+        shuffle: as ``DistributedSampler`` (same order for the same arguments with
+            ``order="torch"``).
         seed: as ``DistributedSampler``.
         drop_last: as ``DistributedSampler``: drop the tail instead of padding it.
+        order: the epoch permutation: ``"torch"`` (DistributedSampler's, a list of N ids a
+            rank), ``"feistel"`` (computed per step, no list) or ``"auto"`` (torch up to 4M
+            samples, feistel above); see :mod:`.order`.
         backend: ``"onesided"``, ``"collective"`` or ``"auto"`` (cost model + online check).
         prefetch: steps the producer thread may run ahead (0 = fetch in the caller's thread).
         prefetch_mib: at most this many MiB of records wait in the prefetch queue (at least one
@@ -158,7 +162,8 @@ class MDLoader:
                  collate: Callable[[list], Any] | None = None, profile: str | None = None,
                  online_check: bool = True, progress: str | bool = "auto", name: str = "train",
                  balance_weights: np.ndarray | None = None, prefetch_mib: float | None = None,
-                 pin_memory: bool | None = None, device=None, sampling=None):
+                 pin_memory: bool | None = None, device=None, sampling=None,
+                 order: str = "auto"):
         world = store.world
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
@@ -168,7 +173,7 @@ class MDLoader:
         self.sampler_core = agree(world, _checked_sampler, store.num_samples, self.size,
                                   batch_size, prefetch, backend, profile, prefetch_mib,
                                   shuffle=shuffle, seed=seed, drop_last=drop_last,
-                                  weights=balance_weights, mix=(sampling, store))
+                                  weights=balance_weights, mix=(sampling, store), order=order)
         self.batch_size, self.prefetch = int(batch_size), prefetch
         self.prefetch_bytes = _prefetch_bytes(prefetch_mib)
         self.to_sample = to_sample or pyg_sample
@@ -200,6 +205,7 @@ class MDLoader:
         self.epoch_stats = EpochStats()
         self.dataset = LocalSamples(self)
         self.sampler = _EpochSampler(self)
+        self._log_memory()
         if not _LIVE:
             atexit.unregister(_stop_producers)
             atexit.register(_stop_producers)
@@ -231,6 +237,29 @@ class MDLoader:
         self.log.info(f"[{self.name}] {dec['decision'].log_line()}")
         return dec
 
+    def memory_report(self) -> dict:
+        """This rank's bytes by kind: ``records_bytes`` (its share of the data set),
+        ``index_bytes`` (its share of the global index), ``order_bytes`` (the epoch order and
+        the run of plans kept), ``buffers_bytes`` (step buffers held for reuse) and
+        ``prefetch_cap_bytes`` (the most that batches waiting in the prefetch queue may hold)."""
+        rep = self.store.memory_report()
+        return {"records_bytes": rep["records_bytes"], "index_bytes": rep["index_bytes"],
+                "order_bytes": self.sampler_core.order_bytes,
+                "buffers_bytes": sum(b.buffers.held_bytes() for b in self._backends.values()),
+                "prefetch_cap_bytes": self.prefetch_bytes if self.prefetch else 0,
+                "samples_global": rep["samples_global"], "order": self.sampler_core.order,
+                "index_kind": rep["index_kind"]}
+
+    def _log_memory(self) -> None:
+        m, mib = self.memory_report(), 2.0 ** -20
+        n = max(m["samples_global"], 1)
+        self.log.info(
+            f"[{self.name}] memory on rank {self.rank}: records {m['records_bytes'] * mib:.1f} "
+            f"MiB, index {m['index_bytes'] * mib:.1f} MiB ({m['index_kind']}), order "
+            f"{m['order_bytes'] * mib:.1f} MiB ({m['order']}), buffers as steps need (prefetch "
+            f"queue <= {m['prefetch_cap_bytes'] * mib:.0f} MiB); N-proportional: "
+            f"{(m['index_bytes'] + m['order_bytes']) / n:.2f} B a sample")
+
     # -- the iterable --------------------------------------------------------------------------
     def __len__(self) -> int:
         return self.sampler_core.steps_in(self.epoch)
@@ -244,7 +273,7 @@ class MDLoader:
         ``world_size`` ranks with ``batch_size``; ``offset`` see :mod:`.sampler`)."""
         core = self.sampler_core
         return SamplerState(core.seed, self.epoch, self._step, self.size, self.batch_size,
-                            core.offset_of(self.epoch)).to_dict()
+                            core.offset_of(self.epoch), core.order).to_dict()
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from `state`, also when it was saved on another number of ranks or batch
@@ -258,6 +287,9 @@ class MDLoader:
         if st.seed != core.seed:
             raise ConfigError(f"loader state has seed {st.seed} but this loader uses seed "
                               f"{core.seed}; resume with the same seed")
+        if st.order and st.order != core.order:
+            raise ConfigError(f"loader state was saved with order {st.order!r} but this loader "
+                              f"uses {core.order!r}; resume with order={st.order!r}")
         if st.offset > core.num_samples:
             raise ConfigError(f"loader state offset {st.offset} exceeds the data set's "
                               f"{core.num_samples} samples; is it from another data set?")
@@ -674,7 +706,7 @@ def _choose_initial(loader: MDLoader, profile) -> dict:
     per_step = max(1, min(loader.batch_size, loader.sampler_core.per_rank))
     g = loader.group  # the backends' world is the replica group (W ranks, W = P without groups)
     dec = choose_initial(g.size if g else 1, g.local_size if g else 1, per_step,
-                         loader.store.nbytes, prof)
+                         loader.store.index.size_sample(), prof)
     return {"backend": dec.backend, "reason": dec.reason, "predicted_s": dict(dec.predicted_s),
             "decision": dec, "profile": prof}
 

@@ -1,17 +1,25 @@
 """Deterministic global sampling: which sample ids every rank needs at every step.
 
-The order is the one ``torch.utils.data.DistributedSampler`` gives for the same
-``(num_samples, world_size, seed, epoch, shuffle, drop_last)``: a ``torch.randperm`` seeded with
-``seed + epoch``, padded by repeating its head (or truncated with ``drop_last``) to a multiple of
-the world size, and dealt round-robin (rank ``r`` takes positions ``r, r + P, r + 2P, ...``).
-Each rank's share is then cut into batches of ``batch_size`` (the last one may be short; every
-rank gets the same number of steps and the same batch sizes).
+The dealing is the one ``torch.utils.data.DistributedSampler`` does for the same
+``(num_samples, world_size, seed, epoch, shuffle, drop_last)``: the epoch's permutation, padded
+by repeating its head (or truncated with ``drop_last``) to a multiple of the world size, and dealt
+round-robin (rank ``r`` takes positions ``r, r + P, r + 2P, ...``). Each rank's share is then cut
+into batches of ``batch_size`` (the last one may be short; every rank gets the same number of
+steps and the same batch sizes).
+
+The permutation is an :mod:`.order`: ``torch`` is DistributedSampler's own (``torch.randperm``
+seeded with ``seed + epoch``: the same ids in the same order, a list of ``N`` ids an epoch),
+``feistel`` a keyed bijection evaluated only at the positions a step needs (no list, no
+epoch-start cost; another sequence with the same guarantees), ``auto`` (default) ``torch`` up to
+4M samples and ``feistel`` above. A plan is computed from positions: step ``k`` of rank ``r``
+takes padded-list positions ``q = (k B + j) P + r``, i.e. permutation positions ``offset +
+q mod (N - offset)``, so a step costs ``P B`` order evaluations and nothing is materialised.
 
 Because the plan is a pure function of ``(seed, epoch, step)``, every rank knows what every other
 rank needs: the collective backend needs no request round, and any step can be replayed for a
 resume or for checking that two backends agree byte for byte. Resume state is
-``SamplerState(seed, epoch, step)`` plus the ``world_size``, ``batch_size`` and ``offset`` it was
-taken with.
+``SamplerState(seed, epoch, step)`` plus the ``world_size``, ``batch_size``, ``offset`` and
+``order`` it was taken with (a state resumes only under the same order).
 
 Resuming on another number of ranks (or batch size). Round-robin dealing means the first ``k``
 steps of an epoch consume a *prefix* of the epoch's padded order: ``k * B * P`` entries. The
@@ -36,6 +44,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .order import ListOrder, epoch_order, order_class, resolve
+
+PLAN_POSITIONS = 1 << 14  # plans are computed in runs of about this many ids (128 KiB)
+
 
 @dataclass(frozen=True)
 class SamplerState:
@@ -51,6 +63,7 @@ class SamplerState:
     world_size: int = 0
     batch_size: int = 0
     offset: int = 0
+    order: str = ""  # the resolved order name ("" = unknown, taken to be the loader's)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -59,7 +72,8 @@ class SamplerState:
     def from_dict(cls, d: dict) -> "SamplerState":
         try:
             extra = [int(d.get(k, 0)) for k in ("world_size", "batch_size", "offset")]
-            st = cls(int(d["seed"]), int(d["epoch"]), int(d["step"]), *extra)
+            st = cls(int(d["seed"]), int(d["epoch"]), int(d["step"]), *extra,
+                     order=str(d.get("order", "") or ""))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"loader state must have integer seed, epoch, step; "
                              f"got {d!r}") from exc
@@ -95,15 +109,12 @@ def resume_position(state: SamplerState, num_samples: int, world_size: int, batc
     return state.offset + consumed_prefix(list_len, p_old, b_old, state.step, drop_last), 0
 
 
-def epoch_permutation(num_samples: int, seed: int, epoch: int, shuffle: bool) -> np.ndarray:
-    """The global order of one epoch, identical to DistributedSampler's."""
-    if not shuffle:
-        return np.arange(num_samples, dtype=np.int64)
-    import torch  # the generator must be torch's to match DistributedSampler bit for bit
-
-    g = torch.Generator()
-    g.manual_seed(seed + epoch)
-    return torch.randperm(num_samples, generator=g).numpy().astype(np.int64, copy=False)
+def epoch_permutation(num_samples: int, seed: int, epoch: int, shuffle: bool,
+                      order: str = "torch") -> np.ndarray:
+    """The whole permutation of one epoch (``torch``: DistributedSampler's). Materialises ``N``
+    ids: for tests and small data sets; the sampler itself never calls it."""
+    ordering = epoch_order(resolve(order, num_samples), num_samples, seed, epoch, shuffle)
+    return ordering.ids_at(np.arange(num_samples, dtype=np.int64))
 
 
 class GlobalSampler:
@@ -117,6 +128,7 @@ class GlobalSampler:
         seed: base seed, the same on every rank.
         drop_last: drop the tail that does not divide evenly among ranks (else pad by repeating
             the head of the order, as DistributedSampler does).
+        order: ``"auto"``, ``"torch"`` or ``"feistel"`` (:mod:`.order`).
         weights: optional per-sample cost (e.g. atoms). Each step's ids are then re-dealt among
             the ranks so their summed weights are about equal (:func:`balance_plan`); the ids of
             a step, and so of an epoch, do not change, only which rank takes which.
@@ -126,7 +138,7 @@ class GlobalSampler:
 
     def __init__(self, num_samples: int, world_size: int, batch_size: int, *,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False,
-                 weights: np.ndarray | None = None, mix=None):
+                 weights: np.ndarray | None = None, mix=None, order: str = "auto"):
         if num_samples <= 0:
             raise ValueError(f"the data set is empty (num_samples={num_samples})")
         self.num_ids, self.mix = num_samples, mix
@@ -142,6 +154,11 @@ class GlobalSampler:
         if drop_last and num_samples < world_size:
             raise ValueError(f"drop_last with {num_samples} samples on {world_size} ranks leaves "
                              "no sample for some ranks; use fewer ranks or drop_last=False")
+        if mix is not None and resolve(order, num_samples) != "torch":
+            raise ValueError(f"order={order!r} with several data sets: their epoch list is "
+                             "expanded and kept (DistributedSampler's order of its positions); "
+                             "use order='torch' or 'auto'")
+        self.order = "torch" if mix is not None else resolve(order, num_samples)
         self.num_samples = num_samples
         self.world_size = world_size
         self.batch_size = batch_size
@@ -149,7 +166,8 @@ class GlobalSampler:
         self.seed = seed
         self.drop_last = drop_last
         self.per_rank = self._per_rank(num_samples)
-        self._cache: tuple[int, np.ndarray] | None = None
+        self._cache: tuple[int, object] | None = None  # (epoch, its order)
+        self._plans: tuple | None = None  # ((epoch, offset), first step, end step, ids)
         if weights is not None:
             weights = np.asarray(weights)
             if weights.shape != (self.num_ids,):
@@ -190,31 +208,60 @@ class GlobalSampler:
         per_rank = self.per_rank if epoch is None else self.per_rank_in(epoch)
         return min(self.batch_size, per_rank - step * self.batch_size)
 
+    def epoch_order(self, epoch: int):
+        """The permutation of `epoch` (:mod:`.order`), made once an epoch."""
+        if self._cache is None or self._cache[0] != epoch:
+            self._cache = None  # the previous epoch's list goes before the next is made
+            self._cache = (epoch, ListOrder(self.mix.order(self.seed, epoch, self.shuffle))
+                           if self.mix is not None else
+                           epoch_order(self.order, self.num_samples, self.seed, epoch,
+                                       self.shuffle))
+        return self._cache[1]
+
+    @property
+    def order_bytes(self) -> int:
+        """Bytes an epoch's order holds on this rank (a ``torch`` list, or ~0), plus the run of
+        plans kept (:data:`PLAN_POSITIONS` ids at most)."""
+        plans = 0 if self._plans is None else int(self._plans[3].nbytes)
+        if self.mix is not None:  # the expanded list, int64
+            return self.num_samples * 8 + plans
+        return order_class(self.order, self.shuffle).bytes_for(self.num_samples) + plans
+
+    def ids_at(self, epoch: int, lo: int, hi: int) -> np.ndarray:
+        """``[world_size, hi - lo]`` ids at per-rank positions ``lo..hi-1`` of `epoch`."""
+        offset = self.offset_of(epoch)
+        q = np.arange(lo, hi, dtype=np.int64) * self.world_size
+        q = q[None, :] + np.arange(self.world_size, dtype=np.int64)[:, None]
+        return self.epoch_order(epoch).ids_at(offset + q % (self.num_samples - offset))
+
     def epoch_table(self, epoch: int) -> np.ndarray:
-        """``[world_size, per_rank]`` sample ids: row ``r`` is rank ``r``'s order this epoch."""
-        if self._cache is not None and self._cache[0] == epoch:
-            return self._cache[1]
-        order = (self.mix.order(self.seed, epoch, self.shuffle) if self.mix is not None else
-                 epoch_permutation(self.num_samples, self.seed, epoch, self.shuffle))
-        order = order[self.offset_of(epoch):]
-        per_rank = self._per_rank(order.size)
-        total = per_rank * self.world_size
-        if total > order.size:
-            reps = -(-(total - order.size) // order.size)
-            order = np.concatenate([order, np.tile(order, reps)[: total - order.size]])
-        else:
-            order = order[:total]
-        table = np.ascontiguousarray(order.reshape(per_rank, self.world_size).T)
-        self._cache = (epoch, table)
-        return table
+        """``[world_size, per_rank]`` sample ids: row ``r`` is rank ``r``'s order this epoch
+        (materialised: for tests and small data sets; steps use :meth:`plan`)."""
+        return self.ids_at(epoch, 0, self.per_rank_in(epoch))
 
     def plan(self, epoch: int, step: int) -> np.ndarray:
         """``[world_size, b]`` ids every rank takes at `step` of `epoch` (b = this step's size)."""
         if not 0 <= step < self.steps_in(epoch):
             raise IndexError(f"step {step} outside 0..{self.steps_in(epoch) - 1}")
-        lo = step * self.batch_size
-        plan = self.epoch_table(epoch)[:, lo:lo + self.batch_size]
+        first, table = self._plans_from(epoch, step)
+        lo = (step - first) * self.batch_size
+        plan = table[:, lo:lo + self.batch_len(step, epoch)]
         return plan if self.weights is None else balance_plan(plan, self.weights)
+
+    def _plans_from(self, epoch: int, step: int) -> tuple[int, np.ndarray]:
+        """The ids of a run of steps holding `step`, computed together (an order evaluates
+        ~``PLAN_POSITIONS`` positions in about the time of a few: numpy's per-call cost and the
+        feistel order's cycle walk are paid once a run) and kept until a step outside it."""
+        key = (epoch, self.offset_of(epoch))
+        run = self._plans
+        if run is None or run[0] != key or not run[1] <= step < run[2]:
+            span = max(1, PLAN_POSITIONS // (self.world_size * self.batch_size))
+            first = step - step % span
+            last = min(first + span, self.steps_in(epoch))
+            hi = min(last * self.batch_size, self.per_rank_in(epoch))
+            run = (key, first, last, self.ids_at(epoch, first * self.batch_size, hi))
+            self._plans = run
+        return run[1], run[3]
 
     def rank_indices(self, epoch: int, rank: int) -> np.ndarray:
         """All ids rank `rank` takes in `epoch`, in order (DistributedSampler's ``__iter__``)."""

@@ -12,8 +12,9 @@ file is read P / W times in all).
 
 Under MPI the buffer is allocated by ``MPI_Win_allocate`` (once, never moved): that is the memory
 the one-sided backend reads from, and with OpenMPI on one node it is shared memory that a Get
-reads directly, with no help from the owner. Memory per rank is the records plus 16 bytes of index
-per global sample (+8 with digests).
+reads directly, with no help from the owner. Memory per rank is the records plus the global index
+(:mod:`.index`: about 2.1 bytes a global sample compact, 16 ``full``, +8 with digests; a
+node-shared compact index counts once a node).
 """
 
 from __future__ import annotations
@@ -41,12 +42,15 @@ class ShardStore:
     Attributes:
         buffer: uint8 array of this rank's records (exposed through ``window`` when size > 1).
         block_starts: ``[W + 1]`` first sample id of every group rank's block (W = P: no groups).
-        offsets: ``[N]`` offset of every sample's record in its owner's buffer.
-        nbytes: ``[N]`` record length of every sample.
+        offsets: ``[N]`` offset of every sample's record in its owner's buffer (an array, or the
+            index's on-demand :class:`~.index.Column`: ``offsets[ids]`` either way).
+        nbytes: ``[N]`` record length of every sample (likewise).
         meta: label, keys, path and global attributes of the source.
         digests: ``[N]`` 8-byte digest of every record (only if built with ``digests=True``).
         group: this rank's replica group (:class:`~mdloader_plugin.groups.Group`), None on one
             process without MPI.
+        index: the global index answering both (:mod:`.index`); made from `offsets` and
+            `nbytes` when not given.
     """
 
     world: object
@@ -59,6 +63,13 @@ class ShardStore:
     window: object = None
     group: object = None
     _readers: int = 0
+    index: object = None
+
+    def __post_init__(self):
+        if self.index is None:
+            from .index import FullIndex
+
+            self.index = FullIndex(self.block_starts, self.offsets, self.nbytes)
 
     # -- queries ---------------------------------------------------------------------------
     @property
@@ -83,26 +94,34 @@ class ShardStore:
         return self.buffer[o:o + n]
 
     def memory_report(self) -> dict:
-        index = self.offsets.nbytes + self.nbytes.nbytes + self.block_starts.nbytes
+        """This rank's bytes: ``records_bytes`` (its buffer) and ``index_bytes`` (its share of
+        the global index, digests included; ``index_shared_bytes`` is a node-shared index's
+        whole size, counted ``1 / ranks_per_node`` in ``index_bytes``)."""
+        rep = {"records_bytes": int(self.buffer.nbytes), **self.index.memory_bytes(),
+               "index_kind": self.index.describe(),
+               "samples_local": self.local_range[1] - self.local_range[0],
+               "samples_global": self.num_samples, "dataset_bytes": int(self.nbytes.sum())}
         if self.digests is not None:
-            index += self.digests.nbytes
-        return {"records_bytes": int(self.buffer.nbytes), "index_bytes": int(index),
-                "samples_local": self.local_range[1] - self.local_range[0],
-                "samples_global": self.num_samples, "dataset_bytes": int(self.nbytes.sum())}
+            rep["index_bytes"] += int(self.digests.nbytes)
+        return rep
 
     # -- construction ----------------------------------------------------------------------
     @classmethod
     def from_records(cls, world, sizes: Sequence[int], fill: Callable[[np.ndarray, np.ndarray], None],
                      num_samples: int, meta: Mapping | None = None, digests: bool = False,
                      max_memory_per_rank: int | None = None,
-                     group_size=None) -> "ShardStore":
+                     group_size=None, index: str = "compact",
+                     index_share: str = "rank") -> "ShardStore":
         """Collective. Allocate this rank's buffer for records of `sizes`, let `fill(buf, offs)`
         write them, then exchange the index.
 
         Every rank must pass the sizes of exactly its block (``block_bounds`` over its group;
-        `group_size`: an int, None for all ranks, or a :class:`~.groups.Group`)."""
+        `group_size`: an int, None for all ranks, or a :class:`~.groups.Group`). `index`:
+        ``"compact"`` or ``"full"``; `index_share`: ``"rank"`` or ``"node"`` (one compact copy a
+        node in shared memory), see :mod:`.index`."""
         from . import groups
         from .budget import parse_bytes
+        from .index import allgather_blocks, build_index, check_choice
         from .world import agree
 
         group = groups.make(world, group_size)
@@ -112,13 +131,17 @@ class ShardStore:
         sizes = np.asarray(sizes, dtype=np.int64)
         offs = exclusive_offsets(sizes)
         total = int(sizes.sum())
-        agree(world, _check_budget, total, num_samples, max_memory_per_rank, digests)
+        agree(world, check_choice, index, index_share)
+        agree(world, _check_budget, total, num_samples, max_memory_per_rank, digests, index,
+              _sharing(holder, index_share))
         buf, win = _allocate(holder, total)
         fill(buf, offs)
         dig = _record_digests(buf, offs, sizes) if digests else None
-        g_offs, g_sizes, g_dig = _exchange_index(holder, offs, sizes, num_samples, dig)
-        return cls(world, buf, block_bounds(num_samples, _size(holder)), g_offs, g_sizes,
-                   meta=dict(meta or {}), digests=g_dig, window=win, group=group)
+        idx = build_index(holder, sizes, block_bounds(num_samples, _size(holder)), index,
+                          index_share)
+        g_dig = None if dig is None else allgather_blocks(holder, dig, num_samples)
+        return cls(world, buf, idx.block_starts, idx.offsets, idx.nbytes,
+                   meta=dict(meta or {}), digests=g_dig, window=win, group=group, index=idx)
 
     @classmethod
     def from_samples(cls, world, local_samples: Iterable[Mapping[str, np.ndarray]],
@@ -194,8 +217,9 @@ class ShardStore:
         get_logger(0 if world is None else world.rank).info(
             f"loaded {what}: {ndata} samples on {_size(world)} ranks{_groups(group)} in "
             f"{store.meta['load_s']:.2f} s; read {_mib(meta['bytes_read'])} on rank 0, "
-            f"{_mib(total_read)} on all ranks; store {_mib(rep['records_bytes'])} + index "
-            f"{_mib(rep['index_bytes'])} on rank 0")
+            f"{_mib(total_read)} on all ranks; memory on rank 0: records "
+            f"{_mib(rep['records_bytes'])}, index {_mib(rep['index_bytes'])} "
+            f"({rep['index_bytes'] / ndata:.2f} B a sample, {rep['index_kind']})")
         return store
 
     def open_epoch(self):
@@ -225,6 +249,8 @@ class ShardStore:
             self.window.Free()
             self.window = None
             self.buffer = np.empty(0, dtype=np.uint8)
+        if hasattr(self.index, "close"):  # a node-shared index frees its window
+            self.index.close()
         if self.group is not None:
             self.group.close()
 
@@ -328,8 +354,15 @@ def _record_sizes(samples) -> list[int]:
     return [codec.record_size(s) for s in samples]
 
 
-def _check_budget(total: int, num_samples: int, budget: int | None, digests: bool = False) -> None:
-    need = total + (24 if digests else 16) * num_samples
+def _sharing(world, share: str) -> int:
+    return world.local_size if share == "node" and world is not None else 1
+
+
+def _check_budget(total: int, num_samples: int, budget: int | None, digests: bool = False,
+                  kind: str = "compact", sharing: int = 1) -> None:
+    from .index import bound_bytes
+
+    need = total + bound_bytes(num_samples, digests, kind, sharing)
     if budget is not None and need > budget:
         raise MemoryBudgetError(f"this rank needs {_mib(need)} for its block and the index but "
                                 f"max_memory_per_rank is {_mib(budget)}; use more ranks")
@@ -352,26 +385,3 @@ def _record_digests(buf, offs, sizes) -> np.ndarray:
     for i, (o, n) in enumerate(zip(offs, sizes)):
         out[i] = int.from_bytes(hashlib.blake2b(mv[o:o + n], digest_size=8).digest(), "little")
     return out
-
-
-def _exchange_index(world, offs, sizes, num_samples, dig):
-    """Allgather of every rank's (offset, nbytes[, digest]) into global arrays."""
-    if world is None or world.size == 1:
-        if offs.size != num_samples:
-            raise AssertionError("Internal error: one rank must hold every sample")
-        return offs, sizes, dig
-    from mpi4py import MPI
-
-    counts = world.comm.allgather(int(offs.size))
-    if sum(counts) != num_samples:
-        raise AssertionError(f"Internal error: ranks hold {sum(counts)} of {num_samples} samples")
-    displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
-    out = []
-    for local in (offs, sizes) + ((dig,) if dig is not None else ()):
-        glob = np.empty(num_samples, dtype=local.dtype)
-        mpitype = MPI.INT64_T if local.dtype == np.int64 else MPI.UINT64_T
-        world.comm.Allgatherv([local, mpitype], [glob, (counts, displs), mpitype])
-        out.append(glob)
-    if dig is None:
-        out.append(None)
-    return tuple(out)

@@ -91,3 +91,32 @@ def test_gpu_rate_reports_every_loader_and_step_time(tmp_path: Path):
         if row["step_ms"] == 0:
             assert row["wait_share_max"] > 0.5, row  # nothing else to do but wait
     assert fig.stat().st_size > 0
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_dataset_scale_bench_reduced(tmp_path: Path):
+    """bench/dataset_scale.py at a reduced size (the bench runs 2e7): every configuration's
+    index equals the full one, the torch order's plan equals the pre-#19 table's, the compact
+    index and feistel order take less per sample, and the formula matches the measurement."""
+    import dataset_scale
+
+    out = tmp_path / "scale.json"
+    r = subprocess.run([sys.executable, str(BENCH / "dataset_scale.py"), "--samples", "30011",
+                        "--ranks", "2", "--tmp", str(tmp_path / "data"), "--out", str(out)],
+                       capture_output=True, text=True, timeout=900, env=mpi_env(), cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    res = json.loads(out.read_text())
+    rows = {row["config"]: row for row in res["rows"]}
+    assert set(rows) == set(dataset_scale.CONFIGS) and res["torch_plan_equals_before"]
+    assert all(row["index_equal_full"] for row in rows.values())
+    n = 30011
+    assert rows["before"]["index_bytes"] >= 16 * n and rows["before"]["order_bytes"] >= 8 * n
+    assert rows["after"]["index_bytes"] < 10 * n and rows["after"]["order_bytes"] < 2**18
+    assert rows["after-shared"]["index_bytes"] < rows["after"]["index_bytes"] * 0.6
+    for row in rows.values():
+        f = dataset_scale.formula(row, n, row["ranks"], row["local_size"])
+        assert abs(f["index"] - row["index_bytes"]) <= 64 + 0.001 * f["index"], row["config"]
+        assert f["order"] == row["order_bytes"], row["config"]
+    assert {e["samples"] for e in res["extrapolated"]} == {10**8, 10**9}
+    assert (BENCH / "results").exists() and out.with_suffix(".md").exists()

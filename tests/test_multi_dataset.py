@@ -159,6 +159,19 @@ def test_expanded_epoch_is_served_exactly_once():
         assert all(served[i] == 4 for i in range(50, 56))
 
 
+def test_expanded_epoch_keeps_its_list_under_any_order_name():
+    """Several data sets and the scalable order (issue 19) meet in the sampler: the expanded list
+    is what every step reads (plans in runs of steps), and a keyed order is refused, not mixed."""
+    mix = get_mix("temperature:temperature=3", DataSets(("a", "b"), (50, 6)), 2)
+    core = GlobalSampler(56, 2, 3, seed=1, mix=mix, order="auto")
+    steps = np.concatenate([core.plan(4, s) for s in range(core.steps_in(4))], axis=1)
+    assert np.array_equal(steps, core.epoch_table(4))
+    assert Counter(steps.reshape(-1).tolist()) == Counter(mix.expanded().tolist())
+    assert core.order_bytes >= mix.size * 8
+    with pytest.raises(ValueError, match="order='feistel' with several data sets"):
+        GlobalSampler(56, 2, 3, seed=1, mix=mix, order="feistel")
+
+
 def test_hydragnn_oversampling_semantics():
     sets = DataSets(("big", "small"), (90, 10))
     assert process_counts(sets.sizes, 4) == [3, 1]  # ceil(0.9*4)=4, ceil(0.1*4)=1 -> 3 + 1

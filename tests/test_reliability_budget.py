@@ -63,7 +63,7 @@ def test_small_budget_fails_before_reading_and_names_the_ranks(mixed_file, monke
         info = f.info("trainset")
         total = budget.predict_total(info, list(info.keys))
     need = int(msg.split("at least ")[1].split()[0])
-    assert need == -(-total // (20 * 1024 - 16 * info.ndata))
+    assert need == -(-total // (20 * 1024 - budget.index_bytes(info.ndata)))
 
 
 def test_index_alone_too_big_says_so(mixed_file):

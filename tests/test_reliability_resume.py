@@ -1,4 +1,5 @@
-"""Resume on another world size or batch size: each remaining sample exactly once in that epoch.
+"""Resume on another world size or batch size: each remaining sample exactly once in that epoch
+(for both orders, torch and feistel).
 
 Property tests over random ``(N, P_old, B_old, step, P_new, B_new, seed, epoch, drop_last,
 shuffle)`` on the pure sampler functions the loader uses (``resume_position`` +
@@ -16,12 +17,13 @@ cases = st.fixed_dictionaries({
     "n": st.integers(1, 240), "p_old": st.integers(1, 8), "b_old": st.integers(1, 40),
     "p_new": st.integers(1, 8), "b_new": st.integers(1, 40), "step": st.integers(0, 300),
     "seed": st.integers(0, 2**31 - 1), "epoch": st.integers(0, 20),
-    "shuffle": st.booleans(), "drop_last": st.booleans()})
+    "shuffle": st.booleans(), "drop_last": st.booleans(),
+    "order": st.sampled_from(["torch", "feistel"])})
 
 
 def sampler(c, p, b):
     return GlobalSampler(c["n"], p, b, shuffle=c["shuffle"], seed=c["seed"],
-                         drop_last=c["drop_last"])
+                         drop_last=c["drop_last"], order=c["order"])
 
 
 def served(s, epoch, steps=None) -> np.ndarray:
@@ -127,7 +129,7 @@ def test_state_dict_round_trip_and_bad_states():
     first = [next(it) for _ in range(2)]
     state = ld.state_dict()
     assert state == {"seed": 3, "epoch": 2, "step": 2, "world_size": 1, "batch_size": 4,
-                     "offset": 0}
+                     "offset": 0, "order": "torch"}
     other = _loader(batch=3)  # another batch size: the rest of the epoch, none twice
     other.load_state_dict(state)
     rest = [i for b in other for i in b]
@@ -139,6 +141,7 @@ def test_state_dict_round_trip_and_bad_states():
                      ({"seed": 3, "epoch": 0}, "seed, epoch, step"),
                      ({"seed": 3, "epoch": 0, "step": 99}, "step 99"),
                      ({"seed": 3, "epoch": 0, "step": 0, "offset": 500}, "offset 500"),
+                     ({"seed": 3, "epoch": 0, "step": 0, "order": "feistel"}, "order='feistel'"),
                      ({"seed": 3, "epoch": -1, "step": 0}, "negative")]:
         with pytest.raises(ConfigError, match=msg):
             _loader().load_state_dict(bad)

@@ -1,4 +1,5 @@
-"""Sampler: DistributedSampler's order, equal steps on every rank, exact coverage, determinism."""
+"""Sampler: DistributedSampler's order, equal steps on every rank, exact coverage, determinism
+(coverage, determinism and balance for both orders, torch and feistel)."""
 
 import numpy as np
 import pytest
@@ -11,12 +12,13 @@ from mdloader_plugin.sampler import GlobalSampler, SamplerState
 configs = st.fixed_dictionaries({
     "n": st.integers(1, 300), "p": st.integers(1, 9), "b": st.integers(1, 70),
     "seed": st.integers(0, 2**31 - 1), "epoch": st.integers(0, 50),
-    "shuffle": st.booleans(), "drop_last": st.booleans()})
+    "shuffle": st.booleans(), "drop_last": st.booleans(),
+    "order": st.sampled_from(["torch", "feistel"])})
 
 
-def make(c):
+def make(c, **kw):
     return GlobalSampler(c["n"], c["p"], c["b"], shuffle=c["shuffle"], seed=c["seed"],
-                         drop_last=c["drop_last"])
+                         drop_last=c["drop_last"], **{"order": c["order"], **kw})
 
 
 @settings(max_examples=2500, deadline=None)
@@ -24,7 +26,7 @@ def make(c):
 def test_order_matches_torch_distributed_sampler(c):
     if c["drop_last"] and c["n"] < c["p"]:
         return
-    s = make(c)
+    s = make(c, order="torch")
     for r in range(c["p"]):
         ref = DistributedSampler(range(c["n"]), num_replicas=c["p"], rank=r,
                                  shuffle=c["shuffle"], seed=c["seed"], drop_last=c["drop_last"])
@@ -62,10 +64,19 @@ def test_plans_are_a_pure_function_of_seed_epoch_step(c):
         assert np.array_equal(a.plan(c["epoch"], k), b.plan(c["epoch"], k))
 
 
-def test_shuffle_changes_with_epoch_and_seed():
-    s = GlobalSampler(1000, 4, 10, seed=3)
+@pytest.mark.parametrize("order", ["torch", "feistel"])
+def test_shuffle_changes_with_epoch_and_seed(order):
+    s = GlobalSampler(1000, 4, 10, seed=3, order=order)
     assert not np.array_equal(s.epoch_table(0), s.epoch_table(1))
-    assert not np.array_equal(s.epoch_table(0), GlobalSampler(1000, 4, 10, seed=4).epoch_table(0))
+    other = GlobalSampler(1000, 4, 10, seed=4, order=order)
+    assert not np.array_equal(s.epoch_table(0), other.epoch_table(0))
+
+
+def test_auto_order_is_torch_up_to_4m_samples_then_feistel():
+    assert GlobalSampler(2**22, 4, 10).order == "torch"
+    assert GlobalSampler(2**22 + 1, 4, 10).order == "feistel"
+    with pytest.raises(ValueError, match="auto, torch, feistel"):
+        GlobalSampler(10, 2, 3, order="random")
 
 
 @pytest.mark.parametrize("kw,msg", [({"num_samples": 0}, "empty"), ({"batch_size": 0}, "batch_size"),
@@ -89,8 +100,7 @@ def test_balanced_plans_keep_each_steps_ids_and_even_the_weights(c, wseed):
     if c["drop_last"] and c["n"] < c["p"]:
         return
     w = np.random.default_rng(wseed).integers(1, 250, size=c["n"])
-    plain, bal = make(c), GlobalSampler(c["n"], c["p"], c["b"], shuffle=c["shuffle"],
-                                        seed=c["seed"], drop_last=c["drop_last"], weights=w)
+    plain, bal = make(c), make(c, weights=w)
     for k in range(plain.steps_per_epoch):
         a, b = plain.plan(c["epoch"], k), bal.plan(c["epoch"], k)
         assert a.shape == b.shape

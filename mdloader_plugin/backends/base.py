@@ -48,6 +48,11 @@ class BufferPool:
         cap = -(-int(n * _GROW) // _ROUND) * _ROUND if n > _ROUND // 2 else n
         return np.empty(cap, dtype=np.uint8)[:n]
 
+    def held_bytes(self) -> int:
+        """Bytes of the buffers waiting for reuse."""
+        with self._lock:
+            return int(sum(b.nbytes for b in self._free))
+
     def give(self, buf: np.ndarray) -> None:
         """Return a buffer from :meth:`take` (no view of it may be alive)."""
         whole = buf.base if isinstance(buf.base, np.ndarray) else buf
