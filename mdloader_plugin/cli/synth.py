@@ -20,7 +20,7 @@ def register(sub) -> None:
                "  mdloader synth --kind oc20 --num-graphs 2000 --split 0.8,0.1,0.1 "
                "--out data/slabs.bp",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--kind", default="hydragnn", choices=["hydragnn", "oc20"],
+    p.add_argument("--kind", default="hydragnn", choices=["hydragnn", "mlip", "oc20"],
                    help="hydragnn: molecules of 5-100 atoms with x, pos, edge_index, edge_attr, "
                         "y, y_loc (~4.5 KB each); oc20: periodic slabs with adsorbates of "
                         "30-220 atoms with pos, atomic_numbers, cell, pbc, natoms, tags, fixed, "

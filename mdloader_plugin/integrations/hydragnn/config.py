@@ -152,7 +152,9 @@ def normalise(cfg: dict, source: str = "config") -> dict:
     cfg.setdefault("Verbosity", {"level": 1})
     _require(cfg, source, "Dataset.path", str)
     cfg["Dataset"]["path"] = os.path.expanduser(os.path.expandvars(cfg["Dataset"]["path"]))
-    for key in ("NeuralNetwork.Architecture.model_type", "NeuralNetwork.Architecture.hidden_dim",
+    _architecture_vocabulary(cfg, source)
+    _precision(cfg, source)
+    for key in ("NeuralNetwork.Architecture.hidden_dim",
                 "NeuralNetwork.Architecture.num_conv_layers",
                 "NeuralNetwork.Variables_of_interest.input_node_features",
                 "NeuralNetwork.Variables_of_interest.type",
@@ -160,6 +162,37 @@ def normalise(cfg: dict, source: str = "config") -> dict:
                 "NeuralNetwork.Training.Optimizer.learning_rate"):
         _require(cfg, source, key)
     return cfg
+
+
+# Training.precision values upstream HydraGNN 5.0 accepts (resolve_precision), canonical form.
+PRECISIONS = {"fp32": "fp32", "float32": "fp32", "float": "fp32", "fp64": "fp64",
+              "float64": "fp64", "double": "fp64", "bf16": "bf16", "bfloat16": "bf16"}
+
+
+def _architecture_vocabulary(cfg: dict, source: str) -> None:
+    """Upstream's ``Architecture.mpnn_type``; HydraGNN 3.0's ``model_type`` is accepted and
+    renamed. Both present and different is refused (which one was meant is unknowable)."""
+    arch = _require(cfg, source, "NeuralNetwork.Architecture", dict)
+    old, new = arch.get("model_type"), arch.get("mpnn_type")
+    if old is not None and new is not None and old != new:
+        raise ConfigError(f"{source}: NeuralNetwork.Architecture has model_type: {old!r} "
+                          f"(HydraGNN 3.0's name) and mpnn_type: {new!r} (5.0's); keep only "
+                          "mpnn_type")
+    if old is None and new is None:
+        raise ConfigError(f"{source}: NeuralNetwork.Architecture.mpnn_type is missing (HydraGNN "
+                          "3.0's model_type is accepted too), e.g. mpnn_type: GIN")
+    arch.pop("model_type", None)
+    arch["mpnn_type"] = new if new is not None else old
+
+
+def _precision(cfg: dict, source: str) -> None:
+    training = _require(cfg, source, "NeuralNetwork.Training", dict)
+    value = training.get("precision", "fp32")
+    canonical = PRECISIONS.get(str(value).lower())
+    if canonical is None:
+        raise ConfigError(f"{source}: NeuralNetwork.Training.precision: {value!r} is not one "
+                          "HydraGNN allows; choose fp32, fp64 or bf16")
+    training["precision"] = canonical
 
 
 def _check_spelling(cfg: dict, source: str) -> None:
