@@ -242,5 +242,7 @@ def run_name(cfg: dict) -> str:
         return str(cfg["run_name"])
     from . import compat
 
-    return compat.get("get_log_name_config")(cfg)
+    named = copy.deepcopy(cfg)  # HydraGNN 5.0's name reads radius, which update_config defaults
+    named["NeuralNetwork"]["Architecture"].setdefault("radius", None)
+    return compat.get("get_log_name_config")(named)
 
