@@ -241,4 +241,4 @@ def test_mlip_synthetic_forces_are_minus_the_energy_gradient():
     moved[3, 2] += h
     assert (pair_energy(pos) - pair_energy(moved)) / h == pytest.approx(g["forces"][3, 2],
                                                                          rel=1e-3)
-    assert g["energy"][0] == pytest.approx(g["y"][0] * len(pos))
+    assert g["energy"][0] == pytest.approx(pair_energy(pos), rel=1e-6)

@@ -8,10 +8,10 @@ per-element energies plus a pair term (learnable), and HydraGNN's ``y_loc`` head
 4.5 KB a graph. Molecules are made 256 at a time from one random stream (all walks by pointer
 doubling, all edges by one k-d tree search), ~0.1 ms a graph instead of ~2 ms one by one.
 
-``mlip`` kind: the same molecules with what an interatomic potential trains on: ``energy`` (the
-total, ``y`` times the atom count) and ``forces [n,3]``, minus the gradient of its pair term
-``sum exp(-d)`` over bonded pairs (the per-element and noise terms do not depend on positions),
-so energy and forces agree.
+``mlip`` kind: the same molecules with what an interatomic potential trains on: ``energy``
+relative to the isolated atoms (the pair term ``sum exp(-d)`` over bonded pairs, a few eV) and
+``forces [n,3]`` = minus its gradient, computed from the stored float32 positions, so energy and
+forces agree exactly.
 
 ``oc20`` kind: periodic fcc(111) metal slabs (3-6 layers of 2x2..6x6 atoms, one of eight metals,
 some alloyed) with a 1-8 atom C/H/O/N adsorbate, 30-220 atoms, in OC20's fields: ``pos``,
@@ -144,16 +144,17 @@ def _fcc111(nx: int, ny: int, layers: int, a: float) -> tuple[np.ndarray, np.nda
 
 
 def mlip_molecules(seed: int, start: int, stop: int) -> Iterator[dict[str, np.ndarray]]:
-    """Molecules ``start..stop-1`` with total ``energy`` and consistent ``forces``."""
+    """Molecules ``start..stop-1`` with pair ``energy`` and consistent ``forces``."""
     for g in molecules(seed, start, stop):
         pos = g["pos"].astype(np.float64)
-        src, dst = g["edge_index"]
+        src, dst = g["edge_index"]  # both directions of every bonded pair
         diff = pos[src] - pos[dst]
         dist = np.linalg.norm(diff, axis=1)
         pull = (np.exp(-dist) / dist)[:, None] * diff  # -d/dr_src of exp(-|r_src - r_dst|)
         forces = np.zeros_like(pos)
         np.add.at(forces, src, pull)
-        yield {**g, "energy": (g["y"] * len(pos)).astype(np.float32),
+        energy = 0.5 * np.exp(-dist).sum()
+        yield {**g, "energy": np.array([energy], dtype=np.float32),
                "forces": forces.astype(np.float32)}
 
 

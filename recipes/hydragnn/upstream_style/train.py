@@ -18,6 +18,7 @@ import torch
 from mpi4py import MPI
 
 import hydragnn
+from hydragnn.train.train_validate_test import resolve_precision
 from hydragnn.utils.input_config_parsing import update_config, save_config
 from hydragnn.utils.model import load_existing_model_config
 
@@ -46,8 +47,7 @@ def main():
         training["precision"] = args.precision
     if args.num_epoch is not None:
         training["num_epoch"] = args.num_epoch
-    precision, param_dtype, _ = hydragnn.train.train_validate_test.resolve_precision(
-        training.get("precision", "fp32"))
+    precision, param_dtype, _ = resolve_precision(training.get("precision", "fp32"))
     training["precision"] = precision
     torch.set_default_dtype(param_dtype)
     var_config = config["NeuralNetwork"]["Variables_of_interest"]
