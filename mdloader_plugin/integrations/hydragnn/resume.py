@@ -20,6 +20,7 @@ STATE_FILE = "mdloader_state.json"
 
 
 def state_path(name: str) -> str:
+    """Where run `name` keeps MDLoader's loader state."""
     return os.path.join("logs", name, STATE_FILE)
 
 
