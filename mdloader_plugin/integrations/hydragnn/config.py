@@ -18,6 +18,9 @@ A config is what HydraGNN users already write (``Verbosity``, ``Dataset``, ``Neu
 HydraGNN, which also writes ``logs/`` there).
 ``--set KEY=VALUE`` overrides any key by dotted path; VALUE is parsed as YAML (``3``, ``true``,
 ``[0, 1]``, ``collective``). Validation names the bad key and the valid choices in one line.
+HydraGNN keys are read in upstream's (5.0) vocabulary: ``Architecture.mpnn_type`` (3.0's
+``model_type`` is accepted and renamed; both with different values is refused) and
+``Training.precision`` (fp32, fp64, bf16 and upstream's aliases, stored canonical).
 """
 
 from __future__ import annotations

@@ -1,13 +1,16 @@
 """``mdloader train hydragnn``: HydraGNN's own training loop with the loader the config selects.
 
-Order (each step a HydraGNN function, looked up in :mod:`.compat`): rank 0 reads the config and
+Order (each step a HydraGNN function, looked up in :mod:`.compat`): rank 0 reads the config,
+checks it against the installed HydraGNN (3.0 or 5.0, :func:`.compat.check_config`) and
 broadcasts it (a bad config is one line from rank 0 and the same exit code on every rank, before
 any collective); torch.distributed on a free port, then ``setup_ddp``; ``setup_log``; the three
 loaders; ``update_config`` on :class:`.graphs.ConfigView` stand-ins (its graph-size scan must not
-drive the real loaders, see :mod:`.graphs`); ``create_model_config``; ``get_distributed_model``;
-``select_optimizer``; ReduceLROnPlateau (as HydraGNN's ``run_training``);
-``train_validate_test`` with the train loader wrapped in :class:`.epochs.TimedLoader`;
-``save_model``; ``print_timers``. Any exception on any rank aborts the whole job.
+drive the real loaders, see :mod:`.graphs`); the default dtype of ``Training.precision`` (as
+upstream's ``run_training``); ``create_model_config``; ``get_distributed_model``;
+``select_optimizer``; ReduceLROnPlateau; ``Training.continue`` (:mod:`.resume`);
+``train_validate_test`` with the train loader wrapped in :class:`.epochs.TimedLoader` (and, on
+5.0, ``compute_grad_energy``/``precision``); ``save_model``; ``print_timers``. Any exception on
+any rank aborts the whole job.
 """
 
 from __future__ import annotations
