@@ -242,3 +242,39 @@ def test_mlip_synthetic_forces_are_minus_the_energy_gradient():
     assert (pair_energy(pos) - pair_energy(moved)) / h == pytest.approx(g["forces"][3, 2],
                                                                          rel=1e-3)
     assert g["energy"][0] == pytest.approx(pair_energy(pos), rel=1e-6)
+
+
+# -- continue / startfrom ---------------------------------------------------------------------------
+class _Sampler:
+    def __init__(self):
+        self.seen = []
+
+    def set_epoch(self, epoch):
+        self.seen.append(epoch)
+
+    def __len__(self):
+        return 3
+
+
+def test_continued_run_shifts_the_train_loaders_epochs():
+    from mpi4py import MPI
+
+    loader = _Loader()
+    loader.sampler = _Sampler()
+    timed = epochs.TimedLoader(loader, MPI.COMM_SELF, run="t", loader_name="mdloader")
+    timed.sampler.set_epoch(0)
+    timed.epoch_offset = 4  # the earlier run finished its epochs 0..3
+    timed.sampler.set_epoch(0)
+    timed.sampler.set_epoch(1)
+    assert loader.sampler.seen == [0, 4, 5] and len(timed.sampler) == 3
+
+
+def test_continue_from_a_run_without_checkpoint_is_one_line(tmp_path, monkeypatch):
+    from mdloader_plugin.integrations.hydragnn import resume
+
+    monkeypatch.chdir(tmp_path)
+    cfg = config.load(DEMO, ["NeuralNetwork.Training.continue=1",
+                             "NeuralNetwork.Training.startfrom=old"])
+    with pytest.raises(ConfigError, match="startfrom: 'old' has no checkpoint"):
+        resume.load(cfg, None, None, None)
+    resume.load(config.load(DEMO), None, None, None)  # no continue: nothing to do
