@@ -162,7 +162,7 @@ def test_batch_capped_epochs_still_write_their_lines(job):
 def test_continue_starts_from_the_earlier_checkpoint(job):
     first = [float(t) for t, _, _ in _losses(job["runs"]["demo-mdloader"]["log"])]
     cont = job["runs"]["continued"]["log"]
-    assert "Load existing model: ./logs/demo-mdloader/demo-mdloader.pk" in job["stdout"]
+    assert "Load existing model: ./logs/demo-mdloader/demo-mdloader.pk" in cont
     again = [float(t) for t, _, _ in _losses(cont)]
     assert len(again) == 2 and again[0] < first[0]  # it did not start from a fresh model
 
