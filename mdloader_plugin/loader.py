@@ -175,6 +175,7 @@ class MDLoader:
                                   shuffle=shuffle, seed=seed, drop_last=drop_last,
                                   weights=balance_weights, mix=(sampling, store), order=order)
         self.batch_size, self.prefetch = int(batch_size), prefetch
+        self.drop_last = bool(drop_last)  # DataLoader's attribute (HydraGNN 5.0 counts batches)
         self.prefetch_bytes = _prefetch_bytes(prefetch_mib)
         self.to_sample = to_sample or pyg_sample
         self.collate = collate or pyg_collate

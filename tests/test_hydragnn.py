@@ -3,6 +3,7 @@ the per-sample baseline dataset and the epoch lines (multi-rank training: test_h
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from pathlib import Path
@@ -186,21 +187,28 @@ class _Loader:
         return 3
 
 
-def test_timed_loader_logs_one_parsable_line_per_epoch(tmp_path):
-    from mpi4py import MPI
-
+@contextlib.contextmanager
+def hydragnn_log(path):
+    """HydraGNN's logger written to `path` for the duration."""
     log = logging.getLogger("hydragnn")
-    handler = logging.FileHandler(tmp_path / "run.log")
+    handler = logging.FileHandler(path)
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        handler.close()
+
+
+def test_timed_loader_logs_one_parsable_line_per_epoch(tmp_path):
+    from mpi4py import MPI
+
+    with hydragnn_log(tmp_path / "run.log"):
         timed = epochs.TimedLoader(_Loader(), MPI.COMM_SELF, run="t", loader_name="mdloader")
         assert timed.dataset[0] == "first" and timed.sampler is None and len(timed) == 3
         for _ in range(2):
             assert [b.num_graphs for b in timed] == [4, 4, 2]
-    finally:
-        log.removeHandler(handler)
-        handler.close()
     recs = parse_epoch_lines((tmp_path / "run.log").read_text().splitlines())
     assert [r["epoch"] for r in recs] == [0, 1]
     assert all(r["samples"] == 10 and r["steps"] == 3 and r["backend"] == "collective"

@@ -1,6 +1,6 @@
 """HydraGNN training on 4 real MPI ranks: loader switch, identical losses, no hang on errors.
 
-One mpiexec job (this file run as a script) trains the demo GIN four times on a 600-graph set —
+Everything runs against HydraGNN 3.0 and 5.0 (:mod:`hydragnn_versions`). One mpiexec job (this file run as a script) trains the demo GIN four times on a 600-graph set —
 ``loader: mdloader`` with the one-sided and the collective backend, ``loader: hydragnn`` with and
 without preload — through the same entry point the CLI uses, and then drives HydraGNN's own
 graph-size scan (``check_if_graph_size_variable``, which abandons iteration at a data-dependent
@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hydragnn_versions import VERSIONS, env_for  # noqa: E402
 from mpirun import ROOT, mdloader, mpirun  # noqa: E402
 
 DEMO = ROOT / "recipes" / "hydragnn" / "demo.yaml"
@@ -42,7 +43,9 @@ def _job(data: str, out: str) -> None:
     comm = MPI.COMM_WORLD
     common = [f"Dataset.path={data}", "NeuralNetwork.Training.num_epoch=3",
               "NeuralNetwork.Training.batch_size=16", "seed=5"]
-    summary: dict = {"runs": {}}
+    from mdloader_plugin.integrations.hydragnn import compat
+
+    summary: dict = {"runs": {}, "version": compat.version()}
     for name, extra in RUNS.items():
         args = argparse.Namespace(config=str(DEMO), set=common + extra + [f"run_name={name}"])
         code = driver.main(args)
@@ -55,9 +58,7 @@ def _job(data: str, out: str) -> None:
 
 def _scan_then_epoch(data: str, comm) -> dict:
     """HydraGNN's real graph-size scan over collective MDLoaders, then one full epoch."""
-    from hydragnn.preprocess.utils import check_if_graph_size_variable
-
-    from mdloader_plugin.integrations.hydragnn import graphs
+    from mdloader_plugin.integrations.hydragnn import compat, graphs
     from mdloader_plugin.loader import MDLoader
     from mdloader_plugin.store import ShardStore
     from mdloader_plugin.world import World
@@ -67,7 +68,7 @@ def _scan_then_epoch(data: str, comm) -> dict:
     loaders = [MDLoader(ShardStore.from_file(world, data, label), batch_size=8,
                         backend="collective", to_sample=to_sample, name=label)
                for label in ("trainset", "valset", "testset")]
-    variable = bool(check_if_graph_size_variable(*loaders))
+    variable = bool(compat.get("check_if_graph_size_variable")(*loaders))
     loaders[0].set_epoch(1)
     steps = sum(1 for _ in loaders[0])
     for loader in loaders:
@@ -82,19 +83,20 @@ def _losses(log: str) -> list[tuple[str, str, str]]:
     return [m.groups()[1:] for m in EPOCH.finditer(log)]
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory):
+@pytest.fixture(scope="module", params=VERSIONS)
+def job(request, tmp_path_factory):
     from mdloader_plugin.sources import synth
     from mdloader_plugin.sources.adios import write_graphs
 
+    env = env_for(request.param)
     work = tmp_path_factory.mktemp("hydragnn_mpi")
     graphs = list(synth.generate("hydragnn", 11, 0, 600))
     write_graphs(work / "d.bp", {"trainset": graphs[:480], "valset": graphs[480:540],
                                  "testset": graphs[540:]})
     out = work / "summary.json"
-    res = mpirun(4, [__file__, "--job", work / "d.bp", out], cwd=work, timeout=1500)
+    res = mpirun(4, [__file__, "--job", work / "d.bp", out], cwd=work, timeout=1500, env=env)
     assert res.returncode == 0 and out.exists(), res.stdout[-3000:] + res.stderr[-3000:]
-    return json.loads(out.read_text())
+    return {**json.loads(out.read_text()), "want_version": request.param}
 
 
 pytestmark = [pytest.mark.mpi]
@@ -105,6 +107,7 @@ pytestmark = [pytest.mark.mpi]
 def test_every_run_trains_and_logs_epoch_lines(job):
     from mdloader_plugin.epochlog import parse_epoch_lines
 
+    assert job["version"] == job["want_version"]  # the job ran the HydraGNN it was meant to
     for name, run in job["runs"].items():
         assert run["code"] == 0, name
         recs = parse_epoch_lines(run["log"].splitlines())

@@ -32,7 +32,8 @@ def register(sub) -> None:
                    help="hydragnn: molecules of 5-100 atoms with x, pos, edge_index, edge_attr, "
                         "y, y_loc (~4.5 KB each); oc20: periodic slabs with adsorbates of "
                         "30-220 atoms with pos, atomic_numbers, cell, pbc, natoms, tags, fixed, "
-                        "energy, forces, edge_index, cell_offsets (25-200 KB each); "
+                        "energy, forces, edge_index, cell_offsets (25-200 KB each); mlip: "
+                        "molecules with an energy and forces = -grad(energy) (MLIP recipes); "
                         "molecules, slabs, bulk (comma-separated, several data sets): small "
                         "EMT-labelled structures, one file each (default: hydragnn)")
     p.add_argument("--num-graphs", required=True,

@@ -8,6 +8,11 @@ per-element energies plus a pair term (learnable), and HydraGNN's ``y_loc`` head
 4.5 KB a graph. Molecules are made 256 at a time from one random stream (all walks by pointer
 doubling, all edges by one k-d tree search), ~0.1 ms a graph instead of ~2 ms one by one.
 
+``mlip`` kind: the same molecules with what an interatomic potential trains on: ``energy``
+relative to the isolated atoms (the pair term ``sum exp(-d)`` over bonded pairs, a few eV) and
+``forces [n,3]`` = minus its gradient, computed from the stored float32 positions, so energy and
+forces agree exactly.
+
 ``oc20`` kind: periodic fcc(111) metal slabs (3-6 layers of 2x2..6x6 atoms, one of eight metals,
 some alloyed) with a 1-8 atom C/H/O/N adsorbate, 30-220 atoms, in OC20's fields: ``pos``,
 ``atomic_numbers``, ``cell [1,3,3]``, ``pbc [1,3]``, ``natoms``, ``tags`` (0 subsurface, 1 surface,
@@ -138,6 +143,21 @@ def _fcc111(nx: int, ny: int, layers: int, a: float) -> tuple[np.ndarray, np.nda
     return sites, layer, cell
 
 
+def mlip_molecules(seed: int, start: int, stop: int) -> Iterator[dict[str, np.ndarray]]:
+    """Molecules ``start..stop-1`` with pair ``energy`` and consistent ``forces``."""
+    for g in molecules(seed, start, stop):
+        pos = g["pos"].astype(np.float64)
+        src, dst = g["edge_index"]  # both directions of every bonded pair
+        diff = pos[src] - pos[dst]
+        dist = np.linalg.norm(diff, axis=1)
+        pull = (np.exp(-dist) / dist)[:, None] * diff  # -d/dr_src of exp(-|r_src - r_dst|)
+        forces = np.zeros_like(pos)
+        np.add.at(forces, src, pull)
+        energy = 0.5 * np.exp(-dist).sum()
+        yield {**g, "energy": np.array([energy], dtype=np.float32),
+               "forces": forces.astype(np.float32)}
+
+
 def slab(seed: int, index: int, radius: float = 6.0, max_neighbours: int = 30
          ) -> dict[str, np.ndarray]:
     """Structure number `index` of the synthetic OC20-like slab+adsorbate set with `seed`."""
@@ -179,7 +199,7 @@ def slab(seed: int, index: int, radius: float = 6.0, max_neighbours: int = 30
 
 
 KINDS: dict[str, Callable[[int, int], dict[str, np.ndarray]]] = {
-    "hydragnn": molecule, "oc20": slab}
+    "hydragnn": molecule, "mlip": molecule, "oc20": slab}
 
 
 def generate(kind: str, seed: int, start: int, stop: int) -> Iterator[dict[str, np.ndarray]]:
@@ -191,6 +211,8 @@ def generate(kind: str, seed: int, start: int, stop: int) -> Iterator[dict[str, 
                          f"choose one of {sorted(KINDS)}") from None
     if kind == "hydragnn":
         return molecules(seed, start, stop)
+    if kind == "mlip":
+        return mlip_molecules(seed, start, stop)
     return (make(seed, i) for i in range(start, stop))
 
 

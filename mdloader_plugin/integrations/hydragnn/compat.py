@@ -14,6 +14,14 @@ It also owns the two things HydraGNN 3.0 gets wrong under a plain ``mpiexec``:
 * ``setup_ddp`` binds the fixed port 8889 (two jobs on a node collide): :func:`init_distributed`
   initialises ``torch.distributed`` on a free port chosen by rank 0 and broadcast over MPI, so
   ``setup_ddp`` finds it initialised and only records the environment.
+
+Supported: HydraGNN 3.0 (PyPI) and 5.0 (GitHub tag v5.0, installed from a checkout with
+``pip install -e`` or put on ``PYTHONPATH``). :func:`version` tells them apart by what the
+package contains (a 5.0 tree on PYTHONPATH still reports 3.0's pip metadata). What differs and
+lives here: the architecture key (``model_type`` in 3.0, ``mpnn_type`` in 5.0;
+:func:`upstream_config`), ``train_validate_test``'s ``compute_grad_energy``/``precision``
+(5.0 only; :func:`train_kwargs`), the per-epoch batch cap ``HYDRAGNN_MAX_NUM_BATCH`` (5.0 only;
+:func:`max_batches`), and which options each version can honour (:func:`check_config`).
 """
 
 from __future__ import annotations
@@ -48,7 +56,16 @@ _WHERE: dict[str, tuple[str, ...]] = {
     "create_model_config": ("hydragnn.models.create", "hydragnn.models"),
     "train_validate_test": ("hydragnn.train.train_validate_test", "hydragnn.train"),
     "create_dataloaders": ("hydragnn.preprocess.load_data", "hydragnn.preprocess"),
+    "check_if_graph_size_variable": ("hydragnn.preprocess",),
+    "load_existing_model": ("hydragnn.utils.model", "hydragnn.utils.model.model"),
 }
+
+GITHUB_ROUTE = ("HydraGNN 5.0: `git clone --branch v5.0 https://github.com/ORNL/HydraGNN && "
+                "pip install --no-deps -e HydraGNN` (or put the checkout first on PYTHONPATH) plus "
+                "`MAX_JOBS=2 pip install --no-build-isolation torch-scatter==2.1.2 vesin==0.4.2`; "
+                "or HydraGNN 3.0: `pip install --no-deps hydragnn==3.0` plus matplotlib tqdm "
+                "tensorboard ase scikit-learn psutil; see docs/hydragnn-5.md")
+ARCH_KEY = {"3.0": "model_type", "5.0": "mpnn_type"}
 
 LOGGER_NAME = "hydragnn"  # the logger setup_log() attaches run.log and the console to
 
@@ -63,15 +80,96 @@ def hydragnn_version() -> str:
         return "unknown"
 
 
-def require_hydragnn() -> None:
-    """Import HydraGNN or fail with one line saying how to install it."""
+def require_hydragnn() -> str:
+    """Import HydraGNN (3.0 or 5.0) and return :func:`version`, or fail with one line saying
+    how to install a supported one."""
     try:
         importlib.import_module("hydragnn")
     except ImportError as exc:
-        raise ConfigError(
-            f"cannot import hydragnn ({exc}); install it with `pip install --no-deps "
-            "hydragnn==3.0` plus matplotlib tqdm tensorboard ase scikit-learn psutil "
-            "(see docs/hydragnn.md, 'Install route')") from None
+        raise ConfigError(f"cannot import hydragnn ({exc}); install {GITHUB_ROUTE}") from None
+    return version()
+
+
+def _has(module: str, name: str | None = None) -> bool:
+    try:
+        mod = importlib.import_module(module)
+    except ImportError:
+        return False
+    return name is None or hasattr(mod, name)
+
+
+def version() -> str:
+    """``"5.0"`` or ``"3.0"``: the layout of the imported hydragnn package; anything else is
+    refused with one line (the integration is tested against those two)."""
+    import hydragnn
+
+    if _has("hydragnn.train.train_validate_test", "resolve_precision") and \
+            _has("hydragnn.utils.input_config_parsing", "update_config"):
+        return "5.0"
+    if _has("hydragnn.utils.config_utils", "update_config") and \
+            not _has("hydragnn.utils.input_config_parsing"):
+        return "3.0"
+    where = os.path.dirname(getattr(hydragnn, "__file__", "") or "?")
+    raise ConfigError(f"HydraGNN at {where} ({hydragnn_version()} by its metadata) is neither "
+                      f"3.0 nor 5.0, the versions MDLoader supports; install {GITHUB_ROUTE}")
+
+
+def check_config(cfg: dict, ver: str) -> None:
+    """Refuse, in one line naming the key, an option HydraGNN `ver` or MDLoader cannot honour."""
+    nn = cfg["NeuralNetwork"]
+    precision = nn["Training"].get("precision", "fp32")
+    if ver == "3.0" and precision != "fp32":
+        raise ConfigError(f"NeuralNetwork.Training.precision: {precision} needs HydraGNN 5.0 "
+                          f"(3.0 trains fp32 only); install {GITHUB_ROUTE}")
+    if ver == "3.0" and nn["Architecture"].get("enable_interatomic_potential"):
+        raise ConfigError("NeuralNetwork.Architecture.enable_interatomic_potential (energy + "
+                          f"forces) needs HydraGNN 5.0; install {GITHUB_ROUTE}")
+    if nn["Variables_of_interest"].get("denormalize_output"):
+        raise ConfigError("NeuralNetwork.Variables_of_interest.denormalize_output: true reads "
+                          "HydraGNN's serialized pickle min/max files, which an ADIOS2 run has "
+                          "not got; set it to false (Dataset.normalize_y scales y instead)")
+    if nn["Training"].get("continue") and not nn["Training"].get("startfrom"):
+        raise ConfigError("NeuralNetwork.Training.continue is set but startfrom (the run name "
+                          "under logs/ to load) is missing")
+
+
+def upstream_config(cfg: dict, ver: str) -> dict:
+    """`cfg` (MDLoader's vocabulary: ``mpnn_type``) in the vocabulary HydraGNN `ver` reads."""
+    arch = cfg["NeuralNetwork"]["Architecture"]
+    arch[ARCH_KEY[ver]] = arch.get("mpnn_type", arch.get("model_type"))
+    return cfg
+
+
+def param_dtype(cfg: dict):
+    """The model's parameter dtype for ``Training.precision`` (bf16 keeps fp32 parameters and
+    autocasts, as upstream)."""
+    import torch
+
+    return torch.float64 if cfg["NeuralNetwork"]["Training"].get("precision") == "fp64" \
+        else torch.float32
+
+
+def train_kwargs(cfg: dict, ver: str) -> dict:
+    """Keyword arguments of ``train_validate_test`` beyond 3.0's, as upstream's scripts pass
+    them: ``compute_grad_energy`` from ``Architecture.enable_interatomic_potential`` and
+    ``precision`` from ``Training.precision``."""
+    if ver == "3.0":
+        return {}
+    nn = cfg["NeuralNetwork"]
+    return {"compute_grad_energy": bool(nn["Architecture"].get("enable_interatomic_potential",
+                                                               False)),
+            "precision": nn["Training"].get("precision", "fp32")}
+
+
+def max_batches(ver: str) -> int | None:
+    """HydraGNN 5.0 ends every epoch after ``HYDRAGNN_MAX_NUM_BATCH`` batches (3.0 ignores it)."""
+    cap = os.getenv("HYDRAGNN_MAX_NUM_BATCH")
+    if ver == "3.0" or cap is None:
+        return None
+    try:
+        return max(int(cap), 0)
+    except ValueError:
+        raise ConfigError(f"HYDRAGNN_MAX_NUM_BATCH={cap!r} is not an integer") from None
 
 
 def get(name: str) -> Callable[..., Any]:
@@ -88,7 +186,7 @@ def get(name: str) -> Callable[..., Any]:
             return fn
         tried.append(mod_name)
     raise ConfigError(f"HydraGNN {hydragnn_version()} has no {name} in any of "
-                      f"{', '.join(tried)}; this MDLoader supports HydraGNN 3.0 and later layouts")
+                      f"{', '.join(tried)}; MDLoader supports HydraGNN 3.0 and 5.0")
 
 
 def setup_log(name: str) -> None:

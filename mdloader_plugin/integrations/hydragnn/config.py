@@ -23,6 +23,9 @@ multibranch routing tensor). ``mdloader.sampling`` picks how they share an epoch
 (:mod:`mdloader_plugin.sampling`; default: the weights if given, else proportional to size).
 ``--set KEY=VALUE`` overrides any key by dotted path; VALUE is parsed as YAML (``3``, ``true``,
 ``[0, 1]``, ``collective``). Validation names the bad key and the valid choices in one line.
+HydraGNN keys are read in upstream's (5.0) vocabulary: ``Architecture.mpnn_type`` (3.0's
+``model_type`` is accepted and renamed; both with different values is refused) and
+``Training.precision`` (fp32, fp64, bf16 and upstream's aliases, stored canonical).
 """
 
 from __future__ import annotations
@@ -163,7 +166,9 @@ def normalise(cfg: dict, source: str = "config") -> dict:
     cfg.setdefault("Verbosity", {"level": 1})
     _require(cfg, source, "Dataset.path", (str, list))
     cfg["Dataset"]["path"] = _dataset_paths(cfg["Dataset"]["path"], source)
-    for key in ("NeuralNetwork.Architecture.model_type", "NeuralNetwork.Architecture.hidden_dim",
+    _architecture_vocabulary(cfg, source)
+    _precision(cfg, source)
+    for key in ("NeuralNetwork.Architecture.hidden_dim",
                 "NeuralNetwork.Architecture.num_conv_layers",
                 "NeuralNetwork.Variables_of_interest.input_node_features",
                 "NeuralNetwork.Variables_of_interest.type",
@@ -186,6 +191,37 @@ def _dataset_paths(path, source: str):
             raise ConfigError(f"{source}: Dataset.path: weight of {s.name or s.path} must be a "
                               f"number >= 0, got {w!r}")
     return [{"path": s.path, "name": s.name, "weight": s.weight} for s in specs]
+
+
+# Training.precision values upstream HydraGNN 5.0 accepts (resolve_precision), canonical form.
+PRECISIONS = {"fp32": "fp32", "float32": "fp32", "float": "fp32", "fp64": "fp64",
+              "float64": "fp64", "double": "fp64", "bf16": "bf16", "bfloat16": "bf16"}
+
+
+def _architecture_vocabulary(cfg: dict, source: str) -> None:
+    """Upstream's ``Architecture.mpnn_type``; HydraGNN 3.0's ``model_type`` is accepted and
+    renamed. Both present and different is refused (which one was meant is unknowable)."""
+    arch = _require(cfg, source, "NeuralNetwork.Architecture", dict)
+    old, new = arch.get("model_type"), arch.get("mpnn_type")
+    if old is not None and new is not None and old != new:
+        raise ConfigError(f"{source}: NeuralNetwork.Architecture has model_type: {old!r} "
+                          f"(HydraGNN 3.0's name) and mpnn_type: {new!r} (5.0's); keep only "
+                          "mpnn_type")
+    if old is None and new is None:
+        raise ConfigError(f"{source}: NeuralNetwork.Architecture.mpnn_type is missing (HydraGNN "
+                          "3.0's model_type is accepted too), e.g. mpnn_type: GIN")
+    arch.pop("model_type", None)
+    arch["mpnn_type"] = new if new is not None else old
+
+
+def _precision(cfg: dict, source: str) -> None:
+    training = _require(cfg, source, "NeuralNetwork.Training", dict)
+    value = training.get("precision", "fp32")
+    canonical = PRECISIONS.get(str(value).lower())
+    if canonical is None:
+        raise ConfigError(f"{source}: NeuralNetwork.Training.precision: {value!r} is not one "
+                          "HydraGNN allows; choose fp32, fp64 or bf16")
+    training["precision"] = canonical
 
 
 def _check_spelling(cfg: dict, source: str) -> None:
@@ -236,5 +272,7 @@ def run_name(cfg: dict) -> str:
         return str(cfg["run_name"])
     from . import compat
 
-    return compat.get("get_log_name_config")(cfg)
+    named = copy.deepcopy(cfg)  # HydraGNN 5.0's name reads radius, which update_config defaults
+    named["NeuralNetwork"]["Architecture"].setdefault("radius", None)
+    return compat.get("get_log_name_config")(named)
 

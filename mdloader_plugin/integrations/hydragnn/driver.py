@@ -1,13 +1,16 @@
 """``mdloader train hydragnn``: HydraGNN's own training loop with the loader the config selects.
 
-Order (each step a HydraGNN function, looked up in :mod:`.compat`): rank 0 reads the config and
+Order (each step a HydraGNN function, looked up in :mod:`.compat`): rank 0 reads the config,
+checks it against the installed HydraGNN (3.0 or 5.0, :func:`.compat.check_config`) and
 broadcasts it (a bad config is one line from rank 0 and the same exit code on every rank, before
 any collective); torch.distributed on a free port, then ``setup_ddp``; ``setup_log``; the three
 loaders; ``update_config`` on :class:`.graphs.ConfigView` stand-ins (its graph-size scan must not
-drive the real loaders, see :mod:`.graphs`); ``create_model_config``; ``get_distributed_model``;
-``select_optimizer``; ReduceLROnPlateau (as HydraGNN's ``run_training``);
-``train_validate_test`` with the train loader wrapped in :class:`.epochs.TimedLoader`;
-``save_model``; ``print_timers``. Any exception on any rank aborts the whole job.
+drive the real loaders, see :mod:`.graphs`); the default dtype of ``Training.precision`` (as
+upstream's ``run_training``); ``create_model_config``; ``get_distributed_model``;
+``select_optimizer``; ReduceLROnPlateau; ``Training.continue`` (:mod:`.resume`);
+``train_validate_test`` with the train loader wrapped in :class:`.epochs.TimedLoader` (and, on
+5.0, ``compute_grad_energy``/``precision``); ``save_model``; ``print_timers``. Any exception on
+any rank aborts the whole job.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import os
 
 from ...errors import DataError
 from ...world import World, abort_on_error, report_error
-from . import compat, config, epochs, graphs, loaders
+from . import compat, config, epochs, graphs, loaders, resume
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,6 +51,7 @@ def _config_on_root(comm, args) -> tuple[dict | None, int]:
     if comm.Get_rank() == 0:
         try:
             cfg = config.load(args.config, args.set)
+            compat.check_config(cfg, compat.require_hydragnn())
             for path in graphs.files_of(cfg["Dataset"]["path"]):
                 _check_data(path)
             payload = ("ok", cfg)
@@ -68,16 +72,21 @@ def train(cfg: dict, comm) -> list[dict]:
     """Run one training job (collective); returns rank-0-identical epoch records."""
     import torch
 
-    compat.require_hydragnn()
+    ver = compat.require_hydragnn()
+    compat.check_config(cfg, ver)
+    cfg = compat.upstream_config(cfg, ver)
     world = World.detect(comm)
     compat.init_distributed(comm, single_node=world.num_nodes == 1)
     name = config.run_name(cfg)
     verbosity = int(cfg["Verbosity"]["level"])
     compat.setup_log(name)
-    to_sample = _to_sample(cfg)
+    dtype = compat.param_dtype(cfg)
+    to_sample = _to_sample(cfg, dtype)
     train_l, val_l, test_l = loaders.build(cfg, world, to_sample)
+    default_dtype = torch.get_default_dtype()
     try:
         cfg = compat.get("update_config")(cfg, *_config_views(cfg, comm, to_sample))
+        torch.set_default_dtype(dtype)  # as upstream's run_training: fp64 models are built fp64
         torch.manual_seed(int(cfg["seed"]))
         model = compat.get("create_model_config")(config=cfg["NeuralNetwork"],
                                                   verbosity=verbosity)
@@ -88,46 +97,42 @@ def train(cfg: dict, comm) -> list[dict]:
             optimizer, mode="min", factor=0.5, patience=5, min_lr=0.00001)
         writer = compat.get("get_summary_writer")(name)
         compat.get("save_config")(cfg, name)
-        timed = epochs.TimedLoader(train_l, world.comm, run=name, loader_name=cfg["loader"])
+        timed = epochs.TimedLoader(train_l, world.comm, run=name, loader_name=cfg["loader"],
+                                   max_batches=compat.max_batches(ver))
+        resume.load(cfg, model, optimizer, timed)
+        model = model.to(dtype=dtype)
         compat.get("train_validate_test")(
             model, optimizer, timed, val_l, test_l, writer, scheduler, cfg["NeuralNetwork"],
-            name, verbosity, False, False, False)
+            name, verbosity, False, False, False, **compat.train_kwargs(cfg, ver))
         compat.get("save_model")(model, optimizer, name)
-        _save_loader_state(train_l, name, world.rank)
+        resume.save(train_l, name, world.rank)
         compat.get("print_timers")(verbosity)
     finally:
+        torch.set_default_dtype(default_dtype)
         loaders.close((train_l, val_l, test_l))
         world.close()
     return timed.records
 
 
-def _save_loader_state(loader, name: str, rank: int) -> None:
-    """``logs/<name>/mdloader_state.json`` beside HydraGNN's checkpoint: the train loader's
-    ``state_dict()`` (seed, epoch, step, world_size, batch_size, offset) for a later resume."""
-    if rank != 0 or not hasattr(loader, "state_dict"):
-        return
-    import json
+def _to_sample(cfg: dict, dtype=None):
+    import numpy as np
+    import torch
 
-    path = os.path.join("logs", name, "mdloader_state.json")
-    with open(path, "w") as f:
-        json.dump(loader.state_dict(), f)
-
-
-def _to_sample(cfg: dict):
     voi = cfg["NeuralNetwork"]["Variables_of_interest"]
     ymm = graphs.y_minmax(cfg["Dataset"]["path"]) if cfg["Dataset"].get("normalize_y") else None
-    return graphs.make_to_sample(voi.get("input_node_features"), ymm)
+    return graphs.make_to_sample(voi.get("input_node_features"), ymm,
+                                 graphs.heads_from_config(cfg),
+                                 np.float64 if dtype == torch.float64 else np.float32)
 
 
 def _config_views(cfg: dict, comm, to_sample) -> list[graphs.ConfigView]:
-    path = cfg["Dataset"]["path"]
-    pna = None
-    if cfg["NeuralNetwork"]["Architecture"]["model_type"] == "PNA":
-        pna = graphs.pna_degree(path, comm, loaders.LABELS[0])
+    stats = graphs.arch_stats(cfg["NeuralNetwork"]["Architecture"]["mpnn_type"],
+                              cfg["Dataset"]["path"], comm, loaders.LABELS[0])
     views = []
     for i, label in enumerate(loaders.LABELS):
-        sample0, n = graphs.first_sample(path, label, to_sample)
-        views.append(graphs.ConfigView(path, label, sample0, n, pna if i == 0 else None))
+        sample0, n = graphs.first_sample(cfg["Dataset"]["path"], label, to_sample)
+        views.append(graphs.ConfigView(cfg["Dataset"]["path"], label, sample0, n,
+                                       **(stats if i == 0 else {})))
     return views
 
 

@@ -8,6 +8,11 @@ baseline, so their numbers compare. At the end of each epoch every rank enters o
 reduction (every rank reaches it: all ranks run the same number of batches), and rank 0 logs
 ``wall_s`` = the slowest rank's wall, ``data_wait_s`` = the mean over ranks, ``samples`` = the
 sum, through HydraGNN's logger (its ``logs/<name>/run.log`` and the console).
+
+HydraGNN 5.0 stops an epoch after ``HYDRAGNN_MAX_NUM_BATCH`` batches by breaking out of its loop,
+which would leave this wrapper's epoch unfinished and unlogged; with ``max_batches`` the wrapper
+ends the epoch itself at that many batches (every rank alike), so the trainer's loop ends
+normally and the line is written; the inner loader's iteration is closed (abandoned safely).
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ from . import compat
 class TimedLoader:
     """A train loader that times each full pass and logs one epoch line (see module doc)."""
 
-    def __init__(self, loader, comm, *, run: str, loader_name: str):
+    def __init__(self, loader, comm, *, run: str, loader_name: str,
+                 max_batches: int | None = None):
         self.loader, self.comm, self.run, self.loader_name = loader, comm, run, loader_name
+        self.max_batches = max_batches
+        self.epoch_offset = 0  # a continued run's loader epochs go on after the earlier run's
         self.epoch = 0
         self.records: list[dict] = []
 
@@ -36,6 +44,8 @@ class TimedLoader:
 
     @property
     def sampler(self):
+        if self.epoch_offset and self.loader.sampler is not None:
+            return _ShiftedSampler(self.loader.sampler, self.epoch_offset)
         return self.loader.sampler
 
     def __len__(self) -> int:
@@ -49,6 +59,9 @@ class TimedLoader:
         wait, steps, samples = 0.0, 0, 0
         it = iter(self.loader)
         while True:
+            if self.max_batches is not None and steps >= self.max_batches:
+                getattr(it, "close", lambda: None)()
+                break
             t = time.perf_counter()
             try:
                 batch = next(it)
@@ -80,3 +93,19 @@ class TimedLoader:
 
     def _backend(self) -> str:
         return str(getattr(self.loader, "backend_name", None) or "-")
+
+
+class _ShiftedSampler:
+    """``set_epoch(e)`` as ``set_epoch(e + offset)``; everything else forwarded."""
+
+    def __init__(self, sampler, offset: int):
+        self._sampler, self._offset = sampler, offset
+
+    def set_epoch(self, epoch: int) -> None:
+        self._sampler.set_epoch(int(epoch) + self._offset)
+
+    def __len__(self) -> int:
+        return len(self._sampler)
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["_sampler"], name)

@@ -3,15 +3,19 @@
 Both loaders (MDLoader and the baseline) turn a graph's arrays into the same
 ``torch_geometric.data.Data`` with :func:`make_to_sample`, so the model sees identical inputs.
 
-HydraGNN's ``update_config`` learns two facts by iterating the loaders: whether graph sizes vary
-(``check_if_graph_size_variable``, which stops at a data-dependent batch) and, for PNA, the degree
-histogram (``gather_deg``, two passes over the train set). With a loader that runs a collective
-per batch, the first abandons iteration at different batches on different ranks and the job
-deadlocks. So update_config gets :class:`ConfigView` objects instead of the real loaders: they
-yield per-graph node counts read from the file (plain reads, safe to abandon anywhere) and carry
-``dataset[0]`` and ``pna_deg``. HydraGNN's own code still computes the answers; only its input
-differs. The PNA degree histogram is computed once from each rank's block of the file and summed
-over MPI (or taken from the file's ``pna_deg`` attribute when present).
+Targets are rebuilt as upstream's reader does (:class:`Heads`: ``y``/``y_loc`` from
+``output_index`` and the Dataset's feature dims, so node-level heads work).
+
+HydraGNN's ``update_config`` learns facts by iterating the loaders: whether graph sizes vary
+(``check_if_graph_size_variable``, which stops at a data-dependent batch), the degree histogram
+for the PNA family (PNA, PNAPlus, PNAEq: ``gather_deg``, two passes over the train set) and
+MACE's ``avg_num_neighbors``. With a loader that runs a collective per batch, the first abandons
+iteration at different batches on different ranks and the job deadlocks. So update_config gets
+:class:`ConfigView` objects instead of the real loaders: they yield per-graph node counts read
+from the file (plain reads, safe to abandon anywhere) and carry ``dataset[0]`` plus the
+statistics (:func:`arch_stats`). HydraGNN's own code still computes the answers; only its input
+differs. The statistics are computed once from each rank's block of the file and summed over MPI
+(the histogram is taken from the file's ``pna_deg`` attribute when present).
 
 Several files (``Dataset.path`` a list): node counts run over the files in order, sample 0 is the
 first file's (tagged with data set id 0), ``y``'s range is taken over all files, and ``pna_deg``
@@ -26,47 +30,137 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ...batching import ColumnTransform
+from ...batching import ColumnTransform, pyg_sample
+from ...errors import ConfigError
 from ...sources.adios import GraphFile
 
 _CHUNK = 65536  # graphs a read when scanning node counts
 
 
+class Heads:
+    """Where each output head's target lives, from HydraGNN's variable config (as upstream's
+    ``update_predicted_values``): a ``graph`` head takes ``dim`` values of ``y`` starting at the
+    sum of the graph feature dims before ``output_index``; a ``node`` head takes ``dim`` columns
+    of the (unselected) ``x`` starting at the sum of the node feature dims before it."""
+
+    def __init__(self, types: Sequence[str], output_index: Sequence[int],
+                 graph_dims: Sequence[int], node_dims: Sequence[int]):
+        self.spec = []
+        for kind, idx in zip(types, output_index):
+            dims = graph_dims if kind == "graph" else node_dims
+            if kind not in ("graph", "node"):
+                raise ConfigError(f"Variables_of_interest.type: {kind!r} is not graph or node")
+            if not 0 <= int(idx) < len(dims):
+                raise ConfigError(f"Variables_of_interest.output_index {idx} has no {kind} "
+                                  f"feature (Dataset.{kind}_features.dim has {len(dims)})")
+            self.spec.append((kind, int(sum(dims[:idx])), int(dims[idx])))
+        self.graph_width = int(sum(graph_dims))
+        self.graph_only = all(kind == "graph" for kind, _, _ in self.spec)
+
+    def y(self, y: np.ndarray, x: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """One graph's target column and its ``y_loc`` row (upstream's layout)."""
+        parts, loc = [], [0]
+        for kind, off, dim in self.spec:
+            part = (y.reshape(-1)[off:off + dim] if kind == "graph"
+                    else x[:, off:off + dim]).reshape(-1, 1)
+            parts.append(part)
+            loc.append(loc[-1] + part.shape[0])
+        return np.concatenate(parts), np.array([loc], dtype=np.int64)
+
+    def y_joined(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The same for many graphs' ``y`` joined (graph heads only)."""
+        rows = y.reshape(-1, self.graph_width)
+        cols = np.concatenate([np.arange(off, off + dim) for _, off, dim in self.spec])
+        loc = np.cumsum([0] + [dim for _, _, dim in self.spec])
+        return rows[:, cols].reshape(-1, 1), np.tile(loc, (rows.shape[0], 1)).astype(np.int64)
+
+
+def heads_from_config(cfg: dict) -> Heads | None:
+    """:class:`Heads` when the config names its targets (``output_index`` and the Dataset's
+    feature dims), else None (``y`` is taken as it is in the file)."""
+    voi = cfg["NeuralNetwork"]["Variables_of_interest"]
+    ds = cfg.get("Dataset") or {}
+    gdims = (ds.get("graph_features") or {}).get("dim")
+    ndims = (ds.get("node_features") or {}).get("dim")
+    if "output_index" not in voi or (gdims is None and ndims is None):
+        return None
+    return Heads(voi["type"], voi["output_index"], gdims or [], ndims or [])
+
+
 class HydraSample(ColumnTransform):
-    """``arrays -> Data``: x columns picked by ``input_node_features``, y as a column (min-max
-    scaled when `y_minmax` is given), float64 as float32, ``edge_index`` as int64; every other
-    key is kept. Each key's map works the same on one graph's array and on a batch's joined
-    one, so MDLoader runs it once a batch (:mod:`mdloader_plugin.batching`)."""
+    """``arrays -> Data`` as upstream HydraGNN's reader builds it: ``y``/``y_loc`` rebuilt from
+    the heads (:class:`Heads`; y min-max scaled first when `y_minmax` is given), then x columns
+    picked by ``input_node_features``; floats as `dtype` (float32, or float64 for an fp64 run),
+    ``edge_index`` as int64; a uint8 key (a string, as HydraGNN's writer stores one) as ``str``;
+    every other key kept. With graph heads only, each key's map works the same on one graph's
+    array and on a batch's joined one, so MDLoader runs it once a batch
+    (:mod:`mdloader_plugin.batching`); node heads need each graph's x, so they go graph by graph.
+    """
 
     def __init__(self, node_features: Sequence[int] | None,
-                 y_minmax: tuple[float, float] | None):
+                 y_minmax: tuple[float, float] | None, heads: Heads | None = None,
+                 dtype=np.float32):
         self.cols = list(node_features) if node_features is not None else None
-        self.y_minmax = y_minmax
+        self.y_minmax, self.heads, self.dtype = y_minmax, heads, np.dtype(dtype)
+        if heads is not None and not heads.graph_only:
+            self.columns = None  # no column-wise twin: MDLoader takes the per-graph path
+
+    def _scaled_y(self, y: np.ndarray) -> np.ndarray:
+        if self.y_minmax is None:
+            return y
+        lo, hi = self.y_minmax
+        return (y - lo) / (hi - lo if hi > lo else 1.0)
 
     def column(self, key: str, a: np.ndarray) -> np.ndarray:
         a = np.asarray(a)
         if key == "x" and self.cols is not None and a.ndim == 2:
             a = a[:, self.cols]
         if key == "y":
-            a = a.reshape(-1, 1)
-            if self.y_minmax is not None:
-                lo, hi = self.y_minmax
-                a = (a - lo) / (hi - lo if hi > lo else 1.0)
-            a = a.astype(np.float32, copy=False)
-        elif a.dtype == np.float64:
-            a = a.astype(np.float32)
+            a = self._scaled_y(a.reshape(-1, 1))
+        if a.dtype.kind == "f":
+            a = a.astype(self.dtype, copy=False)
         if key == "edge_index":
             a = a.astype(np.int64, copy=False)
         if not a.flags.writeable:
             a = a.copy()
         return np.ascontiguousarray(a)
 
+    def columns(self, arrays):
+        out = {k: self.column(k, a) for k, a in arrays.items() if k not in ("y", "y_loc")}
+        if "y" in arrays:
+            y = self._scaled_y(np.asarray(arrays["y"]))
+            if self.heads is not None:
+                y, out["y_loc"] = self.heads.y_joined(y)
+            out["y"] = self.column("_y", y.reshape(-1, 1))
+        if "y_loc" in arrays and "y_loc" not in out:
+            out["y_loc"] = self.column("y_loc", arrays["y_loc"])
+        return {k: out[k] for k in [*arrays, "y_loc"] if k in out}
+
+    def __call__(self, arrays):
+        arrays = dict(arrays)
+        strings = {k: bytes(np.asarray(a)).decode("utf-8") for k, a in arrays.items()
+                   if np.asarray(a).dtype == np.uint8}
+        num = {k: a for k, a in arrays.items() if k not in strings}
+        if self.heads is not None and "y" in num:
+            y, y_loc = self.heads.y(self._scaled_y(np.asarray(num["y"])), num.get("x"))
+            out = {k: self.column(k, a) for k, a in num.items() if k not in ("y", "y_loc")}
+            out["y"], out["y_loc"] = self.column("_y", y), y_loc
+            keys = list(num) + ([] if "y_loc" in num else ["y_loc"])
+            data = pyg_sample({k: out[k] for k in keys})
+        else:
+            data = pyg_sample(ColumnTransform.columns(self, num))
+        for k, v in strings.items():
+            data[k] = v
+        return data
+
 
 def make_to_sample(node_features: Sequence[int] | None,
-                   y_minmax: tuple[float, float] | None) -> HydraSample:
-    """The ``to_sample`` that turns a decoded record into HydraGNN's ``Data`` (node features
-    selected, ``y`` min-max scaled when ``y_minmax`` is given)."""
-    return HydraSample(node_features, y_minmax)
+                   y_minmax: tuple[float, float] | None, heads: Heads | None = None,
+                   dtype=np.float32) -> HydraSample:
+    """The ``to_sample`` that turns a decoded record into HydraGNN's ``Data`` (targets rebuilt
+    from `heads`, node features selected, ``y`` min-max scaled when ``y_minmax`` is given,
+    floats as `dtype`)."""
+    return HydraSample(node_features, y_minmax, heads, dtype)
 
 
 def files_of(path) -> list[str]:
@@ -106,12 +200,19 @@ def _file_node_counts(path: str, label: str) -> Iterator[int]:
 
 
 class _Dataset:
-    """``dataset[0]`` (and ``pna_deg`` when known) for update_config."""
+    """``dataset[0]`` (and ``pna_deg`` / ``avg_num_neighbors`` when known) for update_config.
 
-    def __init__(self, sample0, n: int, pna_deg: list[int] | None):
+    It holds one sample, so it must never be iterated: HydraGNN falls back to iterating the
+    dataset for a statistic it was not given (``gather_deg``, ``calculate_avg_deg``), and a
+    silent one-graph pass is how PNAPlus once got graph 0's histogram. That is an error here."""
+
+    def __init__(self, sample0, n: int, pna_deg: list[int] | None,
+                 avg_num_neighbors: float | None = None):
         self._sample0, self._n = sample0, n
         if pna_deg is not None:
             self.pna_deg = pna_deg
+        if avg_num_neighbors is not None:
+            self.avg_num_neighbors = avg_num_neighbors
 
     def __len__(self) -> int:
         return self._n
@@ -121,14 +222,18 @@ class _Dataset:
             raise IndexError("ConfigView holds only sample 0")
         return self._sample0
 
+    def __iter__(self):
+        raise RuntimeError("HydraGNN iterated the config stand-in's dataset for a statistic "
+                           "MDLoader did not supply (see graphs.arch_stats); this is a bug")
+
 
 class ConfigView:
     """Stands in for a loader inside HydraGNN's update_config (see module docstring)."""
 
     def __init__(self, path: str, label: str, sample0, ndata: int,
-                 pna_deg: list[int] | None = None):
+                 pna_deg: list[int] | None = None, avg_num_neighbors: float | None = None):
         self.path, self.label = path, label
-        self.dataset = _Dataset(sample0, ndata, pna_deg)
+        self.dataset = _Dataset(sample0, ndata, pna_deg, avg_num_neighbors)
         self.sampler = None
 
     def __iter__(self):
@@ -150,6 +255,40 @@ def first_sample(path, label: str, to_sample: Callable):
     with MultiSource(parse_specs(path), label) as src:
         samples, _ = src.read_range(0, 1)
         return to_sample(samples[0]), src.num_samples
+
+
+PNA_FAMILY = ("PNA", "PNAPlus", "PNAEq")  # upstream's update_config gives these pna_deg
+
+
+def arch_stats(mpnn_type: str, path, comm, label: str = "trainset") -> dict:
+    """The data statistics upstream's ``update_config`` reads from ``train_loader.dataset`` for
+    this architecture, computed from the file: ``pna_deg`` for the PNA family, MACE's
+    ``avg_num_neighbors``; nothing for the others (collective on `comm` when computed)."""
+    if mpnn_type in PNA_FAMILY:
+        return {"pna_deg": pna_degree(path, comm, label)}
+    if mpnn_type == "MACE":
+        return {"avg_num_neighbors": avg_num_neighbors(path, comm, label)}
+    return {}
+
+
+def avg_num_neighbors(path, comm, label: str = "trainset") -> float:
+    """Mean in-degree over every node of `label` (upstream's ``calculate_avg_deg``): edges /
+    nodes, each rank counting its block of the file(s) (collective on `comm`)."""
+    nodes = edges = 0
+    for p in files_of(path):
+        with GraphFile(p) as f:
+            info = f.info(label)
+            lo, hi = _my_block(info.ndata, comm)
+            key = _size_key(info)
+            nodes += int(f.read_extents(label, key, lo, hi)[0].sum()) if hi > lo else 0
+            edges += int(f.read_extents(label, "edge_index", lo, hi)[0].sum()) if hi > lo else 0
+    nodes, edges = comm.allreduce(nodes), comm.allreduce(edges)
+    return edges / nodes if nodes else 0.0
+
+
+def _my_block(ndata: int, comm) -> tuple[int, int]:
+    rank, size = comm.Get_rank(), comm.Get_size()
+    return ndata * rank // size, ndata * (rank + 1) // size
 
 
 def pna_degree(path, comm, label: str = "trainset") -> list[int]:
@@ -180,8 +319,7 @@ def _file_pna_degree(path: str, comm, label: str) -> list[int]:
         if "pna_deg" in attrs:
             return [int(v) for v in np.asarray(attrs["pna_deg"]).reshape(-1)]
         info = f.info(label)
-        rank, size = comm.Get_rank(), comm.Get_size()
-        lo, hi = info.ndata * rank // size, info.ndata * (rank + 1) // size
+        lo, hi = _my_block(info.ndata, comm)
         hist = _block_degree_hist(f.read_block(label, lo, hi, keys=[_size_key(info), "edge_index"],
                                                info=info), _size_key(info))
     width = comm.allreduce(len(hist), op=_mpi_max())
