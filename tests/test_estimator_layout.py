@@ -31,7 +31,7 @@ def test_per_rank_bytes_is_the_stores_own_sizing():
     for n in (1, 3, 4, 7):
         bounds = block_bounds(sizes.size, n)
         blocks = [int(sizes[bounds[r]:bounds[r + 1]].sum()) for r in range(n)]
-        assert mem.per_rank_bytes(sizes, n) == max(blocks) + 16 * sizes.size
+        assert mem.per_rank_bytes(sizes, n) == max(blocks) + mem.index_bytes(sizes.size)
 
 
 def test_fewest_ranks_is_exact():
