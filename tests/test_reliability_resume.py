@@ -156,12 +156,12 @@ def _loader_epoch(epoch):
 def test_hydragnn_run_saves_the_loader_state_beside_its_checkpoint(tmp_path, monkeypatch):
     import json
 
-    from mdloader_plugin.integrations.hydragnn import driver
+    from mdloader_plugin.integrations.hydragnn import resume
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "logs" / "run").mkdir(parents=True)
     ld = _loader()
     list(ld)
-    driver._save_loader_state(ld, "run", 0)
+    resume.save(ld, "run", 0)
     saved = json.loads((tmp_path / "logs" / "run" / "mdloader_state.json").read_text())
     assert saved == ld.state_dict() and saved["step"] == len(ld)
