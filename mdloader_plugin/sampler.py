@@ -154,11 +154,14 @@ class GlobalSampler:
         if drop_last and num_samples < world_size:
             raise ValueError(f"drop_last with {num_samples} samples on {world_size} ranks leaves "
                              "no sample for some ranks; use fewer ranks or drop_last=False")
-        if mix is not None and resolve(order, num_samples) != "torch":
+        if mix is None:
+            self.order = resolve(order, num_samples)
+        elif order in ("auto", "torch"):
+            self.order = "torch"  # the mix's expanded list is kept whatever its size
+        else:
             raise ValueError(f"order={order!r} with several data sets: their epoch list is "
                              "expanded and kept (DistributedSampler's order of its positions); "
                              "use order='torch' or 'auto'")
-        self.order = "torch" if mix is not None else resolve(order, num_samples)
         self.num_samples = num_samples
         self.world_size = world_size
         self.batch_size = batch_size

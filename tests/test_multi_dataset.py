@@ -170,6 +170,10 @@ def test_expanded_epoch_keeps_its_list_under_any_order_name():
     assert core.order_bytes >= mix.size * 8
     with pytest.raises(ValueError, match="order='feistel' with several data sets"):
         GlobalSampler(56, 2, 3, seed=1, mix=mix, order="feistel")
+    # 'auto' stays the kept list however large the expanded epoch (auto alone turns keyed > 4M)
+    big = get_mix("temperature:temperature=2", DataSets(("a", "b"), (4_000_000, 1_000_000)), 2)
+    assert big.size > 4_000_000
+    assert GlobalSampler(5_000_000, 2, 3, seed=1, mix=big, order="auto").order == "torch"
 
 
 def test_hydragnn_oversampling_semantics():
