@@ -82,6 +82,18 @@ def test_precision_and_grad_energy_pass_through_on_5_only():
         compat.check_config(cfg, "3.0")
 
 
+def test_multibranch_heads_count_branches_and_tell_ddp_on_5_only():
+    from mpirun import ROOT
+
+    multi = config.load(ROOT / "recipes" / "hydragnn" / "multibranch.yaml")
+    assert compat.num_branches(multi) == 2 and compat.num_branches(config.load(DEMO)) == 1
+    assert compat.ddp_kwargs(multi) == {"find_unused_parameters": True}
+    assert compat.ddp_kwargs(config.load(DEMO)) == {}
+    compat.check_config(multi, "5.0")
+    with pytest.raises(ConfigError, match="several branches .multibranch. needs HydraGNN 5.0"):
+        compat.check_config(multi, "3.0")
+
+
 @pytest.mark.parametrize("override, words", [
     ("NeuralNetwork.Architecture.enable_interatomic_potential=true", "needs HydraGNN 5.0"),
     ("NeuralNetwork.Variables_of_interest.denormalize_output=true", "denormalize_output"),

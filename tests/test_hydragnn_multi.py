@@ -5,8 +5,8 @@ One mpiexec job (this file as a script) trains the recipe's GIN through the CLI'
 over the concatenation of the per-file datasets). With proportional sampling the two orders agree
 by construction (a DistributedSampler permutation of the concatenated ids), so the losses must be
 identical. A third run uses per-file weights (``weights`` sampling) and must train. Plus one-line
-config errors. The 2-branch multibranch model that routes on ``dataset_name`` needs HydraGNN 5.0
-(see docs/multi-dataset.md); here the tensor itself is checked (test_multi_dataset.py).
+config errors. The 2-branch multibranch model that routes on ``dataset_name`` (HydraGNN 5.0) is
+test_hydragnn_multibranch.py; the tensor itself is checked in test_multi_dataset.py.
 """
 
 from __future__ import annotations

@@ -21,7 +21,9 @@ package contains (a 5.0 tree on PYTHONPATH still reports 3.0's pip metadata). Wh
 lives here: the architecture key (``model_type`` in 3.0, ``mpnn_type`` in 5.0;
 :func:`upstream_config`), ``train_validate_test``'s ``compute_grad_energy``/``precision``
 (5.0 only; :func:`train_kwargs`), the per-epoch batch cap ``HYDRAGNN_MAX_NUM_BATCH`` (5.0 only;
-:func:`max_batches`), and which options each version can honour (:func:`check_config`).
+:func:`max_batches`), 5.0's multibranch heads (several ``branch-K`` output heads: refused under
+3.0; DDP told that a batch may leave a branch unused, :func:`ddp_kwargs`), and which options each
+version can honour (:func:`check_config`).
 """
 
 from __future__ import annotations
@@ -124,6 +126,9 @@ def check_config(cfg: dict, ver: str) -> None:
     if ver == "3.0" and nn["Architecture"].get("enable_interatomic_potential"):
         raise ConfigError("NeuralNetwork.Architecture.enable_interatomic_potential (energy + "
                           f"forces) needs HydraGNN 5.0; install {GITHUB_ROUTE}")
+    if ver == "3.0" and num_branches(cfg) > 1:
+        raise ConfigError("NeuralNetwork.Architecture.output_heads with several branches "
+                          f"(multibranch) needs HydraGNN 5.0; install {GITHUB_ROUTE}")
     if nn["Variables_of_interest"].get("denormalize_output"):
         raise ConfigError("NeuralNetwork.Variables_of_interest.denormalize_output: true reads "
                           "HydraGNN's serialized pickle min/max files, which an ADIOS2 run has "
@@ -138,6 +143,22 @@ def upstream_config(cfg: dict, ver: str) -> dict:
     arch = cfg["NeuralNetwork"]["Architecture"]
     arch[ARCH_KEY[ver]] = arch.get("mpnn_type", arch.get("model_type"))
     return cfg
+
+
+def num_branches(cfg: dict) -> int:
+    """How many output branches ``Architecture.output_heads`` configures: the length of its
+    longest list of ``{type: branch-K, architecture: ...}`` entries (5.0's multibranch form;
+    a head given as a plain dict is one branch)."""
+    heads = cfg["NeuralNetwork"]["Architecture"].get("output_heads") or {}
+    return max([len(v) for v in heads.values() if isinstance(v, list)] or [1])
+
+
+def ddp_kwargs(cfg: dict) -> dict:
+    """Keyword arguments of ``get_distributed_model``: with several branches a batch (or a whole
+    rank, under upstream's oversampling split) may hold no graph of some branch, whose parameters
+    then get no gradient; DDP is told so (``find_unused_parameters``), or it stops at the next
+    step."""
+    return {"find_unused_parameters": True} if num_branches(cfg) > 1 else {}
 
 
 def param_dtype(cfg: dict):

@@ -90,7 +90,8 @@ def train(cfg: dict, comm) -> list[dict]:
         torch.manual_seed(int(cfg["seed"]))
         model = compat.get("create_model_config")(config=cfg["NeuralNetwork"],
                                                   verbosity=verbosity)
-        model = compat.get("get_distributed_model")(model, verbosity)
+        model = compat.get("get_distributed_model")(model, verbosity,
+                                                     **compat.ddp_kwargs(cfg))
         optimizer = compat.get("select_optimizer")(model,
                                                    cfg["NeuralNetwork"]["Training"]["Optimizer"])
         scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
