@@ -61,8 +61,11 @@ def human(n: float) -> str:
 
 def header_bytes(info, keys) -> int:
     """Codec header of one record holding `keys` (the same for every sample)."""
-    empty = {k: np.zeros([0] * max(len(info.keys[k].shape), 1), info.keys[k].dtype) for k in keys}
-    return codec.record_size(empty)
+    return codec.record_size(_empty(info, keys))
+
+
+def _empty(info, keys) -> dict:
+    return {k: np.zeros([0] * max(len(info.keys[k].shape), 1), info.keys[k].dtype) for k in keys}
 
 
 def _row_bytes(k) -> int:
@@ -78,6 +81,23 @@ def record_sizes(f, info, keys, start: int, stop: int) -> np.ndarray:
         cnt, _ = f.read_extents(info.label, key, start, stop)
         sizes += (cnt * _row_bytes(info.keys[key]) + 7) // 8 * 8
     return sizes
+
+
+def multi_record_sizes(src, lo: int = 0, hi: int | None = None) -> np.ndarray:
+    """Exact record size of each of global ids ``lo..hi-1`` (default: all) of several files
+    (a :class:`~mdloader_plugin.sources.multi.MultiSource`), the ``dataset_name`` tag every
+    sample carries included; reads only the count arrays."""
+    from .sources.multi import ID_KEY
+
+    hi = src.num_samples if hi is None else hi
+    parts = [np.zeros(0, dtype=np.int64)]
+    for d, a, b in src.pieces(lo, hi):
+        info = src.infos[d]
+        empty = _empty(info, src.keys)
+        tag = codec.record_size({**empty, ID_KEY: np.zeros((1, 1), np.int64)}) - \
+            codec.record_size(empty)
+        parts.append(record_sizes(src.files[d], info, src.keys, a, b) + tag)
+    return np.concatenate(parts)
 
 
 def predict_block(f, info, keys, start: int, stop: int) -> int:

@@ -2,8 +2,12 @@
 
 :func:`open_store` is what the integrations and the CLI call instead of
 :meth:`ShardStore.from_file <mdloader_plugin.store.ShardStore.from_file>` when the group size may
-be ``auto``. ``auto`` needs the record sizes before any data is read: rank 0 reads them from the
-file's count arrays (:func:`~mdloader_plugin.budget.record_sizes`, 16 bytes a sample a key), every
+be ``auto``, one file or several (:meth:`ShardStore.from_files
+<mdloader_plugin.store.ShardStore.from_files>`). ``auto`` needs the record sizes before any data is
+read: rank 0 reads them from the file's count arrays (:func:`~mdloader_plugin.budget.record_sizes`,
+16 bytes a sample a key; with several files every file's, in global id order, each record with its
+``dataset_name`` tag: :func:`~mdloader_plugin.budget.multi_record_sizes`, so the sizing is the sum
+over the files' records plus the one index), every
 rank detects its node's budget (the smallest wins), rank 0 runs
 :func:`~mdloader_plugin.estimator.layout.choose_layout` and logs every candidate, and the chosen
 ``W`` is broadcast; then every rank reads its block of ``W``. An explicit ``W`` (or none: all
@@ -17,11 +21,13 @@ import numpy as np
 from . import groups
 
 
-def open_store(world, path: str, label: str = "trainset", *, group_size=None,
+def open_store(world, path, label: str = "trainset", *, group_size=None,
                batch_size: int | None = None, backend: str = "auto", profile=None,
-               max_memory_per_rank=None, keys=None, digests: bool = False):
+               max_memory_per_rank=None, keys=None, digests: bool = False, required=()):
     """Collective. The :class:`~mdloader_plugin.store.ShardStore` of ``path[label]`` with
-    `group_size` ``None``/``"all"`` (all ranks), an int, or ``"auto"`` (needs `batch_size`)."""
+    `group_size` ``None``/``"all"`` (all ranks), an int, or ``"auto"`` (needs `batch_size`).
+    `path` is one file, or a list of data sets (what ``ShardStore.from_files`` takes; `required`:
+    keys every file must have)."""
     from .budget import parse_bytes
     from .store import ShardStore
     from .world import agree
@@ -30,14 +36,22 @@ def open_store(world, path: str, label: str = "trainset", *, group_size=None,
     if w == "auto":
         budget = agree(world, parse_bytes, max_memory_per_rank)
         w = choose_group_size(world, path, label, keys, batch_size, backend, profile, budget,
-                              digests).group_size
+                              digests, required).group_size
+    if _several(path):
+        return ShardStore.from_files(world, path, label, keys, required, group_size=w,
+                                     digests=digests, max_memory_per_rank=max_memory_per_rank)
     return ShardStore.from_file(world, path, label, keys, group_size=w, digests=digests,
                                 max_memory_per_rank=max_memory_per_rank)
 
 
+def _several(path) -> bool:
+    return isinstance(path, (list, tuple))
+
+
 def choose_group_size(world, path, label, keys, batch_size, backend, profile, budget,
-                      digests=False):
-    """Collective. The estimator's (backend, W) for this file and job, the same on every rank."""
+                      digests=False, required=()):
+    """Collective. The estimator's (backend, W) for this file (or list of data sets) and job,
+    the same on every rank."""
     from .estimator.layout import detect_budget
     from .log import get_logger
     from .world import agree
@@ -54,7 +68,7 @@ def choose_group_size(world, path, label, keys, batch_size, backend, profile, bu
         if world is not None and world.rank != 0:
             return None
         return _decide(world, path, label, keys, batch_size, backend, profile, budget, source,
-                       digests)
+                       digests, required)
 
     dec = agree(world, decide)
     if world is not None and world.size > 1:
@@ -66,21 +80,18 @@ def choose_group_size(world, path, label, keys, batch_size, backend, profile, bu
     return dec
 
 
-def _decide(world, path, label, keys, batch_size, backend, profile, budget, source, digests):
+def _decide(world, path, label, keys, batch_size, backend, profile, budget, source, digests,
+            required=()):
     from . import budget as mem
     from .errors import ConfigError
     from .estimator.layout import choose_layout
     from .estimator.online import blind_to_network
     from .estimator.profile import get_profile
-    from .sources.adios import GraphFile
 
     if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
         raise ConfigError(f"group_size auto needs the batch size (samples per rank per step), "
                           f"got {batch_size!r}")
-    with GraphFile(path) as f:
-        info = f.info(label)
-        names = list(info.keys) if keys is None else [k for k in keys if k in info.keys]
-        sizes = mem.record_sizes(f, info, names, 0, info.ndata)
+    sizes = _record_sizes(path, label, keys, required)
     node_of = np.zeros(1, dtype=np.int64) if world is None else world.node_of
     rpn = int(np.bincount(node_of).max())
     blind = blind_to_network(get_profile(profile), int(np.unique(node_of).size))
@@ -90,3 +101,18 @@ def _decide(world, path, label, keys, batch_size, backend, profile, budget, sour
         profile, None if backend == "auto" else [backend],
         fewest=lambda: None if budget is None else mem.fewest_ranks(sizes, budget, digests),
         node_local=rpn if blind else None)
+
+
+def _record_sizes(path, label, keys, required) -> np.ndarray:
+    """Every sample's exact record size, in global id order (one file, or several)."""
+    from . import budget as mem
+    from .sources.adios import GraphFile
+    from .sources.multi import MultiSource, parse_specs
+
+    if _several(path):
+        with MultiSource(parse_specs(path), label, keys, required) as src:
+            return mem.multi_record_sizes(src)
+    with GraphFile(path) as f:
+        info = f.info(label)
+        names = list(info.keys) if keys is None else [k for k in keys if k in info.keys]
+        return mem.record_sizes(f, info, names, 0, info.ndata)

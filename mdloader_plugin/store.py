@@ -335,8 +335,7 @@ def _read_multi_block(world, specs, label, keys, required, budget=None, digests=
         r = world.rank if world is not None else 0
         lo, hi = int(bounds[r]), int(bounds[r + 1])
         if budget is not None:
-            _check_budget(sum(mem.predict_block(src.files[d], src.infos[d], src.keys, a, b)
-                              for d, a, b in src.pieces(lo, hi)), n, budget, digests)
+            _check_budget(int(mem.multi_record_sizes(src, lo, hi).sum()), n, budget, digests)
         samples, nread = src.read_range(lo, hi)
         meta = {"path": [s.path for s in specs], "label": label, "keys": list(src.keys),
                 "attributes": src.attributes(), "bytes_read": nread,

@@ -83,3 +83,21 @@ def test_temperature_epoch_equals_fairchem_concat_dataset(gfm):
     got = Counter(_key(d) for batch in loader for d in batch)
     assert got == want and sum(got.values()) == len(theirs)
     assert {k[0] for k in got} == {"bulk", "slabs"}
+
+
+def test_group_size_auto_with_several_data_sets(gfm):
+    """``group_size: auto`` is chosen over both files (one process: W = 1) and serves the same
+    epoch as the default placement; it was refused with several data sets before."""
+    from mdloader_plugin.integrations.fairchem.loader import build_loader
+
+    def epoch(group_size):
+        loader = build_loader(datasets={"bulk": str(gfm / "bulk.bp"),
+                                        "slabs": str(gfm / "slabs.bp")},
+                              collate_fn=list, batch_size=4, group_size=group_size,
+                              key_mapping=KEY_MAPPING, prefetch=0, backend="collective",
+                              sampling={"type": "temperature", "temperature": 2.0})
+        return [_key(d) for batch in loader for d in batch]
+
+    auto = epoch("auto")
+    assert auto == epoch(None) and {k[0] for k in auto} == {"bulk", "slabs"}
+    assert len(auto) > 19  # temperature 2 oversamples the small set

@@ -4,7 +4,8 @@ One mpiexec job (this file as a script) trains the recipe's GIN through the CLI'
 ``loader: mdloader`` (one store over both files) and ``loader: hydragnn`` (HydraGNN's own loader
 over the concatenation of the per-file datasets). With proportional sampling the two orders agree
 by construction (a DistributedSampler permutation of the concatenated ids), so the losses must be
-identical. A third run uses per-file weights (``weights`` sampling) and must train. Plus one-line
+identical. A third run uses per-file weights (``weights`` sampling) and ``group_size: auto`` (the
+estimator sizes the groups over both files) and must train. Plus one-line
 config errors. The 2-branch multibranch model that routes on ``dataset_name`` (HydraGNN 5.0) is
 test_hydragnn_multibranch.py; the tensor itself is checked in test_multi_dataset.py.
 """
@@ -26,7 +27,7 @@ RECIPE = ROOT / "recipes" / "hydragnn" / "multi.yaml"
 WEIGHTED = ["Dataset.path=[{name: molecules, path: gfm/molecules.bp, weight: 0.3}, "
             "{name: bulk, path: gfm/bulk.bp, weight: 0.7}]"]
 RUNS = {"mdloader": ["loader=mdloader"], "hydragnn": ["loader=hydragnn"],
-        "weighted": ["loader=mdloader", *WEIGHTED]}
+        "weighted": ["loader=mdloader", "mdloader.group_size=auto", *WEIGHTED]}
 pytestmark = [pytest.mark.mpi]
 
 

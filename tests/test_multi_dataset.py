@@ -218,3 +218,29 @@ def test_loader_with_mix_resumes_mid_epoch(files):
     rest = [b.y.clone() for b in ld]
     assert len(rest) == len(full) - 3
     assert all(torch.equal(a, b) for a, b in zip(rest, full[3:]))
+
+
+def test_group_size_auto_sizes_several_files_as_the_sum_of_their_records(files):
+    """``group_size: auto`` over several files: the sizing is every file's records (each with
+    its ``dataset_name`` tag) in global id order plus the one index, exactly the store's."""
+    from types import SimpleNamespace
+
+    from mdloader_plugin import budget as mem
+    from mdloader_plugin.placement import _decide, open_store
+
+    paths = [f"{n}={files[n]}" for n in SIZES]
+    store = ShardStore.from_files(None, paths)
+    with MultiSource([_spec(files[n], n) for n in SIZES]) as src:
+        sizes = mem.multi_record_sizes(src)
+        assert mem.multi_record_sizes(src, 30, 60).tolist() == store.nbytes[30:60].tolist()
+    everything = store.nbytes[0:store.num_samples].tolist()
+    assert sizes.tolist() == everything  # exact, tag included
+    world = SimpleNamespace(node_of=np.zeros(4, dtype=np.int64))  # 4 ranks on one node
+    budget = mem.per_rank_bytes(sizes, 2)
+    d = _decide(world, paths, "trainset", None, 4, "auto", "local", budget, "test", False)
+    assert d.group_size in (2, 4)
+    assert {c.group_size for c in d.candidates if not c.fits} == {1}
+    assert all(c.memory_bytes == mem.per_rank_bytes(sizes, c.group_size) for c in d.candidates)
+    one = open_store(None, paths, group_size="auto", batch_size=4)  # one process: W = 1
+    assert one.nbytes[0:one.num_samples].tolist() == everything
+    assert one.meta["dataset_names"] == list(SIZES)

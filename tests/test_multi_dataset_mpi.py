@@ -40,6 +40,28 @@ def test_check_three_data_sets_four_ranks(files, sampling):
 
 
 @pytest.mark.mpi
+@pytest.mark.slow
+def test_group_size_auto_over_three_files_fits_the_budget_exactly(files):
+    """Budget = what W=2 needs for all three files' records and the index: W=1 is refused, and
+    the store each rank holds is exactly the size the choice was made with."""
+    import re
+
+    from mdloader_plugin import budget as mem
+    from mdloader_plugin.sources.multi import DatasetSpec, MultiSource
+    from mpirun import mpirun
+
+    with MultiSource([DatasetSpec(str(files[n])) for n in SIZES]) as src:
+        budget = mem.per_rank_bytes(mem.multi_record_sizes(src), 2)
+    r = mpirun(4, ["tests/mpi_scripts/group_auto.py", ",".join(str(files[n]) for n in SIZES), 4,
+                   budget], timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = re.search(r"W=(\d+) fullest=(\d+) predicted=(\d+) served=(\d+)", r.stdout)
+    assert m and int(m[1]) in (2, 4) and m[2] == m[3] and int(m[2]) <= budget, r.stdout
+    assert int(m[4]) == 68  # 67 samples + DistributedSampler's padding to 17 a rank
+    assert re.search(r"group_size=1 \S+ memory_per_rank=\S+ \S+ fits=no", r.stderr)
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("case,words", [
     ("missing", "nope.bp: no such file"),
     ("dtype", "key 'y' is float32 in"),

@@ -1,5 +1,6 @@
-"""group_size auto on real ranks: ``group_auto.py FILE BATCH BUDGET`` prints the chosen W, the
-store's real memory a rank and the estimator's sizing of it, then one epoch's digest."""
+"""group_size auto on real ranks: ``group_auto.py FILE[,FILE...] BATCH BUDGET`` prints the chosen
+W, the store's real memory a rank and the estimator's sizing of it, then one epoch's digest.
+Several comma-separated files are one store over all of them (each a data set)."""
 
 import sys
 
@@ -9,6 +10,7 @@ from mdloader_plugin.placement import open_store
 from mdloader_plugin.world import World, abort_on_error
 
 path, batch, budget = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+path = path.split(",") if "," in path else path
 world = World.detect()
 with abort_on_error(world.comm):
     store = open_store(world, path, group_size="auto", batch_size=batch,

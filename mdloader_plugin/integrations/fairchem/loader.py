@@ -198,11 +198,9 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         raise ConfigError("loader.group_size auto needs loader.batch_size (graphs a batch) to "
                           "weigh the backends; or set group_size to a number of ranks")
     if datasets:
-        if group_size == "auto":
-            raise ConfigError("loader.group_size auto is not supported with several datasets; "
-                              "set group_size to a number of ranks")
-        store, to_sample, names = _multi_store(world, datasets, label, split, key_mapping,
-                                               transforms, max_memory_per_rank, group_size)
+        store, to_sample, names = _multi_store(
+            world, datasets, label, split, key_mapping, transforms, max_memory_per_rank,
+            dict(group_size=group_size, batch_size=batch_size, backend=backend, profile=profile))
     elif path:
         store = open_store(world, path, label, group_size=group_size, batch_size=batch_size,
                            backend=backend, profile=profile,
@@ -234,11 +232,12 @@ def _sampling(sampling: Mapping[str, Any] | None, split: str) -> dict:
 
 
 def _multi_store(world, datasets: Mapping[str, Any], label, split, key_mapping, transforms,
-                 max_memory_per_rank, group_size=None):
+                 max_memory_per_rank, placement: Mapping[str, Any]):
     """One store over several files (name order, as fairchem's create_concat_dataset) and the
-    per-data-set AtomicData conversion."""
+    per-data-set AtomicData conversion. `placement`: :func:`~mdloader_plugin.placement.open_store`'s
+    group_size (``auto`` too), batch_size, backend, profile."""
+    from ...placement import open_store
     from ...sources.multi import DatasetSpec
-    from ...store import ShardStore
     from .data import REQUIRED, ToAtomicDataByDataset
 
     names = sorted(datasets)
@@ -249,9 +248,8 @@ def _multi_store(world, datasets: Mapping[str, Any], label, split, key_mapping, 
             raise ConfigError(f"loader datasets.{n}: give a path (or {{path, key_mapping, "
                               "transforms}})")
     specs = [DatasetSpec(str(e["path"]), n) for n, e in zip(names, entries)]
-    store = ShardStore.from_files(world, specs, label, required=REQUIRED,
-                                  max_memory_per_rank=max_memory_per_rank,
-                                  group_size=None if group_size == "all" else group_size)
+    store = open_store(world, specs, label, required=REQUIRED,
+                       max_memory_per_rank=max_memory_per_rank, **placement)
     to_sample = ToAtomicDataByDataset(
         [(n, e.get("key_mapping", key_mapping), e.get("transforms", transforms))
          for n, e in zip(names, entries)], split)

@@ -28,25 +28,15 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
     """Train/val/test MDLoaders over ``Dataset.path`` with the config's ``mdloader:`` options."""
     from ...loader import MDLoader
     from ...placement import open_store
-    from ...store import ShardStore
 
     opts = cfg["mdloader"]
     batch_size = int(cfg["NeuralNetwork"]["Training"]["batch_size"])
     loaders, group_size = [], opts.get("group_size")
     for label in labels:
-        path = cfg["Dataset"]["path"]
-        if isinstance(path, list):
-            if group_size == "auto":
-                raise ConfigError("mdloader.group_size auto is not supported with several "
-                                  "Dataset.path files; set it to a number of ranks")
-            store = ShardStore.from_files(
-                world, path, label, group_size=None if group_size == "all" else group_size,
-                max_memory_per_rank=opts.get("max_memory_per_rank"))
-        else:
-            store = open_store(world, path, label, group_size=group_size,
-                               batch_size=batch_size, backend=opts["backend"],
-                               profile=opts.get("profile"),
-                               max_memory_per_rank=opts.get("max_memory_per_rank"))
+        store = open_store(world, cfg["Dataset"]["path"], label, group_size=group_size,
+                           batch_size=batch_size, backend=opts["backend"],
+                           profile=opts.get("profile"),
+                           max_memory_per_rank=opts.get("max_memory_per_rank"))
         group_size = store.group.size if store.group is not None else None  # auto: once
         loaders.append(MDLoader(store, batch_size=batch_size, shuffle=True,
                                 sampling=sampling(cfg) if label == "trainset" else None,
