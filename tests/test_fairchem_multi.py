@@ -101,3 +101,30 @@ def test_group_size_auto_with_several_data_sets(gfm):
     auto = epoch("auto")
     assert auto == epoch(None) and {k[0] for k in auto} == {"bulk", "slabs"}
     assert len(auto) > 19  # temperature 2 oversamples the small set
+
+
+def test_per_dataset_no_shuffle_equals_fairchem(gfm):
+    """fairchem's per-data-set ``no_shuffle`` (a split option of ``create_dataset``): that data set
+    keeps its file order, the others their seeded permutation; entry ``i`` of fairchem's
+    expanded ConcatDataset and of MDLoader's expanded epoch are the same structure."""
+    from omegaconf import OmegaConf
+
+    from mdloader_plugin.integrations.fairchem.loader import _multi_store, _sampling
+    from test_fairchem import _assert_same
+
+    from hydra.utils import instantiate
+
+    top = OmegaConf.load(RECIPE / "cpu.yaml")
+    cfg = OmegaConf.create({"data_dir": str(gfm), "sampling": top.sampling,
+                            "loader": OmegaConf.load(RECIPE / "loader" / "fairchem.yaml")})
+    cfg.loader.train_dataloader.dataset.dataset_configs.bulk.splits.train.no_shuffle = True
+    theirs = instantiate(cfg.loader.train_dataloader.dataset)
+    store, conv, names, no_shuffle = _multi_store(
+        None, {"bulk": {"path": str(gfm / "bulk.bp"), "no_shuffle": True},
+               "slabs": str(gfm / "slabs.bp")}, "trainset", "train", KEY_MAPPING, None, None, {})
+    assert no_shuffle == ["bulk"]
+    mix = get_mix(_sampling(dict(top.sampling), "train", no_shuffle), DataSets.of_store(store), 1)
+    expanded = mix.expanded().tolist()
+    assert expanded[:14] == list(range(14)) and len(expanded) == len(theirs)
+    for i, gid in enumerate(expanded):
+        _assert_same(conv(codec.decode(store.local_record(gid))), theirs[i])

@@ -200,6 +200,7 @@ def test_hydragnn_oversampling_semantics():
     ({"type": "weights", "weights": [1.5, -0.5]}, "weight of data set 'b' must be a number >= 0"),
     ({"type": "explicit", "ratios": {"a": 1}}, "no ratio for data set 'b'"),
     ({"type": "weighted", "ratios": [1, -2]}, "ratio of data set 'b' must be a number >= 0"),
+    ({"type": "balanced", "no_shuffle": ["c"]}, "no_shuffle must list data set names .of a, b."),
 ])
 def test_bad_sampling_is_a_config_error(files, spec, msg):
     store = ShardStore.from_files(None, [f"a={files['qm']}", f"b={files['oc']}"])

@@ -13,7 +13,9 @@ sampler then shuffles the concatenation. The ratios:
 fairchem's ``create_dataset`` also permutes each data set once (``randperm(n)`` from a generator
 seeded with the split's ``seed``: 0 for train, 1 otherwise, unless ``no_shuffle``), so the head a
 partial repeat takes is a seeded random subset. ``dataset_seed: S`` (an MDLoader key) applies the
-same permutation: entry ``j`` of data set ``d`` is then its sample ``randperm(n_d)[j mod n_d]``.
+same permutation: entry ``j`` of data set ``d`` is then its sample ``randperm(n_d)[j mod n_d]``;
+``no_shuffle: [name, ...]`` (fairchem's per-split ``no_shuffle``) keeps those data sets in file
+order.
 
 The tests compare :func:`ratios` with ``ConcatDataset._dataset_sampling`` of the installed
 fairchem-core for all four. fairchem orders data sets by name (``create_concat_dataset`` sorts
@@ -93,6 +95,11 @@ class FairchemMix(Mix):
                                               not isinstance(self.dataset_seed, int)):
             raise ValueError(f"sampling dataset_seed must be an integer, got "
                              f"{self.dataset_seed!r}")
+        self.no_shuffle = spec.get("no_shuffle") or []
+        if not isinstance(self.no_shuffle, (list, tuple)) or \
+                any(n not in sets.names for n in self.no_shuffle):
+            raise ValueError(f"sampling no_shuffle must list data set names (of "
+                             f"{', '.join(sets.names)}), got {self.no_shuffle!r}")
         super().__init__(sets, [int(r * n) for r, n in zip(self.ratios, sets.sizes)])
 
     def expanded(self) -> np.ndarray:
@@ -101,9 +108,11 @@ class FairchemMix(Mix):
         import torch
 
         out = []
-        for start, n, c in zip(self.sets.starts, self.sets.sizes, self.counts):
+        for name, start, n, c in zip(self.sets.names, self.sets.starts, self.sets.sizes,
+                                     self.counts):
             g = torch.Generator()
             g.manual_seed(self.dataset_seed)  # a fresh generator a data set, as create_dataset
-            perm = torch.randperm(n, generator=g).numpy() if n > 1 else np.zeros(n, np.int64)
+            perm = torch.randperm(n, generator=g).numpy() if n > 1 and name not in \
+                self.no_shuffle else np.arange(n, dtype=np.int64)
             out.append(start + perm[np.arange(c) % max(n, 1)].astype(np.int64))
         return np.concatenate(out)

@@ -18,11 +18,13 @@ graphs a step and the set of graphs an epoch are unchanged, so the plan stays th
 ``(seed, epoch, step)`` that both backends rely on. Cost: an allgather of one int32 a sample at
 start-up and ``O(P*b log(P*b))`` a step.
 
-Several data sets (``datasets: {name: path | {path, key_mapping, transforms}}`` instead of
-``path``): one store over all files (:meth:`~mdloader_plugin.store.ShardStore.from_files`), data
-sets in name order as fairchem's ``create_concat_dataset`` orders them, each sample converted with
-its own data set's name, key mapping and transforms (``data.dataset`` routes it to the tasks
-listing that name), and ``sampling`` = fairchem's ``combined_dataset_config.sampling``
+Several data sets (``datasets: {name: path | {path, key_mapping, transforms, no_shuffle}}``
+instead of ``path``): one store over all files
+(:meth:`~mdloader_plugin.store.ShardStore.from_files`; ``group_size: auto`` sized over all of
+them), data sets in name order as fairchem's ``create_concat_dataset`` orders them, each sample
+converted with its own data set's name, key mapping and transforms (``data.dataset`` routes it to
+the tasks listing that name), ``no_shuffle: true`` keeping that data set in file order as
+fairchem's split option does, and ``sampling`` = fairchem's ``combined_dataset_config.sampling``
 (``{type: temperature, temperature: 2}``, ...) expanded with fairchem's arithmetic
 (:mod:`mdloader_plugin.sampling.fairchem`).
 
@@ -174,7 +176,9 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
             needs ``batch_size``. See ``docs/replica-groups.md``.
         width: DDStore's name for ``group_size``.
         datasets: several data sets instead of `path`: ``{name: path}`` or ``{name: {path,
-            key_mapping, transforms}}`` (one store; names sorted as fairchem sorts them).
+            key_mapping, transforms, no_shuffle}}`` (one store; names sorted as fairchem sorts
+            them; ``no_shuffle: true`` keeps that data set in file order, as fairchem's split
+            option).
         sampling: with `datasets`, fairchem's ``combined_dataset_config.sampling``
             (``{type: temperature, temperature: 2}``); default temperature 1 (every sample once).
     """
@@ -198,7 +202,7 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         raise ConfigError("loader.group_size auto needs loader.batch_size (graphs a batch) to "
                           "weigh the backends; or set group_size to a number of ranks")
     if datasets:
-        store, to_sample, names = _multi_store(
+        store, to_sample, names, no_shuffle = _multi_store(
             world, datasets, label, split, key_mapping, transforms, max_memory_per_rank,
             dict(group_size=group_size, batch_size=batch_size, backend=backend, profile=profile))
     elif path:
@@ -218,24 +222,28 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
                       drop_last=drop_last, backend=backend, prefetch=int(prefetch),
                       to_sample=to_sample, collate=collate_fn, profile=profile, name=label,
                       balance_weights=natoms if balance == "atoms" else None,
-                      sampling=_sampling(sampling, split) if datasets else None)
+                      sampling=_sampling(sampling, split, no_shuffle) if datasets else None)
     _OPEN.append(loader)
     return FairchemMDLoader(loader, [f"{n}.{split}" for n in names])
 
 
-def _sampling(sampling: Mapping[str, Any] | None, split: str) -> dict:
+def _sampling(sampling: Mapping[str, Any] | None, split: str, no_shuffle=()) -> dict:
     """fairchem's ``combined_dataset_config.sampling`` plus the per-data-set permutation its
-    ``create_dataset`` applies (seed 0 for train, 1 for other splits)."""
+    ``create_dataset`` applies (seed 0 for train, 1 for other splits), which the data sets named
+    in `no_shuffle` skip (their split's ``no_shuffle``)."""
     spec = dict(sampling or {"type": "temperature", "temperature": 1.0})
     spec.setdefault("dataset_seed", 0 if split == "train" else 1)
+    if no_shuffle:
+        spec["no_shuffle"] = list(no_shuffle)
     return spec
 
 
 def _multi_store(world, datasets: Mapping[str, Any], label, split, key_mapping, transforms,
                  max_memory_per_rank, placement: Mapping[str, Any]):
     """One store over several files (name order, as fairchem's create_concat_dataset) and the
-    per-data-set AtomicData conversion. `placement`: :func:`~mdloader_plugin.placement.open_store`'s
-    group_size (``auto`` too), batch_size, backend, profile."""
+    per-data-set AtomicData conversion, and the names of the data sets that keep their file order
+    (``no_shuffle``). `placement`: :func:`~mdloader_plugin.placement.open_store`'s group_size
+    (``auto`` too), batch_size, backend, profile."""
     from ...placement import open_store
     from ...sources.multi import DatasetSpec
     from .data import REQUIRED, ToAtomicDataByDataset
@@ -246,11 +254,15 @@ def _multi_store(world, datasets: Mapping[str, Any], label, split, key_mapping, 
     for n, e in zip(names, entries):
         if "path" not in e:
             raise ConfigError(f"loader datasets.{n}: give a path (or {{path, key_mapping, "
-                              "transforms}})")
+                              "transforms, no_shuffle}})")
+        unknown = sorted(set(e) - {"path", "key_mapping", "transforms", "no_shuffle"})
+        if unknown:
+            raise ConfigError(f"loader datasets.{n}: unknown key {unknown[0]!r} (keys: path, "
+                              "key_mapping, transforms, no_shuffle)")
     specs = [DatasetSpec(str(e["path"]), n) for n, e in zip(names, entries)]
     store = open_store(world, specs, label, required=REQUIRED,
                        max_memory_per_rank=max_memory_per_rank, **placement)
     to_sample = ToAtomicDataByDataset(
         [(n, e.get("key_mapping", key_mapping), e.get("transforms", transforms))
          for n, e in zip(names, entries)], split)
-    return store, to_sample, names
+    return store, to_sample, names, [n for n, e in zip(names, entries) if e.get("no_shuffle")]
