@@ -19,9 +19,12 @@ from . import groups
 
 def open_store(world, path: str, label: str = "trainset", *, group_size=None,
                batch_size: int | None = None, backend: str = "auto", profile=None,
-               max_memory_per_rank=None, keys=None, digests: bool = False):
+               max_memory_per_rank=None, keys=None, digests: bool = False,
+               index: str = "compact", index_share: str = "rank"):
     """Collective. The :class:`~mdloader_plugin.store.ShardStore` of ``path[label]`` with
-    `group_size` ``None``/``"all"`` (all ranks), an int, or ``"auto"`` (needs `batch_size`)."""
+    `group_size` ``None``/``"all"`` (all ranks), an int, or ``"auto"`` (needs `batch_size`);
+    `index` and `index_share` as :meth:`ShardStore.from_records
+    <mdloader_plugin.store.ShardStore.from_records>` takes them."""
     from .budget import parse_bytes
     from .store import ShardStore
     from .world import agree
@@ -32,7 +35,8 @@ def open_store(world, path: str, label: str = "trainset", *, group_size=None,
         w = choose_group_size(world, path, label, keys, batch_size, backend, profile, budget,
                               digests).group_size
     return ShardStore.from_file(world, path, label, keys, group_size=w, digests=digests,
-                                max_memory_per_rank=max_memory_per_rank)
+                                max_memory_per_rank=max_memory_per_rank, index=index,
+                                index_share=index_share)
 
 
 def choose_group_size(world, path, label, keys, batch_size, backend, profile, budget,

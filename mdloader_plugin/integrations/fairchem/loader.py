@@ -145,7 +145,8 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
                  prefetch: int = 2, profile: str | None = None,
                  max_memory_per_rank: int | str | None = None, group_size=None,
                  width=None, datasets: Mapping[str, Any] | None = None,
-                 sampling: Mapping[str, Any] | None = None) -> FairchemMDLoader:
+                 sampling: Mapping[str, Any] | None = None, order: str = "auto",
+                 index: str = "compact", index_share: str = "rank") -> FairchemMDLoader:
     """Hydra target: MDLoader over ``path[label]`` (or several `datasets`) serving fairchem
     ``AtomicData`` batches.
 
@@ -177,10 +178,16 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
             key_mapping, transforms}}`` (one store; names sorted as fairchem sorts them).
         sampling: with `datasets`, fairchem's ``combined_dataset_config.sampling``
             (``{type: temperature, temperature: 2}``); default temperature 1 (every sample once).
+        order: the epoch permutation: ``auto`` (torch up to 4,194,304 samples, feistel above),
+            ``torch`` (DistributedSampler's) or ``feistel`` (no list of N ids); see
+            ``docs/scale.md``.
+        index: the global index: ``compact`` (about 1-2 bytes a sample) or ``full`` (16).
+        index_share: ``rank`` (a copy a rank) or ``node`` (one copy a node in shared memory).
     """
     from ...groups import from_options
     from ...loader import MDLoader
     from ...log import get_logger
+    from ...options import check_scale
     from ...placement import open_store
     from .data import ToAtomicData
 
@@ -192,6 +199,12 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
     balance = balance or ("atoms" if max_atoms else "none")
     if balance not in ("atoms", "none"):
         raise ConfigError(f"loader balance: {balance!r} is unknown; choose atoms or none")
+    scale = check_scale({"order": order, "index": index, "index_share": index_share},
+                        lambda key: f"loader.{key}")
+    if datasets and scale["order"] == "feistel":
+        raise ConfigError("loader.order: feistel is not available with several datasets (their "
+                          "epoch is an expanded list); use auto or torch")
+    index_kw = {"index": scale["index"], "index_share": scale["index_share"]}
     world = _world()
     group_size = from_options({"group_size": group_size, "width": width}, "loader")
     if group_size == "auto" and not batch_size:
@@ -202,11 +215,12 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
             raise ConfigError("loader.group_size auto is not supported with several datasets; "
                               "set group_size to a number of ranks")
         store, to_sample, names = _multi_store(world, datasets, label, split, key_mapping,
-                                               transforms, max_memory_per_rank, group_size)
+                                               transforms, max_memory_per_rank, group_size,
+                                               index_kw)
     elif path:
         store = open_store(world, path, label, group_size=group_size, batch_size=batch_size,
                            backend=backend, profile=profile,
-                           max_memory_per_rank=max_memory_per_rank)
+                           max_memory_per_rank=max_memory_per_rank, **index_kw)
         to_sample = ToAtomicData(dataset_name, key_mapping, transforms, split)
         names = [dataset_name]
     else:
@@ -220,7 +234,8 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
                       drop_last=drop_last, backend=backend, prefetch=int(prefetch),
                       to_sample=to_sample, collate=collate_fn, profile=profile, name=label,
                       balance_weights=natoms if balance == "atoms" else None,
-                      sampling=_sampling(sampling, split) if datasets else None)
+                      sampling=_sampling(sampling, split) if datasets else None,
+                      order=scale["order"])
     _OPEN.append(loader)
     return FairchemMDLoader(loader, [f"{n}.{split}" for n in names])
 
@@ -234,7 +249,7 @@ def _sampling(sampling: Mapping[str, Any] | None, split: str) -> dict:
 
 
 def _multi_store(world, datasets: Mapping[str, Any], label, split, key_mapping, transforms,
-                 max_memory_per_rank, group_size=None):
+                 max_memory_per_rank, group_size=None, index_kw=None):
     """One store over several files (name order, as fairchem's create_concat_dataset) and the
     per-data-set AtomicData conversion."""
     from ...sources.multi import DatasetSpec
@@ -251,7 +266,8 @@ def _multi_store(world, datasets: Mapping[str, Any], label, split, key_mapping, 
     specs = [DatasetSpec(str(e["path"]), n) for n, e in zip(names, entries)]
     store = ShardStore.from_files(world, specs, label, required=REQUIRED,
                                   max_memory_per_rank=max_memory_per_rank,
-                                  group_size=None if group_size == "all" else group_size)
+                                  group_size=None if group_size == "all" else group_size,
+                                  **(index_kw or {}))
     to_sample = ToAtomicDataByDataset(
         [(n, e.get("key_mapping", key_mapping), e.get("transforms", transforms))
          for n, e in zip(names, entries)], split)
