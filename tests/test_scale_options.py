@@ -169,3 +169,21 @@ def test_check_scale_fills_defaults_and_names_the_key():
     with pytest.raises(ConfigError) as err:
         check_scale({"index": 3}, lambda k: f"here.{k}")
     _one_line(err, "here.index: 3 is unknown")
+
+
+def test_a_wrapped_user_error_is_reported_as_its_one_line(capsys):
+    """Hydra wraps build_loader's ConfigError in an InstantiationException: the CLI still prints
+    the ConfigError's line (exit 2), not the wrapper's message with a traceback."""
+    from mdloader_plugin.world import report_error
+
+    try:
+        try:
+            check_scale({"order": "random"}, lambda k: f"loader.{k}")
+        except ConfigError as inner:
+            raise RuntimeError("Error in call to target 'build_loader':") from inner
+    except RuntimeError as exc:
+        code = report_error(exc)
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].endswith("loader.order: 'random' is unknown; choose one "
+                                                 "of auto, torch, feistel")
