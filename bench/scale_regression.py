@@ -81,17 +81,21 @@ def training_table(pre: dict, cur: dict) -> list[str]:
 def step_table(step: dict) -> list[str]:
     rows = step["rows"]
     lines = ["| N | B | full index us | compact us (K) | order torch us/step | order feistel "
-             "us/step |", "|---:|---:|---:|---:|---:|---:|"]
+             "us/step | torch epoch start ms | feistel first plan ms |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in sorted({r["N"] for r in rows}):
         for b in sorted({r["B"] for r in rows if r["N"] == n}):
             got = {(r["what"], r["kind"]): r["us_per_step"] for r in rows
                    if r["N"] == n and r["B"] == b}
+            first = {r["kind"]: r["first_plan_us"] / 1e3 for r in rows
+                     if r["N"] == n and r["B"] == b and r["what"] == "plan"}
             k = "compact K=1" if n <= (1 << 22) else "compact K=64"
             extra = f"; K=64: {got[('index lookup', 'compact K=64')]:.0f}" \
                 if k == "compact K=1" and ("index lookup", "compact K=64") in got else ""
             lines.append(f"| {n:,} | {b} | {got[('index lookup', 'full')]:.0f} | "
                          f"{got[('index lookup', k)]:.0f} ({k[-4:].strip()}{extra}) | "
-                         f"{got[('plan', 'torch')]:.0f} | {got[('plan', 'feistel')]:.0f} |")
+                         f"{got[('plan', 'torch')]:.0f} | {got[('plan', 'feistel')]:.0f} | "
+                         f"{first['torch']:.1f} | {first['feistel']:.1f} |")
     return lines
 
 
@@ -127,7 +131,8 @@ def main() -> None:
                    f"{st['loadavg_start'][0]}->{st['loadavg_end'][0]})", "",
                "Index: `nbytes`, `offsets` and `owner_of` of a rank's B ids a step (the "
                "collective backend asks again for the ~B ids it sends). Order: `plan(epoch, "
-               "step)` a step, runs of plans included (P = 4).", ""] + step_table(st)
+               "step)` a step, runs of plans included (P = 4); a torch order makes its list at the "
+               "epoch's first plan (epoch start).", ""] + step_table(st)
         out["step"] = st
     Path(a.out + ".json").write_text(json.dumps(out, indent=1))
     Path(a.out + ".md").write_text("\n".join(md) + "\n")
