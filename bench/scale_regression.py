@@ -26,6 +26,8 @@ import math
 import subprocess
 from pathlib import Path
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 COMMITTED = "0a94d52"  # the last loaders.json before issue 19 landed
 
@@ -49,32 +51,45 @@ def loaders_table(pre: list[dict], cur: list[dict]) -> tuple[list[str], dict]:
     old, pre_r, cur_r = _committed(), [_rows(d) for d in pre], [_rows(d) for d in cur]
     ms = lambda r: r["step_median_s"] * 1e3  # noqa: E731
     lines = ["| data set | P | B | backend | committed before #19 (other host) ms | "
-             "before #19, this session ms | now ms | best now / best before |",
-             "|---|---:|---:|---|---:|---:|---:|---:|"]
-    ratios = {}
-    for k in sorted(set(cur_r[0]) & set(pre_r[0])):
+             "before #19, this session ms | now ms | best now / best before | median now / "
+             "median before |", "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+    ratios, medians = {}, {}
+    for k in sorted(set().union(*cur_r) & set().union(*pre_r)):
         p, c = [ms(r[k]) for r in pre_r if k in r], [ms(r[k]) for r in cur_r if k in r]
         ratios["/".join(map(str, k))] = min(c) / min(p)
         fmt = lambda xs: " / ".join(f"{x:.2f}" for x in xs)  # noqa: E731
         o = f"{ms(old[k]):.2f}" if k in old else "-"
+        med = float(np.median(c) / np.median(p))
+        medians["/".join(map(str, k))] = med
         lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {o} | {fmt(p)} | {fmt(c)} | "
-                     f"{min(c) / min(p):.2f} |")
+                     f"{min(c) / min(p):.2f} | {med:.2f} |")
     geo = math.exp(sum(math.log(x) for x in ratios.values()) / len(ratios))
-    return lines, {"ratios": ratios, "geomean": geo,
+    geo_med = math.exp(sum(math.log(x) for x in medians.values()) / len(medians))
+    return lines, {"ratios": ratios, "geomean": geo, "medians": medians, "geomean_median": geo_med,
                    "worse_than_1_5": sorted(k for k, v in ratios.items() if v > 1.5),
                    "better_than_0_67": sorted(k for k, v in ratios.items() if v < 1 / 1.5)}
 
 
-def training_table(pre: dict, cur: dict) -> list[str]:
-    b = {s["variant"]: s for s in pre["summary"]}
-    lines = ["| variant | epoch s before | epoch s now | now / before | data-wait share "
-             "before | now |", "|---|---:|---:|---:|---:|---:|"]
-    for s in cur["summary"]:
-        p = b.get(s["variant"])
-        if p:
-            lines.append(f"| {s['variant']} | {p['epoch_s']:.2f} | {s['epoch_s']:.2f} | "
-                         f"{s['epoch_s'] / p['epoch_s']:.2f} | {p['data_wait_share']:.1%} | "
-                         f"{s['data_wait_share']:.1%} |")
+def training_table(pre: list[dict], cur: list[dict]) -> list[str]:
+    """Epoch seconds a variant, every run, and the epoch over hydragnn-native's epoch in the
+    same run: the native loader does not use MDLoader, so that ratio takes out the load."""
+    def by(runs):
+        return [{s["variant"]: s for s in r["summary"]} for r in runs]
+
+    def fmt(runs, v, key):
+        return " / ".join(f"{r[v][key]:.2f}" if key == "epoch_s" else
+                          f"{r[v]['epoch_s'] / r['hydragnn-native']['epoch_s']:.2f}"
+                          for r in runs if v in r)
+
+    bp, bc = by(pre), by(cur)
+    lines = ["| variant | epoch s before | epoch s now | epoch / native epoch, before | "
+             "now | data-wait share before | now |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for v in bc[0]:
+        if v in bp[0]:
+            share = lambda runs: " / ".join(f"{r[v]['data_wait_share']:.1%}" for r in runs)  # noqa: E731,E501
+            lines.append(f"| {v} | {fmt(bp, v, 'epoch_s')} | {fmt(bc, v, 'epoch_s')} | "
+                         f"{fmt(bp, v, 'ratio')} | {fmt(bc, v, 'ratio')} | {share(bp)} | "
+                         f"{share(bc)} |")
     return lines
 
 
@@ -109,21 +124,24 @@ def main() -> None:
     ap.add_argument("--out", default=str(HERE / "results" / "scale_regression"))
     a = ap.parse_args()
     load = lambda s: [json.loads(Path(p).read_text()) for p in s.split(",")]  # noqa: E731
-    pre, cur = load(a.pre), load(a.cur)
+    when = lambda d: d["machine"]["date"]  # noqa: E731
+    pre, cur = sorted(load(a.pre), key=when), sorted(load(a.cur), key=when)
     table, summary = loaders_table(pre, cur)
     md = ["### Before/after issue 19: loaders (reduced grid, MDLoader backends, step median)", "",
           f"Runs alternated before/now under the bench lock: before {_load_note(pre)}; now "
           f"{_load_note(cur)} (UTC; 2 shared cores, others' jobs running). Geometric mean of "
           f"best-now / best-before over {len(summary['ratios'])} cells: "
-          f"**{summary['geomean']:.2f}**.", ""] + table
+          f"**{summary['geomean']:.2f}** (of the medians: {summary['geomean_median']:.2f}).", ""] \
+        + table
     out = {"loaders": summary, "pre_dates": [d["machine"] for d in pre],
            "cur_dates": [d["machine"] for d in cur]}
     if a.train_pre and a.train_cur:
-        tp, tc = load(a.train_pre)[0], load(a.train_cur)[0]
+        tp, tc = load(a.train_pre), load(a.train_cur)
         md += ["", f"### Before/after issue 19: HydraGNN training (`bench/training.py`, reduced: "
-                   f"{tc['ranks']} ranks, {tc['graphs']} graphs, {tc['epochs']} epochs; before "
-                   f"{_load_note([tp])}, now {_load_note([tc])})", ""] + training_table(tp, tc)
-        out["training"] = {"pre": tp["summary"], "cur": tc["summary"]}
+                   f"{tc[0]['ranks']} ranks, {tc[0]['graphs']} graphs, {tc[0]['epochs']} epochs; "
+                   f"before {_load_note(tp)}, now {_load_note(tc)})", ""] + \
+            training_table(tp, tc)
+        out["training"] = {"pre": [t["summary"] for t in tp], "cur": [t["summary"] for t in tc]}
     if a.step:
         st = load(a.step)[0]
         md += ["", f"### Per-step cost of the index and the order (`bench/scale_step.py`, one "
