@@ -339,6 +339,8 @@ def main() -> None:
     if (RESULTS / "dataset_scale.md").exists():  # bench/dataset_scale.py (docs/scale.md)
         lines += ["## Data-set scale: index and order per rank", "",
                   (RESULTS / "dataset_scale.md").read_text(), ""]
+    if (RESULTS / "scale_regression.md").exists():  # bench/scale_regression.py (issue 19)
+        lines += [(RESULTS / "scale_regression.md").read_text(), ""]
     (HERE / "RESULTS.md").write_text("\n".join(lines))
     print(f"wrote {HERE / 'RESULTS.md'}")
 

@@ -142,6 +142,21 @@ def index_bytes(num_samples: int, digests: bool = False) -> int:
     return bound_bytes(num_samples, digests)
 
 
+def scale_bytes(num_samples: int, *, index: str = "compact", index_share: str = "rank",
+                ranks_per_node: int = 1, order: str = "auto", shuffle: bool = True,
+                digests: bool = False) -> dict:
+    """The parts of a rank's memory that grow with the whole data set (docs/scale.md), before
+    the record sizes are known: ``index`` (the bound of :func:`.index.bound_bytes`: 4-byte size
+    codes; a node-shared index counted ``1 / ranks_per_node``) and ``order`` (a ``torch`` list
+    or a ``feistel`` order's keys; the run of step plans is not included)."""
+    from .index import bound_bytes
+    from .order import order_class, resolve
+
+    share = ranks_per_node if index_share == "node" else 1
+    return {"index": bound_bytes(num_samples, digests, index, share),
+            "order": order_class(resolve(order, num_samples), shuffle).bytes_for(num_samples)}
+
+
 def ranks_needed(total_records: int, num_samples: int, budget: int, digests: bool) -> int | None:
     """Fewest ranks whose even share of `total_records` plus the index fits `budget` (None:
     the index alone does not fit)."""

@@ -6,7 +6,8 @@ deterministic, so this reproduces the record only if fetch and decode were exact
 digest with the owner's digest of that sample id; backends are compared with each other step by
 step. Across ranks, the ids served in an epoch must cover the data set exactly once (``drop_last``:
 at most once, ``P * floor(N / P)`` in all) or, with padding, every sample at least once and
-``P * ceil(N / P)`` in all. With replica groups (:mod:`.groups`) the same holds for every group
+``P * ceil(N / P)`` in all; that count is exact and ``O(N / P)`` a rank (:func:`coverage`: ids
+routed to the rank counting their block of the id space). With replica groups (:mod:`.groups`) the same holds for every group
 size, and ``mdloader check --group-size 1,2,4`` compares the batches of the group sizes with each
 other (``served``) and reports the bytes that crossed a node (``traffic``). With several data sets
 and a sampling rule (``sampling``) the epoch is the rule's expanded list (:mod:`.sampling`): every
@@ -46,12 +47,14 @@ def _digest(rec: np.ndarray) -> int:
 def run_check(store, backends: list[str], *, batch_size: int, epochs: int, seed: int,
               shuffle: bool = True, drop_last: bool = False, prefetch: int = 2,
               progress=None, served: dict | None = None,
-              traffic: dict | None = None, sampling=None) -> tuple[Mismatch | None, int]:
+              traffic: dict | None = None, sampling=None,
+              order: str = "auto") -> tuple[Mismatch | None, int]:
     """Collective. Returns (first mismatch on this rank or None, number of batches checked).
 
     `served`, if given, receives this rank's per-step digests under ``(epoch, backend)``;
     `traffic` adds up the bytes the backends received on and off this rank's node; `sampling`
-    is the data-set mix (:mod:`.sampling`) of a store over several files."""
+    is the data-set mix (:mod:`.sampling`) of a store over several files; `order` the epoch
+    permutation (:mod:`.order`)."""
     from .loader import MDLoader
 
     world = store.world
@@ -59,7 +62,7 @@ def run_check(store, backends: list[str], *, batch_size: int, epochs: int, seed:
     loaders = {b: MDLoader(store, batch_size=batch_size, shuffle=shuffle, seed=seed,
                            drop_last=drop_last, backend=b, prefetch=prefetch,
                            to_sample=codec.encode, collate=list, name=f"check-{b}",
-                           sampling=sampling)
+                           sampling=sampling, order=order)
                for b in backends}
     first, checked = None, 0
     try:
@@ -118,39 +121,88 @@ def _compare(store, loader, epoch, rank, got, ref, name) -> Mismatch | None:
 def _exactly_once(store, loader, epoch, rank) -> Mismatch | None:
     """Collective: the epoch's ids over all ranks cover the data set as drop_last/pad define."""
     core = loader.sampler_core
-    mine = np.concatenate([core.plan(epoch, s)[rank] for s in range(core.steps_per_epoch)])
-    counts = np.bincount(mine, minlength=store.num_samples).astype(np.int64)
-    world = store.world
-    if world is not None and world.size > 1:
-        from mpi4py import MPI
+    return coverage(store.world, core, epoch, rank, core.rank_indices(epoch, rank))
 
-        world.comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
-    n, total = store.num_samples, core.total_size
+
+def coverage(world, core, epoch: int, rank: int, served: np.ndarray) -> Mismatch | None:
+    """Collective: do the ids every rank `served` in `epoch` cover the data set as `core` (a
+    :class:`~mdloader_plugin.sampler.SamplerCore`) defines? The same answer on every rank.
+
+    Exact, and ``O(N / P)`` a rank: the id space is cut into ``P`` blocks (as the store's), each
+    rank sends every id it served to the rank counting that id's block (one ``Alltoallv`` of
+    ``N / P`` ids a rank), each rank counts its block and checks it (drop_last: at most once;
+    padding: at least once; several data sets: as often as the expanded epoch holds it), and
+    the served total is one ``Allreduce``. So a duplicated, missing or out-of-range id is found
+    and named (the smallest offending id), with no rank holding ``N`` counts or ids."""
+    from .store import block_bounds
+
+    size = 1 if world is None else world.size
+    n = int(core.num_ids)
+    bounds = block_bounds(n, size)
+    mine = np.sort(np.asarray(served, dtype=np.int64))
+    cuts = np.searchsorted(mine, bounds)
+    outside = mine.size - int(cuts[-1] - cuts[0])
+    got = mine[cuts[0]:cuts[-1]] if size == 1 else _route(world.comm, mine, cuts)
+    lo, hi = int(bounds[rank]), int(bounds[rank + 1])
+    counts = np.bincount(got - lo, minlength=hi - lo)
+    local = None
+    if outside:
+        bad = mine[(mine < 0) | (mine >= n)][0]
+        local = (int(bad), f"served id outside 0..{n - 1}")
+    else:
+        local = _block_problem(core, epoch, counts, lo, hi)
+    total = int(mine.size)
+    if size > 1:
+        total = world.comm.allreduce(total)
+        problems = [p for p in world.comm.allgather(local) if p is not None]
+        local = min(problems) if problems else None
+    if total != core.total_size:
+        return Mismatch(epoch, -1, rank, -1, f"{total} samples served, expected "
+                        f"{core.total_size}")
+    return None if local is None else Mismatch(epoch, -1, rank, *local)
+
+
+def _route(comm, ids: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """Alltoallv: the sorted `ids` between ``cuts[r]`` and ``cuts[r + 1]`` go to rank ``r``."""
+    from mpi4py import MPI
+
+    send = np.diff(cuts).astype(np.int64)
+    recv = np.empty_like(send)
+    comm.Alltoall(send, recv)
+    got = np.empty(int(recv.sum()), dtype=np.int64)
+    rdispl = np.zeros_like(recv)
+    np.cumsum(recv[:-1], out=rdispl[1:])
+    comm.Alltoallv([ids, (send, cuts[:-1]), MPI.INT64_T], [got, (recv, rdispl), MPI.INT64_T])
+    return got
+
+
+def _block_problem(core, epoch: int, counts: np.ndarray, lo: int, hi: int):
+    """``(id, what)`` of the first id of the block ``lo..hi-1`` served the wrong number of
+    times, or None."""
     if core.mix is not None:
-        return _as_expanded(core, epoch, rank, counts)
-    if int(counts.sum()) != total:
-        return Mismatch(epoch, -1, rank, -1, f"{int(counts.sum())} samples served, expected {total}")
-    if core.drop_last and counts.max() > 1:
-        s = int(np.argmax(counts))
-        return Mismatch(epoch, -1, rank, s, f"served {counts[s]} times with drop_last")
-    if not core.drop_last:
-        missing = np.flatnonzero(counts == 0)
-        if missing.size:
-            return Mismatch(epoch, -1, rank, int(missing[0]), "never served in the epoch")
-        if int((counts - 1).sum()) != total - n:
-            return Mismatch(epoch, -1, rank, -1, "more repeats than padding explains")
-    return None
+        want = _expanded_counts(core, epoch, lo, hi)
+        bad = np.flatnonzero(counts != want)
+        if bad.size:
+            s = int(bad[0])
+            return (lo + s, f"served {counts[s]} times, the expanded epoch ({core.mix.name}) "
+                    f"holds it {want[s]} times")
+        return None
+    if core.drop_last:
+        bad = np.flatnonzero(counts > 1)
+        return (lo + int(bad[0]), f"served {counts[bad[0]]} times with drop_last") \
+            if bad.size else None
+    bad = np.flatnonzero(counts == 0)
+    return (lo + int(bad[0]), "never served in the epoch") if bad.size else None
 
 
-def _as_expanded(core, epoch: int, rank: int, counts: np.ndarray) -> Mismatch | None:
-    """Counts over all ranks against the mix's expanded epoch list (padded by repeating its head,
-    or cut to the dealt length with drop_last)."""
-    order = core.mix.order(core.seed, epoch, core.shuffle)
-    total = core.total_size
-    dealt = np.concatenate([order, np.tile(order, -(-total // order.size))])[:total]
-    want = np.bincount(dealt, minlength=counts.size)
-    if not np.array_equal(counts, want):
-        s = int(np.flatnonzero(counts != want)[0])
-        return Mismatch(epoch, -1, rank, s, f"served {counts[s]} times, the expanded epoch "
-                        f"({core.mix.name}) holds it {want[s]} times")
-    return None
+def _expanded_counts(core, epoch: int, lo: int, hi: int) -> np.ndarray:
+    """How often ids ``lo..hi-1`` occur in the mix's expanded epoch list dealt to
+    ``core.total_size`` entries (padded by repeating it from its head, or cut with drop_last)."""
+    order = np.asarray(core.mix.order(core.seed, epoch, core.shuffle))
+    laps, rest = divmod(core.total_size, order.size)
+
+    def block(ids):
+        ids = ids[(ids >= lo) & (ids < hi)]
+        return np.bincount(ids - lo, minlength=hi - lo)
+
+    return laps * block(order) + block(order[:rest])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,54 @@ class Option:
 def defaults(table: Iterable[Option]) -> dict:
     """``{name: default}`` of a table, in table order."""
     return {opt.name: opt.default for opt in table}
+
+
+#: Data-set scale settings (docs/scale.md), the same three keys in every front end: the HydraGNN
+#: config's ``mdloader:`` section, the fairchem ``loader`` group and ``build_loader``,
+#: ``mdloader check`` (``--order``, ``--index``, ``--index-share``) and ``mdloader estimate``.
+SCALE = (
+    Option("order", "auto",
+           "Epoch permutation: `torch` (DistributedSampler's, the frameworks' own order; a list "
+           "of N ids a rank, 4 B a sample), `feistel` (a keyed bijection computed for the "
+           "positions a step needs: no list, no epoch-start cost) or `auto` (torch up to "
+           "4,194,304 samples, feistel above). Several data sets: `auto` or `torch`. See scale."),
+    Option("index", "compact",
+           "Global index: `compact` (record sizes as 1-2 B codes plus offset checkpoints, about "
+           "1.1-2.1 B a sample) or `full` (int64 offset and length, 16 B a sample: the "
+           "representation before issue 19). Same batches, byte for byte."),
+    Option("index_share", "rank",
+           "`rank`: every rank keeps its own copy of the index; `node`: one copy a node in an "
+           "MPI shared-memory window (`index: compact` only), counted once a node."),
+)
+
+
+def check_scale(values: Mapping[str, Any], label: Callable[[str], str] = str) -> dict:
+    """The :data:`SCALE` settings of `values` (missing ones at their defaults), validated.
+
+    A bad value raises a one-line :class:`~mdloader_plugin.errors.ConfigError` naming the key
+    as `label` spells it (``"cfg.yaml: mdloader.order"``, ``"--index-share"``) and the choices."""
+    from .errors import ConfigError
+
+    out = {opt.name: values.get(opt.name, opt.default) for opt in SCALE}
+    for key, valid in scale_choices().items():
+        if out[key] is None:
+            out[key] = _SCALE_DEFAULTS[key]
+        if out[key] not in valid:
+            raise ConfigError(f"{label(key)}: {out[key]!r} is unknown; choose one of "
+                              f"{', '.join(valid)}")
+    if out["index"] == "full" and out["index_share"] == "node":
+        raise ConfigError(f"{label('index_share')}: node needs the compact index (index "
+                          "compact); the full index is private to each rank")
+    return out
+
+
+def scale_choices() -> dict:
+    """``{setting: valid values}`` of the :data:`SCALE` settings (from the modules that
+    implement them)."""
+    from .index import KINDS, SHARES
+    from .order import CHOICES
+
+    return {"order": CHOICES, "index": KINDS, "index_share": SHARES}
 
 
 #: Environment variables read by the ``mdloader_plugin`` package (the Slurm recipes' own
@@ -57,6 +105,7 @@ ENV = (
            "Folder where `mdloader cluster` keeps the state of emulated clusters."),
 )
 _ENV = {opt.name: opt for opt in ENV}
+_SCALE_DEFAULTS = defaults(SCALE)
 
 
 def env(name: str) -> Any:

@@ -230,11 +230,14 @@ class GlobalSampler:
             return self.num_samples * 8 + plans
         return order_class(self.order, self.shuffle).bytes_for(self.num_samples) + plans
 
-    def ids_at(self, epoch: int, lo: int, hi: int) -> np.ndarray:
-        """``[world_size, hi - lo]`` ids at per-rank positions ``lo..hi-1`` of `epoch`."""
+    def ids_at(self, epoch: int, lo: int, hi: int, ranks=None) -> np.ndarray:
+        """``[world_size, hi - lo]`` ids at per-rank positions ``lo..hi-1`` of `epoch` (only the
+        rows of `ranks`, an int array, if given)."""
         offset = self.offset_of(epoch)
+        rows = np.arange(self.world_size, dtype=np.int64) if ranks is None else \
+            np.asarray(ranks, dtype=np.int64)
         q = np.arange(lo, hi, dtype=np.int64) * self.world_size
-        q = q[None, :] + np.arange(self.world_size, dtype=np.int64)[:, None]
+        q = q[None, :] + rows[:, None]
         return self.epoch_order(epoch).ids_at(offset + q % (self.num_samples - offset))
 
     def epoch_table(self, epoch: int) -> np.ndarray:
@@ -267,10 +270,11 @@ class GlobalSampler:
         return run[1], run[3]
 
     def rank_indices(self, epoch: int, rank: int) -> np.ndarray:
-        """All ids rank `rank` takes in `epoch`, in order (DistributedSampler's ``__iter__``)."""
+        """All ids rank `rank` takes in `epoch`, in order (DistributedSampler's ``__iter__``):
+        ``N / P`` evaluations of the order (with ``balance_weights`` every step's whole plan)."""
         if self.weights is not None:
             return np.concatenate([self.plan(epoch, s)[rank] for s in range(self.steps_in(epoch))])
-        return self.epoch_table(epoch)[rank]
+        return self.ids_at(epoch, 0, self.per_rank_in(epoch), [rank])[0]
 
 
 def balance_plan(plan: np.ndarray, weights: np.ndarray) -> np.ndarray:

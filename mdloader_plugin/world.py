@@ -187,7 +187,11 @@ def agree(world, fn, *args, **kwargs):
 
 
 def report_error(exc: BaseException) -> int:
-    """Print one line for a user error (a traceback for a bug) and return the exit code."""
+    """Print one line for a user error (a traceback for a bug) and return the exit code.
+
+    A user error wrapped by a framework (Hydra's ``InstantiationException`` around a loader's
+    ``ConfigError``) is reported as the user error it wraps."""
+    exc = _user_error(exc) or exc
     if isinstance(exc, MDLoaderError):
         if getattr(exc, "agreed", False):  # the same error on every rank: say it once
             if _env_rank() == 0:
@@ -202,6 +206,17 @@ def report_error(exc: BaseException) -> int:
     print(f"mdloader: error: {rank_prefix()}unexpected {type(exc).__name__}: {exc}",
           file=sys.stderr, flush=True)
     return 1
+
+
+def _user_error(exc: BaseException | None) -> MDLoaderError | None:
+    """The :class:`MDLoaderError` in `exc`'s cause/context chain, if any."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, MDLoaderError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 @contextlib.contextmanager

@@ -120,3 +120,28 @@ def test_dataset_scale_bench_reduced(tmp_path: Path):
         assert f["order"] == row["order_bytes"], row["config"]
     assert {e["samples"] for e in res["extrapolated"]} == {10**8, 10**9}
     assert (BENCH / "results").exists() and out.with_suffix(".md").exists()
+
+
+def test_scale_step_and_regression_tables(tmp_path: Path):
+    """bench/scale_step.py (one process, tiny) measures every index kind and order at every
+    batch; bench/scale_regression.py compares runs cell by cell (a run against itself: 1.00)."""
+    step = tmp_path / "step.json"
+    r = subprocess.run([sys.executable, str(BENCH / "scale_step.py"), "--rounds", "1",
+                        "--sizes", "4096", "--out", str(step)], capture_output=True, text=True,
+                       timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = json.loads(step.read_text())["rows"]
+    kinds = {(row["what"], row["kind"], row["B"]) for row in rows}
+    assert kinds == {(w, k, b) for b in (4, 32, 256) for w, k in [
+        ("index lookup", "full"), ("index lookup", "compact K=1"),
+        ("index lookup", "compact K=64"), ("plan", "torch"), ("plan", "feistel")]}
+    assert all(row["us_per_step"] > 0 for row in rows)
+    loaders = BENCH / "results" / "loaders.json"
+    out = tmp_path / "reg"
+    r = subprocess.run([sys.executable, str(BENCH / "scale_regression.py"), "--pre",
+                        str(loaders), "--cur", str(loaders), "--step", str(step), "--out",
+                        str(out)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads(out.with_suffix(".json").read_text())["loaders"]
+    assert summary["ratios"] and set(summary["ratios"].values()) == {1.0}
+    assert "| 4,096 | 32 |" in out.with_suffix(".md").read_text()

@@ -107,5 +107,23 @@ def test_bad_override_is_one_line_and_no_hang(oc20, tmp_path):
     assert errors and "loader" in errors[0] and "Traceback" not in res.stderr
 
 
+
+@pytest.mark.timeout(600)
+def test_scale_options_reach_the_loader_and_a_bad_one_is_one_line(oc20, tmp_path):
+    """loader.order / loader.index_share on fairchem's command line reach the store and the
+    sampler through the group's interpolations (the loader's log lines say so)."""
+    common = ["train", "fairchem", "-c", str(CPU), f"data_dir={oc20}", f"job.run_dir={tmp_path}",
+              "max_epochs=1", "loader.backend=collective"]
+    res = mdloader(2, [*common, "job.run_name=scale", "loader.order=feistel",
+                       "loader.index_share=node"], timeout=420)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "(feistel)" in res.stderr and "one copy per node (2 ranks)" in res.stderr, \
+        res.stderr[-3000:]
+    res = mdloader(2, [*common, "job.run_name=bad", "loader.order=random"], timeout=240)
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("mdloader: error:")]
+    assert res.returncode != 0 and errors, res.stderr[-3000:]
+    assert "loader.order: 'random' is unknown" in errors[0] and "Traceback" not in res.stderr
+
+
 if __name__ == "__main__":
     _job(sys.argv[1], sys.argv[2], sys.argv[3:])

@@ -34,6 +34,8 @@ echo "== scale on paper (model output)"
 "$PY" bench/scale.py
 echo "== data-set scale: index + order per rank, epoch start, load (${BENCH_SCALE_SAMPLES:-20000000} tiny records, 4 ranks)"
 "$PY" bench/dataset_scale.py --samples "${BENCH_SCALE_SAMPLES:-20000000}"
+echo "== data-set scale: per-step cost of the index kinds and orders (one process)"
+"$PY" bench/scale_step.py
 echo "== estimator accuracy"
 "$PY" bench/estimator_accuracy.py "${quick[@]}"
 # --- estimator on the emulated multi-node cluster (issue 10; needs root, ~3-5 min; opt-in) ---

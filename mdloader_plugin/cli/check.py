@@ -47,7 +47,34 @@ def register(sub) -> None:
                    help="replica group sizes to check one after the other (e.g. 1,2,4; 'all' = "
                         "one group of every rank, the default); each must serve the same bytes "
                         "as the first, and the bytes that crossed a node are reported")
+    add_scale_arguments(p)
     p.set_defaults(func=run)
+
+
+def add_scale_arguments(p, order: bool = True) -> None:
+    """``--order`` (if `order`), ``--index``, ``--index-share``: the :data:`options.SCALE
+    <mdloader_plugin.options.SCALE>` settings, described by their table rows."""
+    from ..options import SCALE, scale_choices
+
+    choices = scale_choices()
+    for opt in SCALE:
+        if opt.name == "order" and not order:
+            continue
+        p.add_argument("--" + opt.name.replace("_", "-"), default=opt.default,
+                       metavar="|".join(choices[opt.name]),
+                       help=f"{_plain(opt.meaning)} (default: {opt.default})")
+
+
+def _plain(text: str) -> str:
+    return text.replace("`", "").replace("%", "%%").removesuffix(" See scale.")
+
+
+def scale_options(args) -> dict:
+    """The validated scale settings of parsed CLI `args` (a bad value names its option)."""
+    from ..options import check_scale
+
+    given = {k: getattr(args, k) for k in ("order", "index", "index_share") if hasattr(args, k)}
+    return check_scale(given, lambda key: "--" + key.replace("_", "-"))
 
 
 def parse_backends(text: str) -> list[str]:
@@ -74,6 +101,10 @@ def validate(args) -> list[str]:
 
     parse_bytes(args.max_memory_per_rank, "--max-memory-per-rank")
     parse_group_sizes(args.group_size)
+    scale = scale_options(args)
+    if scale["order"] == "feistel" and (len(args.data) > 1 or args.sampling is not None):
+        raise ConfigError("--order feistel is not available with several data sets (their "
+                          "epoch is an expanded list); use auto or torch")
     return parse_backends(args.backends)
 
 
@@ -134,8 +165,9 @@ def _check_one(world, args, backends, group_size, log):
     from ..check import run_check
     from ..store import ShardStore
 
+    scale = scale_options(args)
     kw = dict(label=args.label, digests=True, max_memory_per_rank=args.max_memory_per_rank,
-              group_size=group_size)
+              group_size=group_size, index=scale["index"], index_share=scale["index_share"])
     if len(args.data) == 1 and args.sampling is None:
         store = ShardStore.from_file(world, args.data[0], **kw)
     else:
@@ -146,7 +178,7 @@ def _check_one(world, args, backends, group_size, log):
         store, backends, batch_size=args.batch_size, epochs=args.epochs, seed=args.seed,
         shuffle=not args.no_shuffle, drop_last=args.drop_last, prefetch=args.prefetch,
         progress=lambda e, b: log.info(f"checked epoch {e} with {b}{w}"), served=served,
-        traffic=traffic, sampling=args.sampling)
+        traffic=traffic, sampling=args.sampling, order=scale["order"])
     store.close()
     return first, served, traffic, store
 

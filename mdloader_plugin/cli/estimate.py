@@ -41,12 +41,17 @@ def register(sub) -> None:
                         "machine's, times the safety share, over the ranks of a node)")
     p.add_argument("--json", action="store_true",
                    help='print only {"choice": ..., "predicted_s": {backend: seconds}}')
+    from .check import add_scale_arguments
+
+    add_scale_arguments(p)  # with --num-samples: the index and order a rank holds (scale page)
     p.set_defaults(func=run)
 
 
 def _decide(args):
     from ..estimator import Workload, choose, get_profile
+    from .check import scale_options
 
+    scale_options(args)  # a bad --order/--index/--index-share is one line before any work
     prof = get_profile(args.profile)
     rpn = args.ranks_per_node or int(prof.provenance.get("ranks_per_node", 1))
     w = Workload(args.ranks, args.batch_size, args.sample_bytes, args.sample_std, rpn)
@@ -81,10 +86,19 @@ def _layout(args, prof, rpn):
     elif budget is None:
         budget, source = detect_budget(rpn)
     mean_sizes = np.full(n, mu)
+    grows = sum(_scale_bytes(args, rpn).values())  # index + order: the whole data set's
     dec = choose_layout(sizes, rpn, args.batch_size, mu, args.sample_std,
-                        lambda w: int(-(-n // w) * mu) + 16 * n, budget, source, prof,
+                        lambda w: int(-(-n // w) * mu) + grows, budget, source, prof,
                         fewest=lambda: fewest_ranks(mean_sizes, budget) if budget else None)
     return dec
+
+
+def _scale_bytes(args, rpn: int) -> dict:
+    """Index and order bytes a rank for ``--num-samples`` with the scale options (bound)."""
+    from ..budget import scale_bytes
+    from .check import scale_options
+
+    return scale_bytes(args.num_samples, ranks_per_node=rpn, **scale_options(args))
 
 
 def run(args) -> int:
@@ -100,8 +114,10 @@ def run(args) -> int:
         return 0
     if lay is not None:
         return _print_layout(args, lay)
+    grows = _scale_bytes(args, w.rpn) if args.num_samples else None
     if args.json:
-        print(json.dumps({"choice": d.backend, "predicted_s": d.predicted_s}))
+        extra = {} if grows is None else {"scale_bytes": grows}
+        print(json.dumps({"choice": d.backend, "predicted_s": d.predicted_s, **extra}))
         return 0
     print(f"profile {prof.name}: P={w.world_size} ranks ({w.rpn} per node), B={w.batch_size}, "
           f"records {w.mean_bytes:.0f} +- {w.std_bytes:.0f} B")
@@ -111,6 +127,12 @@ def run(args) -> int:
                         sorted(terms.items(), key=lambda kv: -kv[1])[:3])
         print(f"  {name:<11s} {seconds * 1e3:9.3f} ms/step   (largest terms, us: {top})")
     print(f"choice: {d.backend} ({d.reason})")
+    if grows is not None:
+        from ..budget import human
+
+        print(f"whole data set a rank ({args.num_samples} samples): index "
+              f"{human(grows['index'])} ({args.index}, {args.index_share}), order "
+              f"{human(grows['order'])} ({args.order}); bound, see docs/scale.md")
     return 0
 
 

@@ -147,7 +147,8 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
                  prefetch: int = 2, profile: str | None = None,
                  max_memory_per_rank: int | str | None = None, group_size=None,
                  width=None, datasets: Mapping[str, Any] | None = None,
-                 sampling: Mapping[str, Any] | None = None) -> FairchemMDLoader:
+                 sampling: Mapping[str, Any] | None = None, order: str = "auto",
+                 index: str = "compact", index_share: str = "rank") -> FairchemMDLoader:
     """Hydra target: MDLoader over ``path[label]`` (or several `datasets`) serving fairchem
     ``AtomicData`` batches.
 
@@ -181,10 +182,16 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
             option).
         sampling: with `datasets`, fairchem's ``combined_dataset_config.sampling``
             (``{type: temperature, temperature: 2}``); default temperature 1 (every sample once).
+        order: the epoch permutation: ``auto`` (torch up to 4,194,304 samples, feistel above),
+            ``torch`` (DistributedSampler's) or ``feistel`` (no list of N ids); see
+            ``docs/scale.md``.
+        index: the global index: ``compact`` (about 1-2 bytes a sample) or ``full`` (16).
+        index_share: ``rank`` (a copy a rank) or ``node`` (one copy a node in shared memory).
     """
     from ...groups import from_options
     from ...loader import MDLoader
     from ...log import get_logger
+    from ...options import check_scale
     from ...placement import open_store
     from .data import ToAtomicData
 
@@ -196,6 +203,12 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
     balance = balance or ("atoms" if max_atoms else "none")
     if balance not in ("atoms", "none"):
         raise ConfigError(f"loader balance: {balance!r} is unknown; choose atoms or none")
+    scale = check_scale({"order": order, "index": index, "index_share": index_share},
+                        lambda key: f"loader.{key}")
+    if datasets and scale["order"] == "feistel":
+        raise ConfigError("loader.order: feistel is not available with several datasets (their "
+                          "epoch is an expanded list); use auto or torch")
+    index_kw = {"index": scale["index"], "index_share": scale["index_share"]}
     world = _world()
     group_size = from_options({"group_size": group_size, "width": width}, "loader")
     if group_size == "auto" and not batch_size:
@@ -204,11 +217,12 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
     if datasets:
         store, to_sample, names, no_shuffle = _multi_store(
             world, datasets, label, split, key_mapping, transforms, max_memory_per_rank,
-            dict(group_size=group_size, batch_size=batch_size, backend=backend, profile=profile))
+            dict(group_size=group_size, batch_size=batch_size, backend=backend, profile=profile,
+                 **index_kw))
     elif path:
         store = open_store(world, path, label, group_size=group_size, batch_size=batch_size,
                            backend=backend, profile=profile,
-                           max_memory_per_rank=max_memory_per_rank)
+                           max_memory_per_rank=max_memory_per_rank, **index_kw)
         to_sample = ToAtomicData(dataset_name, key_mapping, transforms, split)
         names = [dataset_name]
     else:
@@ -222,7 +236,8 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
                       drop_last=drop_last, backend=backend, prefetch=int(prefetch),
                       to_sample=to_sample, collate=collate_fn, profile=profile, name=label,
                       balance_weights=natoms if balance == "atoms" else None,
-                      sampling=_sampling(sampling, split, no_shuffle) if datasets else None)
+                      sampling=_sampling(sampling, split, no_shuffle) if datasets else None,
+                      order=scale["order"])
     _OPEN.append(loader)
     return FairchemMDLoader(loader, [f"{n}.{split}" for n in names])
 
@@ -243,7 +258,7 @@ def _multi_store(world, datasets: Mapping[str, Any], label, split, key_mapping, 
     """One store over several files (name order, as fairchem's create_concat_dataset) and the
     per-data-set AtomicData conversion, and the names of the data sets that keep their file order
     (``no_shuffle``). `placement`: :func:`~mdloader_plugin.placement.open_store`'s group_size
-    (``auto`` too), batch_size, backend, profile."""
+    (``auto`` too), batch_size, backend, profile, index, index_share."""
     from ...placement import open_store
     from ...sources.multi import DatasetSpec
     from .data import REQUIRED, ToAtomicDataByDataset

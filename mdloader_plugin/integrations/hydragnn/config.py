@@ -6,8 +6,9 @@ A config is what HydraGNN users already write (``Verbosity``, ``Dataset``, ``Neu
     loader: mdloader              # or: hydragnn (HydraGNN's own DataLoader, the baseline)
     mdloader: {backend: auto, prefetch: 2, profile: local,   # used when loader: mdloader
                max_memory_per_rank: 4GiB,                   # stop early if a store won't fit
-               group_size: auto}     # replica groups: auto, a number of ranks, or all (default);
+               group_size: auto,     # replica groups: auto, a number of ranks, or all (default);
                                      # `width` is accepted as DDStore's name for it
+               order: auto, index: compact, index_share: rank}  # data-set scale (options.SCALE)
     hydragnn_loader: {preload: false}                        # used when loader: hydragnn
     seed: 0                       # model init and shuffling (same seed -> same batches)
     run_name: gin-demo            # logs/<run_name>/run.log (default: HydraGNN's own log name)
@@ -38,7 +39,7 @@ from typing import Any, Iterable
 import yaml
 
 from ...errors import ConfigError
-from ...options import Option, defaults
+from ...options import SCALE, Option, check_scale, defaults
 
 LOADERS = ("mdloader", "hydragnn")
 BACKENDS = ("auto", "onesided", "collective")
@@ -84,6 +85,7 @@ MDLOADER_OPTIONS = (
                              "them (`{type: temperature, temperature: 2}`, `weights`, `explicit`, "
                              "`balanced`, `weighted`, `hydragnn`); unset: the files' weights if "
                              "given, else proportional to size."),
+    *SCALE,
 )
 #: ``hydragnn_loader:`` section (``loader: hydragnn``).
 HYDRAGNN_LOADER_OPTIONS = (
@@ -166,6 +168,10 @@ def normalise(cfg: dict, source: str = "config") -> dict:
     cfg.setdefault("Verbosity", {"level": 1})
     _require(cfg, source, "Dataset.path", (str, list))
     cfg["Dataset"]["path"] = _dataset_paths(cfg["Dataset"]["path"], source)
+    if isinstance(cfg["Dataset"]["path"], list) and cfg["mdloader"]["order"] == "feistel":
+        raise ConfigError(f"{source}: mdloader.order: feistel is not available with several "
+                          "Dataset.path files (their epoch is an expanded list); use auto or "
+                          "torch")
     _architecture_vocabulary(cfg, source)
     _precision(cfg, source)
     for key in ("NeuralNetwork.Architecture.hidden_dim",
@@ -251,6 +257,7 @@ def _check_mdloader_options(opts: dict, source: str) -> None:
     from ...groups import from_options
 
     opts["group_size"], opts["width"] = from_options(opts, f"{source}: mdloader"), None
+    opts.update(check_scale(opts, lambda key: f"{source}: mdloader.{key}"))
 
 
 def _require(cfg: dict, source: str, dotted: str, kind: type | None = None) -> Any:

@@ -29,7 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="HydraGNN config (YAML or JSON) with a top-level `loader:` key")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key by dotted path, e.g. --set loader=hydragnn "
-                        "--set mdloader.backend=collective (repeatable)")
+                        "--set mdloader.backend=collective --set mdloader.order=feistel "
+                        "(repeatable)")
 
 
 def main(args: argparse.Namespace) -> int:

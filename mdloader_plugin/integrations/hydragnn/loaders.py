@@ -36,15 +36,22 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
         store = open_store(world, cfg["Dataset"]["path"], label, group_size=group_size,
                            batch_size=batch_size, backend=opts["backend"],
                            profile=opts.get("profile"),
-                           max_memory_per_rank=opts.get("max_memory_per_rank"))
+                           max_memory_per_rank=opts.get("max_memory_per_rank"),
+                           **_index_options(opts))
         group_size = store.group.size if store.group is not None else None  # auto: once
         loaders.append(MDLoader(store, batch_size=batch_size, shuffle=True,
                                 sampling=sampling(cfg) if label == "trainset" else None,
                                 seed=int(opts["seed"]), drop_last=bool(opts["drop_last"]),
                                 backend=opts["backend"], prefetch=int(opts["prefetch"]),
                                 to_sample=to_sample, profile=opts.get("profile"),
-                                name=label))
+                                name=label, order=opts.get("order", "auto")))
     return tuple(loaders)
+
+
+def _index_options(opts: dict) -> dict:
+    """The store's ``index``/``index_share`` from the ``mdloader:`` options (defaults if unset)."""
+    return {"index": opts.get("index") or "compact",
+            "index_share": opts.get("index_share") or "rank"}
 
 
 def sampling(cfg: dict):

@@ -1,0 +1,161 @@
+"""Did the scale work (issue 19) slow anything down? Before/after tables from benchmark runs.
+
+The benchmarks the compact index and the scalable order could affect are run twice each, on the
+tree before issue 19 (``git archive 82fc212``, the commit before the compact index) and on this
+one, alternately, in one session under the bench lock (``flock /work/wt/bench.lock``):
+``bench/loaders.py --loaders collective,onesided,auto`` (reduced grid), ``bench/training.py``
+(reduced) and ``bench/scale_step.py`` (per-step index and order cost, this tree only: it
+interleaves the ``full`` index, which is the representation before issue 19, with the compact
+one). The committed figures before issue 19 (``git show 0a94d52:bench/results/loaders.json``)
+are listed too, but they come from another host (an Intel Xeon VM; these runs: AMD EPYC), so
+only the same-session columns compare.
+
+    python bench/scale_regression.py --pre A.json,B.json --cur C.json,D.json \\
+        [--train-pre T.json --train-cur U.json] [--step S.json]
+
+Writes ``bench/results/scale_regression.json`` and ``.md`` (included in RESULTS.md and
+docs/scale.md). Per cell the best (smallest) step median of the runs of each tree is compared:
+on a shared, loaded machine the best of a few runs is the least contaminated figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+COMMITTED = "0a94d52"  # the last loaders.json before issue 19 landed
+
+
+def _rows(d: dict) -> dict:
+    return {(r["dataset"], r["ranks"], r["batch"], r["loader"]): r for r in d["rows"]}
+
+
+def _committed() -> dict:
+    out = subprocess.run(["git", "show", f"{COMMITTED}:bench/results/loaders.json"],
+                         capture_output=True, text=True, cwd=HERE.parent)
+    return _rows(json.loads(out.stdout)) if out.returncode == 0 else {}
+
+
+def _load_note(runs: list[dict]) -> str:
+    return "; ".join(f"{r['machine']['date'][11:16]} load {r['machine']['loadavg_start'][0]}"
+                     f"->{r['machine']['loadavg_end'][0]}" for r in runs)
+
+
+def loaders_table(pre: list[dict], cur: list[dict]) -> tuple[list[str], dict]:
+    old, pre_r, cur_r = _committed(), [_rows(d) for d in pre], [_rows(d) for d in cur]
+    ms = lambda r: r["step_median_s"] * 1e3  # noqa: E731
+    lines = ["| data set | P | B | backend | committed before #19 (other host) ms | "
+             "before #19, this session ms | now ms | best now / best before | median now / "
+             "median before |", "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+    ratios, medians = {}, {}
+    for k in sorted(set().union(*cur_r) & set().union(*pre_r)):
+        p, c = [ms(r[k]) for r in pre_r if k in r], [ms(r[k]) for r in cur_r if k in r]
+        ratios["/".join(map(str, k))] = min(c) / min(p)
+        fmt = lambda xs: " / ".join(f"{x:.2f}" for x in xs)  # noqa: E731
+        o = f"{ms(old[k]):.2f}" if k in old else "-"
+        med = float(np.median(c) / np.median(p))
+        medians["/".join(map(str, k))] = med
+        lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {o} | {fmt(p)} | {fmt(c)} | "
+                     f"{min(c) / min(p):.2f} | {med:.2f} |")
+    geo = math.exp(sum(math.log(x) for x in ratios.values()) / len(ratios))
+    geo_med = math.exp(sum(math.log(x) for x in medians.values()) / len(medians))
+    return lines, {"ratios": ratios, "geomean": geo, "medians": medians, "geomean_median": geo_med,
+                   "worse_than_1_5": sorted(k for k, v in ratios.items() if v > 1.5),
+                   "better_than_0_67": sorted(k for k, v in ratios.items() if v < 1 / 1.5)}
+
+
+def training_table(pre: list[dict], cur: list[dict]) -> list[str]:
+    """Epoch seconds a variant, every run, and the epoch over hydragnn-native's epoch in the
+    same run: the native loader does not use MDLoader, so that ratio takes out the load."""
+    def by(runs):
+        return [{s["variant"]: s for s in r["summary"]} for r in runs]
+
+    def fmt(runs, v, key):
+        return " / ".join(f"{r[v][key]:.2f}" if key == "epoch_s" else
+                          f"{r[v]['epoch_s'] / r['hydragnn-native']['epoch_s']:.2f}"
+                          for r in runs if v in r)
+
+    bp, bc = by(pre), by(cur)
+    lines = ["| variant | epoch s before | epoch s now | epoch / native epoch, before | "
+             "now | data-wait share before | now |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for v in bc[0]:
+        if v in bp[0]:
+            share = lambda runs: " / ".join(f"{r[v]['data_wait_share']:.1%}" for r in runs)  # noqa: E731,E501
+            lines.append(f"| {v} | {fmt(bp, v, 'epoch_s')} | {fmt(bc, v, 'epoch_s')} | "
+                         f"{fmt(bp, v, 'ratio')} | {fmt(bc, v, 'ratio')} | {share(bp)} | "
+                         f"{share(bc)} |")
+    return lines
+
+
+def step_table(step: dict) -> list[str]:
+    rows = step["rows"]
+    lines = ["| N | B | full index us | compact us (K) | order torch us/step | order feistel "
+             "us/step | torch epoch start ms | feistel first plan ms |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in sorted({r["N"] for r in rows}):
+        for b in sorted({r["B"] for r in rows if r["N"] == n}):
+            got = {(r["what"], r["kind"]): r["us_per_step"] for r in rows
+                   if r["N"] == n and r["B"] == b}
+            first = {r["kind"]: r["first_plan_us"] / 1e3 for r in rows
+                     if r["N"] == n and r["B"] == b and r["what"] == "plan"}
+            k = "compact K=1" if n <= (1 << 22) else "compact K=64"
+            extra = f"; K=64: {got[('index lookup', 'compact K=64')]:.0f}" \
+                if k == "compact K=1" and ("index lookup", "compact K=64") in got else ""
+            lines.append(f"| {n:,} | {b} | {got[('index lookup', 'full')]:.0f} | "
+                         f"{got[('index lookup', k)]:.0f} ({k[-4:].strip()}{extra}) | "
+                         f"{got[('plan', 'torch')]:.0f} | {got[('plan', 'feistel')]:.0f} | "
+                         f"{first['torch']:.1f} | {first['feistel']:.1f} |")
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pre", required=True)
+    ap.add_argument("--cur", required=True)
+    ap.add_argument("--train-pre")
+    ap.add_argument("--train-cur")
+    ap.add_argument("--step")
+    ap.add_argument("--out", default=str(HERE / "results" / "scale_regression"))
+    a = ap.parse_args()
+    load = lambda s: [json.loads(Path(p).read_text()) for p in s.split(",")]  # noqa: E731
+    when = lambda d: d["machine"]["date"]  # noqa: E731
+    pre, cur = sorted(load(a.pre), key=when), sorted(load(a.cur), key=when)
+    table, summary = loaders_table(pre, cur)
+    md = ["### Before/after issue 19: loaders (reduced grid, MDLoader backends, step median)", "",
+          f"Runs alternated before/now under the bench lock: before {_load_note(pre)}; now "
+          f"{_load_note(cur)} (UTC; 2 shared cores, others' jobs running). Geometric mean of "
+          f"best-now / best-before over {len(summary['ratios'])} cells: "
+          f"**{summary['geomean']:.2f}** (of the medians: {summary['geomean_median']:.2f}).", ""] \
+        + table
+    out = {"loaders": summary, "pre_dates": [d["machine"] for d in pre],
+           "cur_dates": [d["machine"] for d in cur]}
+    if a.train_pre and a.train_cur:
+        tp, tc = load(a.train_pre), load(a.train_cur)
+        md += ["", f"### Before/after issue 19: HydraGNN training (`bench/training.py`, reduced: "
+                   f"{tc[0]['ranks']} ranks, {tc[0]['graphs']} graphs, {tc[0]['epochs']} epochs; "
+                   f"before {_load_note(tp)}, now {_load_note(tc)})", ""] + \
+            training_table(tp, tc)
+        out["training"] = {"pre": [t["summary"] for t in tp], "cur": [t["summary"] for t in tc]}
+    if a.step:
+        st = load(a.step)[0]
+        md += ["", f"### Per-step cost of the index and the order (`bench/scale_step.py`, one "
+                   f"process, kinds interleaved over {st['rounds']} rounds, medians; load "
+                   f"{st['loadavg_start'][0]}->{st['loadavg_end'][0]})", "",
+               "Index: `nbytes`, `offsets` and `owner_of` of a rank's B ids a step (the "
+               "collective backend asks again for the ~B ids it sends). Order: `plan(epoch, "
+               "step)` a step, runs of plans included (P = 4); a torch order makes its list at the "
+               "epoch's first plan (epoch start).", ""] + step_table(st)
+        out["step"] = st
+    Path(a.out + ".json").write_text(json.dumps(out, indent=1))
+    Path(a.out + ".md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
