@@ -318,6 +318,12 @@ def main() -> None:
                   f"{groups['note']}.", ""]
         for run in groups["runs"]:
             lines += [run["table"], ""]
+    gmodel = _load("groups_model.json")
+    if gmodel:  # bench/groups_model.py (issue 16)
+        import groups_model
+
+        lines += ["## Replica groups on paper: Perlmutter and Frontier, 64-2048 ranks "
+                  "(`bench/groups_model.py`, model output)", ""] + groups_model.table(gmodel) + [""]
     if train:
         lines += ["## Training (HydraGNN)", ""] + training_table(train) + [
             "", "Figure: `bench/training.png`.", ""]
