@@ -19,9 +19,10 @@ from . import groups
 
 def open_store(world, path: str, label: str = "trainset", *, group_size=None,
                batch_size: int | None = None, backend: str = "auto", profile=None,
-               max_memory_per_rank=None, keys=None, digests: bool = False):
+               max_memory_per_rank=None, keys=None, digests: bool = False, replicate=None):
     """Collective. The :class:`~mdloader_plugin.store.ShardStore` of ``path[label]`` with
-    `group_size` ``None``/``"all"`` (all ranks), an int, or ``"auto"`` (needs `batch_size`)."""
+    `group_size` ``None``/``"all"`` (all ranks), an int, or ``"auto"`` (needs `batch_size`);
+    `replicate`: how the groups get their copies (:mod:`~mdloader_plugin.replicate`)."""
     from .budget import parse_bytes
     from .store import ShardStore
     from .world import agree
@@ -32,7 +33,7 @@ def open_store(world, path: str, label: str = "trainset", *, group_size=None,
         w = choose_group_size(world, path, label, keys, batch_size, backend, profile, budget,
                               digests).group_size
     return ShardStore.from_file(world, path, label, keys, group_size=w, digests=digests,
-                                max_memory_per_rank=max_memory_per_rank)
+                                max_memory_per_rank=max_memory_per_rank, replicate=replicate)
 
 
 def choose_group_size(world, path, label, keys, batch_size, backend, profile, budget,

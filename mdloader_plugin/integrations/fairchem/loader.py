@@ -145,7 +145,8 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
                  prefetch: int = 2, profile: str | None = None,
                  max_memory_per_rank: int | str | None = None, group_size=None,
                  width=None, datasets: Mapping[str, Any] | None = None,
-                 sampling: Mapping[str, Any] | None = None) -> FairchemMDLoader:
+                 sampling: Mapping[str, Any] | None = None,
+                 replicate: str | None = None) -> FairchemMDLoader:
     """Hydra target: MDLoader over ``path[label]`` (or several `datasets`) serving fairchem
     ``AtomicData`` batches.
 
@@ -173,6 +174,9 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         group_size: replica groups (``auto``, a number of ranks, or None: all ranks); ``auto``
             needs ``batch_size``. See ``docs/replica-groups.md``.
         width: DDStore's name for ``group_size``.
+        replicate: how replica groups get their copies: ``read`` (every group reads the
+            file), ``copy`` (read once, copied across groups over MPI) or ``auto``/None (the
+            default, :mod:`mdloader_plugin.replicate`).
         datasets: several data sets instead of `path`: ``{name: path}`` or ``{name: {path,
             key_mapping, transforms}}`` (one store; names sorted as fairchem sorts them).
         sampling: with `datasets`, fairchem's ``combined_dataset_config.sampling``
@@ -202,11 +206,12 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
             raise ConfigError("loader.group_size auto is not supported with several datasets; "
                               "set group_size to a number of ranks")
         store, to_sample, names = _multi_store(world, datasets, label, split, key_mapping,
-                                               transforms, max_memory_per_rank, group_size)
+                                               transforms, max_memory_per_rank, group_size,
+                                               replicate)
     elif path:
         store = open_store(world, path, label, group_size=group_size, batch_size=batch_size,
                            backend=backend, profile=profile,
-                           max_memory_per_rank=max_memory_per_rank)
+                           max_memory_per_rank=max_memory_per_rank, replicate=replicate)
         to_sample = ToAtomicData(dataset_name, key_mapping, transforms, split)
         names = [dataset_name]
     else:
@@ -234,7 +239,7 @@ def _sampling(sampling: Mapping[str, Any] | None, split: str) -> dict:
 
 
 def _multi_store(world, datasets: Mapping[str, Any], label, split, key_mapping, transforms,
-                 max_memory_per_rank, group_size=None):
+                 max_memory_per_rank, group_size=None, replicate=None):
     """One store over several files (name order, as fairchem's create_concat_dataset) and the
     per-data-set AtomicData conversion."""
     from ...sources.multi import DatasetSpec
@@ -251,7 +256,8 @@ def _multi_store(world, datasets: Mapping[str, Any], label, split, key_mapping, 
     specs = [DatasetSpec(str(e["path"]), n) for n, e in zip(names, entries)]
     store = ShardStore.from_files(world, specs, label, required=REQUIRED,
                                   max_memory_per_rank=max_memory_per_rank,
-                                  group_size=None if group_size == "all" else group_size)
+                                  group_size=None if group_size == "all" else group_size,
+                                  replicate=replicate)
     to_sample = ToAtomicDataByDataset(
         [(n, e.get("key_mapping", key_mapping), e.get("transforms", transforms))
          for n, e in zip(names, entries)], split)

@@ -41,12 +41,14 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
                                   "Dataset.path files; set it to a number of ranks")
             store = ShardStore.from_files(
                 world, path, label, group_size=None if group_size == "all" else group_size,
-                max_memory_per_rank=opts.get("max_memory_per_rank"))
+                max_memory_per_rank=opts.get("max_memory_per_rank"),
+                replicate=opts.get("replicate"))
         else:
             store = open_store(world, path, label, group_size=group_size,
                                batch_size=batch_size, backend=opts["backend"],
                                profile=opts.get("profile"),
-                               max_memory_per_rank=opts.get("max_memory_per_rank"))
+                               max_memory_per_rank=opts.get("max_memory_per_rank"),
+                               replicate=opts.get("replicate"))
         group_size = store.group.size if store.group is not None else None  # auto: once
         loaders.append(MDLoader(store, batch_size=batch_size, shuffle=True,
                                 sampling=sampling(cfg) if label == "trainset" else None,
