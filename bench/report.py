@@ -318,6 +318,19 @@ def main() -> None:
                   f"{groups['note']}.", ""]
         for run in groups["runs"]:
             lines += [run["table"], ""]
+        if groups.get("summary"):
+            import groups as groups_bench
+
+            lines += [groups_bench.summary_text(groups["summary"]) + ".", ""]
+    loading = _load("groups_loading.json")
+    if loading:  # bench/groups.py --loading (issue 16)
+        import groups as groups_bench
+
+        lines += ["## Replica groups: read once and copy, or every group reads "
+                  "(`bench/groups.py --loading`)", "",
+                  "OC20-like slabs, W = 2 (two groups), load time of the store (slowest rank; "
+                  "median over interleaved rounds, a job's first load left out as warm-up). "
+                  f"{loading['note']}.", "", groups_bench.loading_table(loading["runs"]), ""]
     gmodel = _load("groups_model.json")
     if gmodel:  # bench/groups_model.py (issue 16)
         import groups_model

@@ -13,9 +13,9 @@ With ``P / W`` replica groups (:mod:`.groups`) every group holds the whole data 
 
 Both fill byte-identical buffers (the records are the same codec bytes). ``resolve`` picks the
 mode: an explicit ``read``/``copy``, or ``auto`` (the default): ``copy`` when the whole job is
-on one node (the copy is a shared-memory broadcast: measured 1.4x faster than every group
+on one node (the copy is a shared-memory broadcast: measured 1.2x faster than every group
 reading and decoding the file), ``read`` when it spans nodes (across the emulated cluster's
-200mbit-1gbit links, with the file in the page cache, reading was as fast or up to 1.7x faster;
+links, with the file in the page cache, reading was 1.2x faster at 1gbit and 1.8x at 200mbit;
 on a machine whose file system is slow next to its interconnect, set ``copy``). Figures:
 ``docs/replica-groups.md``.
 """
