@@ -68,6 +68,21 @@ def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int =
         row["layout_backend"] = dec.backend
         rows.append(row)
         store.close()
+        # auto under a budget W = 1 does not fit (each rank 1.2x the W = 2 store): the choice
+        # among the groups that need communication
+        tight = [c for c in dec.candidates if c.group_size == 2]
+        if tight and 1 in sizes:
+            budget = int(tight[0].memory_bytes * 1.2)
+            dec = choose_group_size(world, path, "trainset", None, batch, "auto", profile,
+                                    budget)
+            store = ShardStore.from_file(world, path, group_size=dec.group_size)
+            row = _measure(world, store, "auto", batch, steps, store.group.size, MDLoader, MPI,
+                           mem, profile)
+            row.update(budget=budget, layout_backend=dec.backend, predicted=[
+                {"backend": c.backend, "group_size": c.group_size,
+                 "predicted_s": c.predicted_s, "fits": c.fits} for c in dec.candidates])
+            rows.append(row)
+            store.close()
     if world.rank == 0:
         print("ROWS " + json.dumps(rows), flush=True)
 
@@ -239,7 +254,7 @@ def drive(args) -> None:
                                "steps": args.steps, "wall_s": time.perf_counter() - t0,
                                "loadavg": os.getloadavg(),
                                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-                        run["score"] = score(run)
+                        run["score"] = scores(run)
                         run["table"] = table(run)  # bench/report.py puts it in RESULTS.md
                         key = (shape, rate, kind, batch)
                         out["runs"] = [r for r in out["runs"] if (r["shape"], r["rate"],
@@ -266,36 +281,64 @@ def _profile(shape: str, rate: str) -> str:
 TOLERANCE = 0.10  # a pick within 10% of the fastest measured step: inside this machine's noise
 
 
+LOCAL = "local copy"  # W = 1: both backends run the same code (a local gather, no MPI)
+
+
+def _key(w: int, backend: str) -> tuple:
+    return (w, LOCAL) if w == 1 else (w, backend)
+
+
 def _medians(rows: list[dict]) -> dict:
-    """(W, backend) -> median over rounds of the fixed rows' step medians."""
+    """(W, backend) -> median over rounds of the fixed rows' step medians; at W = 1 both
+    backends' rows are pooled as one configuration (``LOCAL``)."""
     got: dict = {}
     for r in rows:
         if r["backend"] != "auto":
-            got.setdefault((r["group_size"], r["backend"]), []).append(r["step_median_s"])
+            got.setdefault(_key(r["group_size"], r["backend"]), []).append(r["step_median_s"])
     return {k: float(np.median(v)) for k, v in got.items()}
+
+
+def scores(run: dict) -> list[dict]:
+    """One score per auto row: unconstrained, and under the budget that excludes W = 1."""
+    autos = [i for i, r in enumerate(run["rows"]) if r["backend"] == "auto"]
+    fixed = [r for r in run["rows"] if r["backend"] != "auto"]
+    out = []
+    for i in autos:
+        auto = run["rows"][i]
+        rows = fixed if "budget" not in auto else [r for r in fixed if r["group_size"] > 1]
+        out.append({**score({**run, "rows": rows + [auto]}), "budget": auto.get("budget")})
+    return out
 
 
 def score(run: dict) -> dict:
     """Auto's (W, backend) against the fixed rows (its pick's own fixed row: auto's row adds the
     online check's probe steps): strictly the fastest, or within ``TOLERANCE`` of it; and the
-    host-local (W = ranks a host) speed-up over the best W = P backend."""
+    host-local (W = ranks a host) speed-up over the best W = P backend. At W = 1 the backend is
+    immaterial (``LOCAL``)."""
     med = _medians(run["rows"])
     best = min(med, key=med.get)
     auto = run["rows"][-1]
-    pick = (auto["group_size"], auto["chosen"])
+    pick = _key(auto["group_size"], auto["chosen"])
     full = max(w for w, _ in med)
     at_p = min(v for (w, _), v in med.items() if w == full)
     rph = int(run["shape"].split("x")[1])
     local = [v for (w, _), v in med.items() if w == rph and w != full]
+    raw: dict = {}  # without pooling W = 1's two backends
+    for r in run["rows"]:
+        if r["backend"] != "auto":
+            raw.setdefault((r["group_size"], r["backend"]), []).append(r["step_median_s"])
+    raw_best = min(raw, key=lambda k: float(np.median(raw[k])))
     return {"fastest": list(best), "fastest_s": med[best], "pick": list(pick),
+            "unpooled_right": (auto["group_size"], auto["chosen"]) == raw_best,
             "pick_s": med.get(pick), "strict": pick == best,
             "within_tolerance": med.get(pick, float("inf")) <= med[best] * (1 + TOLERANCE),
             "host_local_speedup": at_p / min(local) if local else None}
 
 
 def summary(runs: list[dict]) -> dict:
-    sc = [r["score"] for r in runs if "score" in r]
+    sc = [s for r in runs for s in scores(r)]
     return {"configs": len(sc), "strict_right": sum(s["strict"] for s in sc),
+            "unpooled_right": sum(s.get("unpooled_right", False) for s in sc),
             "tolerance_right": sum(s["within_tolerance"] for s in sc), "tolerance": TOLERANCE}
 
 
@@ -304,12 +347,13 @@ def summary_text(s: dict) -> str:
     return (f"auto picked the fastest fitting (backend, W) in {s['strict_right']} of "
             f"{s['configs']} configurations ({s['strict_right'] / n:.0%}) strictly, "
             f"{s['tolerance_right']} ({s['tolerance_right'] / n:.0%}) within "
-            f"{s['tolerance']:.0%} of the fastest (this machine's noise)")
+            f"{s['tolerance']:.0%} of the fastest (this machine's noise); counting W = 1's two "
+            f"backends (the same local copy) apart: {s['unpooled_right']} of {s['configs']}")
 
 
 def table(run: dict) -> str:
     rows = run["rows"]
-    sc = run.get("score") or score(run)
+    sc = score({**run, "rows": [r for r in rows if "budget" not in r]})
     la = run.get("loadavg")
     lines = [f"### {run['shape']} @ {run['rate']}, {run['kind']}, batch {run['batch']} "
              f"(auto's profile: {run.get('profile', 'local')}; {run.get('rounds', 1)} round(s); "
@@ -320,14 +364,15 @@ def table(run: dict) -> str:
              "| memory a rank MiB |", "|---|---|---|---|---|---|"]
     merged = {}
     for r in rows:  # fixed rows: medians over rounds; auto's row as it is
-        key = (r["group_size"], r["backend"])
+        key = (r["group_size"], r["backend"], "budget" in r)
         merged.setdefault(key, []).append(r)
     agg = []
     for rs in merged.values():
         agg.append({**rs[0], **{k: float(np.median([r[k] for r in rs])) for k in
                                 ("fetch_median_s", "step_median_s")}})
     for r in agg:
-        name = r["backend"] if r["backend"] != "auto" else f"auto -> {r['chosen']}"
+        name = r["backend"] if r["backend"] != "auto" else f"auto -> {r['chosen']}" + (
+            " (budget)" if "budget" in r else "")
         lines.append(f"| {r['group_size']} | {name} | {r['fetch_median_s'] * 1e3:.2f} | "
                      f"{r['step_median_s'] * 1e3:.2f} | {r['crossed_bytes_per_step'] / 1e6:.2f} "
                      f"| {r['memory_per_rank'] / 2**20:.1f} |")
@@ -340,6 +385,14 @@ def table(run: dict) -> str:
                  if sc["pick_s"] else "no fixed row") + "): "
               + ("right" if sc["strict"] else "within 10%" if sc["within_tolerance"]
                  else "wrong")]
+    for b in (x for x in scores(run) if x["budget"]):
+        lines.append(f"under a budget of {b['budget'] / 2**20:.1f} MiB a rank (W = 1 does not "
+                     f"fit): fastest fitting W={b['fastest'][0]} {b['fastest'][1]} "
+                     f"({b['fastest_s'] * 1e3:.1f} ms), auto chose W={b['pick'][0]} "
+                     f"{b['pick'][1]} ("
+                     + (f"{b['pick_s'] / b['fastest_s']:.2f}x" if b["pick_s"] else "no fixed row")
+                     + "): " + ("right" if b["strict"] else "within 10%"
+                                if b["within_tolerance"] else "wrong"))
     return "\n".join(lines)
 
 

@@ -316,12 +316,14 @@ def main() -> None:
                   f"Every group size W x backend, then `group_size: auto` with `backend: auto` as "
                   f"users run it (its step median includes the online check's probe steps). "
                   f"{groups['note']}.", ""]
+        import groups as groups_bench
+
         for run in groups["runs"]:
-            lines += [run["table"], ""]
-        if groups.get("summary"):
+            lines += [groups_bench.table(run) if "rounds" in run else run["table"], ""]
+        if groups["runs"]:
             import groups as groups_bench
 
-            lines += [groups_bench.summary_text(groups["summary"]) + ".", ""]
+            lines += [groups_bench.summary_text(groups_bench.summary(groups["runs"])) + ".", ""]
     loading = _load("groups_loading.json")
     if loading:  # bench/groups.py --loading (issue 16)
         import groups as groups_bench
