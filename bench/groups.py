@@ -36,29 +36,53 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 
 
-def worker(path: str, batch: int, steps: int, profile: str | None) -> None:
+def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int = 1) -> None:
     from mpi4py import MPI
 
     from mdloader_plugin import budget as mem
     from mdloader_plugin import groups
     from mdloader_plugin.loader import MDLoader
-    from mdloader_plugin.placement import open_store
+    from mdloader_plugin.placement import choose_group_size
     from mdloader_plugin.store import ShardStore
     from mdloader_plugin.world import World, abort_on_error
 
     world = World.detect()
     rows = []
     with abort_on_error(world.comm):
-        for w in groups.valid_sizes(world.node_of):
-            store = ShardStore.from_file(world, path, group_size=w)
-            for backend in ("onesided", "collective"):
-                rows.append(_measure(world, store, backend, batch, steps, w, MDLoader, MPI, mem))
-            store.close()
-        store = open_store(world, path, group_size="auto", batch_size=batch, profile=profile)
+        sizes = groups.valid_sizes(world.node_of)
+        for rnd in range(rounds):  # interleaved: every (W, backend) once a round
+            for w in (sizes if rnd % 2 == 0 else sizes[::-1]):
+                store = ShardStore.from_file(world, path, group_size=w)
+                for backend in ("onesided", "collective"):
+                    rows.append({**_measure(world, store, backend, batch, steps, w, MDLoader,
+                                            MPI, mem), "round": rnd})
+                store.close()
+        # auto as open_store(group_size="auto") runs it, keeping the decision's predictions
+        dec = choose_group_size(world, path, "trainset", None, batch, "auto", profile, None)
+        store = ShardStore.from_file(world, path, group_size=dec.group_size)
         row = _measure(world, store, "auto", batch, steps, store.group.size, MDLoader, MPI, mem,
                        profile)
+        row["predicted"] = [{"backend": c.backend, "group_size": c.group_size,
+                             "predicted_s": c.predicted_s, "fits": c.fits}
+                            for c in dec.candidates]
+        row["layout_backend"] = dec.backend
         rows.append(row)
         store.close()
+        # auto under a budget W = 1 does not fit (each rank 1.2x the W = 2 store): the choice
+        # among the groups that need communication
+        tight = [c for c in dec.candidates if c.group_size == 2]
+        if tight and 1 in sizes:
+            budget = int(tight[0].memory_bytes * 1.2)
+            dec = choose_group_size(world, path, "trainset", None, batch, "auto", profile,
+                                    budget)
+            store = ShardStore.from_file(world, path, group_size=dec.group_size)
+            row = _measure(world, store, "auto", batch, steps, store.group.size, MDLoader, MPI,
+                           mem, profile)
+            row.update(budget=budget, layout_backend=dec.backend, predicted=[
+                {"backend": c.backend, "group_size": c.group_size,
+                 "predicted_s": c.predicted_s, "fits": c.fits} for c in dec.candidates])
+            rows.append(row)
+            store.close()
     if world.rank == 0:
         print("ROWS " + json.dumps(rows), flush=True)
 
@@ -86,6 +110,102 @@ def _measure(world, store, backend, batch, steps, w, MDLoader, MPI, mem, profile
             "crossed_bytes_per_step": crossed / max(1, fetch.size), "memory_per_rank": memory}
 
 
+def loading_worker(path: str, w: int, rounds: int) -> None:
+    """Load the store with group size `w` both ways (``replicate`` read / copy), `rounds`
+    interleaved rounds; the slowest rank's load time each, and the bytes read from the file."""
+    from mpi4py import MPI
+
+    from mdloader_plugin.store import ShardStore
+    from mdloader_plugin.world import World, abort_on_error
+
+    world = World.detect()
+    rows = []
+    with abort_on_error(world.comm):
+        ShardStore.from_file(world, path, group_size=w, replicate="read").close()  # warm-up
+        for rnd in range(rounds):
+            for mode in (("read", "copy") if rnd % 2 == 0 else ("copy", "read")):
+                world.comm.Barrier()
+                t0 = time.perf_counter()
+                store = ShardStore.from_file(world, path, group_size=w, replicate=mode)
+                world.comm.Barrier()
+                dt = world.comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+                rows.append({"round": rnd, "mode": store.meta["replicate"], "load_s": dt,
+                             "bytes_read": store.meta["bytes_read_all_ranks"],
+                             "dataset_bytes": int(store.nbytes.sum())})
+                store.close()
+    if world.rank == 0:
+        print("ROWS " + json.dumps(rows), flush=True)
+
+
+def drive_loading(args) -> None:
+    """Read-once-and-copy against every group reading: on the emulated cluster (each of
+    `args.shapes` at each of `args.rates`) and on this one host (``local``, plain mpiexec)."""
+    from mdloader_plugin.cluster import Cluster
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from mpirun import mpirun
+
+    out_path = RESULTS / "groups_loading.json"
+    out = json.loads(out_path.read_text()) if out_path.exists() else {
+        "note": "Emulated cluster on a shared 2-core machine: contaminated by others' load; the "
+                "file is in the page cache (a file rate far above a parallel file system's)",
+        "runs": []}
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / "bench-groups-loading"
+    work.mkdir(parents=True, exist_ok=True)
+    data = work / f"oc20-{args.graphs}.bp"
+    if not data.exists():
+        subprocess.run([sys.executable, "-m", "mdloader_plugin", "synth", "--kind", "oc20",
+                        "--num-graphs", str(args.graphs), "--out", str(data), "--quiet"],
+                       check=True, timeout=1800)
+    cmd = [sys.executable, "-m", "mpi4py", __file__, "--loading-worker", str(data),
+           str(args.group), str(args.rounds)]
+
+    def record(where, rate, res):
+        if res.returncode:
+            raise SystemExit(f"bench/groups --loading: {where}@{rate} failed:\n"
+                             f"{res.stderr[-2000:]}")
+        rows = json.loads(next(ln[5:] for ln in res.stdout.splitlines()
+                               if ln.startswith("ROWS ")))
+        run = {"shape": where, "rate": rate, "group_size": args.group, "rows": rows,
+               "warmup": True,
+               "loadavg": os.getloadavg(), "date": time.strftime("%Y-%m-%d %H:%M UTC",
+                                                                  time.gmtime())}
+        out["runs"] = [r for r in out["runs"] if (r["shape"], r["rate"]) != (where, rate)] + [run]
+        print(loading_table([run]), flush=True)
+
+    for shape in [s for s in args.shapes.split(",") if s != "local"]:
+        hosts, rph = (int(x) for x in shape.split("x"))
+        with Cluster.up(hosts=hosts, ranks_per_host=rph, rate=args.rates.split(",")[0],
+                        name=f"bl{os.getpid() % 10000:04d}") as cl:
+            for rate in args.rates.split(","):
+                cl.set_rate(rate)
+                record(shape, rate, cl.run(cmd, timeout=1200,
+                                           capture_output=True, text=True, cwd=ROOT,
+                                           env={"PYTHONUNBUFFERED": "1"}))
+    if "local" in args.shapes.split(","):
+        record("1x4", "one host", mpirun(4, cmd[3:], timeout=1200))
+    out_path.write_text(json.dumps(out, indent=1))
+    print(f"wrote {out_path}")
+
+
+def loading_table(runs: list[dict]) -> str:
+    """Markdown: load time (median over rounds, slowest rank) and bytes read, read vs copy.
+    A job's first load (imports, first file open: 4-6x slower) is a warm-up, left out."""
+    lines = ["| layout | link | W | mode | load s (median; all rounds) | read from the file MB "
+             "| load average |", "|---|---|---|---|---|---|---|"]
+    for run in runs:
+        rows = run["rows"] if run.get("warmup") else run["rows"][1:]  # first load: warm-up
+        for mode in ("read", "copy"):
+            ts = sorted(r["load_s"] for r in rows if r["mode"] == mode)
+            if not ts:
+                continue
+            mb = next(r["bytes_read"] for r in run["rows"] if r["mode"] == mode) / 1e6
+            lines.append(f"| {run['shape']} | {run['rate']} | {run['group_size']} | {mode} | "
+                         f"{float(np.median(ts)):.2f} ({', '.join(f'{t:.2f}' for t in ts)}) | "
+                         f"{mb:.0f} | {run['loadavg'][0]:.1f} |")
+    return "\n".join(lines)
+
+
 def _max(world, arr, MPI):
     out = np.empty_like(arr)
     world.comm.Allreduce(arr, out, op=MPI.MAX)
@@ -96,16 +216,17 @@ def drive(args) -> None:
     from mdloader_plugin.cluster import Cluster
 
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = {"note": "Emulated cluster on a shared 2-core machine: contaminated by others' load",
-           "runs": []}
-    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-groups-{os.getpid()}"
+    out_path = RESULTS / "groups.json"
+    out = json.loads(out_path.read_text()) if out_path.exists() and args.merge else {
+        "note": "Emulated cluster on a shared 2-core machine: contaminated by others' load",
+        "runs": []}
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / "bench-groups-data"  # kept between runs
     work.mkdir(parents=True, exist_ok=True)
     for shape in args.shapes.split(","):
         hosts, rph = (int(x) for x in shape.split("x"))
         p = hosts * rph
         for rate in args.rates.split(","):
-            prof = RESULTS / f"profile-cluster-{rate}.json"
-            prof = str(prof) if prof.exists() else "local"
+            prof = _profile(shape, rate)
             with Cluster.up(hosts=hosts, ranks_per_host=rph, rate=rate,
                             name=f"bg{os.getpid() % 10000:04d}") as cl:
                 for kind in args.kinds.split(","):
@@ -118,7 +239,8 @@ def drive(args) -> None:
                                             "--quiet"], check=True, timeout=1800)
                         t0 = time.perf_counter()
                         res = cl.run([sys.executable, "-m", "mpi4py", __file__, "--worker",
-                                      str(data), str(batch), str(args.steps), prof],
+                                      str(data), str(batch), str(args.steps), prof,
+                                      str(args.rounds)],
                                      timeout=1800,
                                      capture_output=True, text=True, cwd=ROOT,
                                      env={"PYTHONUNBUFFERED": "1"})
@@ -128,41 +250,158 @@ def drive(args) -> None:
                         rows = json.loads(next(ln[5:] for ln in res.stdout.splitlines()
                                                if ln.startswith("ROWS ")))
                         run = {"shape": shape, "rate": rate, "kind": kind, "batch": batch,
-                               "profile": Path(prof).name, "rows": rows,
-                               "wall_s": time.perf_counter() - t0}
+                               "profile": Path(prof).name, "rows": rows, "rounds": args.rounds,
+                               "steps": args.steps, "wall_s": time.perf_counter() - t0,
+                               "loadavg": os.getloadavg(),
+                               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+                        run["score"] = scores(run)
                         run["table"] = table(run)  # bench/report.py puts it in RESULTS.md
+                        key = (shape, rate, kind, batch)
+                        out["runs"] = [r for r in out["runs"] if (r["shape"], r["rate"],
+                                                                  r["kind"], r["batch"]) != key]
                         out["runs"].append(run)
+                        out_path.write_text(json.dumps(out, indent=1))
                         print(table(run), flush=True)
-    (RESULTS / "groups.json").write_text(json.dumps(out, indent=1))
-    print(f"wrote {RESULTS / 'groups.json'}")
+    out["summary"] = summary(out["runs"])
+    out_path.write_text(json.dumps(out, indent=1))
+    print(summary_text(out["summary"]))
+    print(f"wrote {out_path}")
+
+
+def _profile(shape: str, rate: str) -> str:
+    """The profile a user would have calibrated on this cluster (``bench/backend_choice.py``'s
+    per-shape ones, else ``bench/estimator_cluster.py``'s 2-host ones), else ``local``."""
+    for name in (f"profile-{shape}-{rate}.json",
+                 f"profile-cluster-{rate}.json" if shape == "2x2" else None):
+        if name and (RESULTS / name).exists():
+            return str(RESULTS / name)
+    return "local"
+
+
+TOLERANCE = 0.10  # a pick within 10% of the fastest measured step: inside this machine's noise
+
+
+LOCAL = "local copy"  # W = 1: both backends run the same code (a local gather, no MPI)
+
+
+def _key(w: int, backend: str) -> tuple:
+    return (w, LOCAL) if w == 1 else (w, backend)
+
+
+def _medians(rows: list[dict]) -> dict:
+    """(W, backend) -> median over rounds of the fixed rows' step medians; at W = 1 both
+    backends' rows are pooled as one configuration (``LOCAL``)."""
+    got: dict = {}
+    for r in rows:
+        if r["backend"] != "auto":
+            got.setdefault(_key(r["group_size"], r["backend"]), []).append(r["step_median_s"])
+    return {k: float(np.median(v)) for k, v in got.items()}
+
+
+def scores(run: dict) -> list[dict]:
+    """One score per auto row: unconstrained, and under the budget that excludes W = 1."""
+    autos = [i for i, r in enumerate(run["rows"]) if r["backend"] == "auto"]
+    fixed = [r for r in run["rows"] if r["backend"] != "auto"]
+    out = []
+    for i in autos:
+        auto = run["rows"][i]
+        rows = fixed if "budget" not in auto else [r for r in fixed if r["group_size"] > 1]
+        out.append({**score({**run, "rows": rows + [auto]}), "budget": auto.get("budget")})
+    return out
+
+
+def score(run: dict) -> dict:
+    """Auto's (W, backend) against the fixed rows (its pick's own fixed row: auto's row adds the
+    online check's probe steps): strictly the fastest, or within ``TOLERANCE`` of it; and the
+    host-local (W = ranks a host) speed-up over the best W = P backend. At W = 1 the backend is
+    immaterial (``LOCAL``)."""
+    med = _medians(run["rows"])
+    best = min(med, key=med.get)
+    auto = run["rows"][-1]
+    pick = _key(auto["group_size"], auto["chosen"])
+    full = max(w for w, _ in med)
+    at_p = min(v for (w, _), v in med.items() if w == full)
+    rph = int(run["shape"].split("x")[1])
+    local = [v for (w, _), v in med.items() if w == rph and w != full]
+    raw: dict = {}  # without pooling W = 1's two backends
+    for r in run["rows"]:
+        if r["backend"] != "auto":
+            raw.setdefault((r["group_size"], r["backend"]), []).append(r["step_median_s"])
+    raw_best = min(raw, key=lambda k: float(np.median(raw[k])))
+    return {"fastest": list(best), "fastest_s": med[best], "pick": list(pick),
+            "unpooled_right": (auto["group_size"], auto["chosen"]) == raw_best,
+            "pick_s": med.get(pick), "strict": pick == best,
+            "within_tolerance": med.get(pick, float("inf")) <= med[best] * (1 + TOLERANCE),
+            "host_local_speedup": at_p / min(local) if local else None}
+
+
+def summary(runs: list[dict]) -> dict:
+    sc = [s for r in runs for s in scores(r)]
+    return {"configs": len(sc), "strict_right": sum(s["strict"] for s in sc),
+            "unpooled_right": sum(s.get("unpooled_right", False) for s in sc),
+            "tolerance_right": sum(s["within_tolerance"] for s in sc), "tolerance": TOLERANCE}
+
+
+def summary_text(s: dict) -> str:
+    n = max(1, s["configs"])
+    return (f"auto picked the fastest fitting (backend, W) in {s['strict_right']} of "
+            f"{s['configs']} configurations ({s['strict_right'] / n:.0%}) strictly, "
+            f"{s['tolerance_right']} ({s['tolerance_right'] / n:.0%}) within "
+            f"{s['tolerance']:.0%} of the fastest (this machine's noise); counting W = 1's two "
+            f"backends (the same local copy) apart: {s['unpooled_right']} of {s['configs']}")
 
 
 def table(run: dict) -> str:
     rows = run["rows"]
-    fixed = [r for r in rows if r["backend"] != "auto"]
-    best = min(fixed, key=lambda r: r["step_median_s"])
-    full = max(r["group_size"] for r in fixed)
-    at_p = min((r for r in fixed if r["group_size"] == full), key=lambda r: r["step_median_s"])
+    sc = score({**run, "rows": [r for r in rows if "budget" not in r]})
+    la = run.get("loadavg")
     lines = [f"### {run['shape']} @ {run['rate']}, {run['kind']}, batch {run['batch']} "
+             f"(auto's profile: {run.get('profile', 'local')}; {run.get('rounds', 1)} round(s); "
+             f"load average {la[0]:.1f})" if la else
+             f"### {run['shape']} @ {run['rate']}, {run['kind']}, batch {run['batch']} "
              f"(auto's profile: {run.get('profile', 'local')})", "",
              "| W | backend | fetch ms (median, slowest rank) | step ms | MB across hosts a step "
              "| memory a rank MiB |", "|---|---|---|---|---|---|"]
-    for r in rows:
-        name = r["backend"] if r["backend"] != "auto" else f"auto -> {r['chosen']}"
+    merged = {}
+    for r in rows:  # fixed rows: medians over rounds; auto's row as it is
+        key = (r["group_size"], r["backend"], "budget" in r)
+        merged.setdefault(key, []).append(r)
+    agg = []
+    for rs in merged.values():
+        agg.append({**rs[0], **{k: float(np.median([r[k] for r in rs])) for k in
+                                ("fetch_median_s", "step_median_s")}})
+    for r in agg:
+        name = r["backend"] if r["backend"] != "auto" else f"auto -> {r['chosen']}" + (
+            " (budget)" if "budget" in r else "")
         lines.append(f"| {r['group_size']} | {name} | {r['fetch_median_s'] * 1e3:.2f} | "
                      f"{r['step_median_s'] * 1e3:.2f} | {r['crossed_bytes_per_step'] / 1e6:.2f} "
                      f"| {r['memory_per_rank'] / 2**20:.1f} |")
-    auto = rows[-1]
-    lines += ["", f"fastest fixed: W={best['group_size']} {best['backend']}; its step is "
-              f"{at_p['step_median_s'] / best['step_median_s']:.1f}x faster than W={full} "
-              f"({at_p['backend']}); auto chose W={auto['group_size']} {auto['chosen']} "
-              f"({auto['step_median_s'] / best['step_median_s']:.2f}x the fastest step)"]
+    hl = sc["host_local_speedup"]
+    lines += ["", f"fastest fixed (median over rounds): W={sc['fastest'][0]} {sc['fastest'][1]} "
+              f"({sc['fastest_s'] * 1e3:.1f} ms); host-local groups "
+              + (f"{hl:.1f}x faster than W = P" if hl else "n/a (one rank a host: W=1)")
+              + f"; auto chose W={sc['pick'][0]} {sc['pick'][1]} ("
+              + (f"its fixed row {sc['pick_s'] / sc['fastest_s']:.2f}x the fastest"
+                 if sc["pick_s"] else "no fixed row") + "): "
+              + ("right" if sc["strict"] else "within 10%" if sc["within_tolerance"]
+                 else "wrong")]
+    for b in (x for x in scores(run) if x["budget"]):
+        lines.append(f"under a budget of {b['budget'] / 2**20:.1f} MiB a rank (W = 1 does not "
+                     f"fit): fastest fitting W={b['fastest'][0]} {b['fastest'][1]} "
+                     f"({b['fastest_s'] * 1e3:.1f} ms), auto chose W={b['pick'][0]} "
+                     f"{b['pick'][1]} ("
+                     + (f"{b['pick_s'] / b['fastest_s']:.2f}x" if b["pick_s"] else "no fixed row")
+                     + "): " + ("right" if b["strict"] else "within 10%"
+                                if b["within_tolerance"] else "wrong"))
     return "\n".join(lines)
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
+        worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--loading-worker":
+        loading_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rates", default="200mbit")
@@ -170,7 +409,16 @@ def main() -> None:
     ap.add_argument("--kinds", default="oc20")
     ap.add_argument("--batches", default="32")
     ap.add_argument("--steps", type=int, default=8)
-    drive(ap.parse_args())
+    ap.add_argument("--loading", action="store_true",
+                    help="time read-once-and-copy against every group reading the file "
+                         "(--shapes may include local: 4 ranks on this host)")
+    ap.add_argument("--graphs", type=int, default=2048, help="--loading: OC20-like graphs")
+    ap.add_argument("--group", type=int, default=2, help="--loading: the group size W")
+    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other configurations already in results/groups.json")
+    args = ap.parse_args()
+    drive_loading(args) if args.loading else drive(args)
 
 
 if __name__ == "__main__":

@@ -316,8 +316,29 @@ def main() -> None:
                   f"Every group size W x backend, then `group_size: auto` with `backend: auto` as "
                   f"users run it (its step median includes the online check's probe steps). "
                   f"{groups['note']}.", ""]
+        import groups as groups_bench
+
         for run in groups["runs"]:
-            lines += [run["table"], ""]
+            lines += [groups_bench.table(run) if "rounds" in run else run["table"], ""]
+        if groups["runs"]:
+            import groups as groups_bench
+
+            lines += [groups_bench.summary_text(groups_bench.summary(groups["runs"])) + ".", ""]
+    loading = _load("groups_loading.json")
+    if loading:  # bench/groups.py --loading (issue 16)
+        import groups as groups_bench
+
+        lines += ["## Replica groups: read once and copy, or every group reads "
+                  "(`bench/groups.py --loading`)", "",
+                  "OC20-like slabs, W = 2 (two groups), load time of the store (slowest rank; "
+                  "median over interleaved rounds, a job's first load left out as warm-up). "
+                  f"{loading['note']}.", "", groups_bench.loading_table(loading["runs"]), ""]
+    gmodel = _load("groups_model.json")
+    if gmodel:  # bench/groups_model.py (issue 16)
+        import groups_model
+
+        lines += ["## Replica groups on paper: Perlmutter and Frontier, 64-2048 ranks "
+                  "(`bench/groups_model.py`, model output)", ""] + groups_model.table(gmodel) + [""]
     if train:
         lines += ["## Training (HydraGNN)", ""] + training_table(train) + [
             "", "Figure: `bench/training.png`.", ""]

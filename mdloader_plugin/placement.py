@@ -24,12 +24,13 @@ from . import groups
 def open_store(world, path, label: str = "trainset", *, group_size=None,
                batch_size: int | None = None, backend: str = "auto", profile=None,
                max_memory_per_rank=None, keys=None, digests: bool = False, required=(),
-               index: str = "compact", index_share: str = "rank"):
+               index: str = "compact", index_share: str = "rank", replicate=None):
     """Collective. The :class:`~mdloader_plugin.store.ShardStore` of ``path[label]`` with
     `group_size` ``None``/``"all"`` (all ranks), an int, or ``"auto"`` (needs `batch_size`).
     `path` is one file, or a list of data sets (what ``ShardStore.from_files`` takes; `required`:
     keys every file must have); `index` and `index_share` as :meth:`ShardStore.from_records
-    <mdloader_plugin.store.ShardStore.from_records>` takes them."""
+    <mdloader_plugin.store.ShardStore.from_records>` takes them; `replicate`: how the groups get
+    their copies (:mod:`~mdloader_plugin.replicate`)."""
     from .budget import parse_bytes
     from .store import ShardStore
     from .world import agree
@@ -42,10 +43,10 @@ def open_store(world, path, label: str = "trainset", *, group_size=None,
     if _several(path):
         return ShardStore.from_files(world, path, label, keys, required, group_size=w,
                                      digests=digests, max_memory_per_rank=max_memory_per_rank,
-                                     index=index, index_share=index_share)
+                                     index=index, index_share=index_share, replicate=replicate)
     return ShardStore.from_file(world, path, label, keys, group_size=w, digests=digests,
                                 max_memory_per_rank=max_memory_per_rank, index=index,
-                                index_share=index_share)
+                                index_share=index_share, replicate=replicate)
 
 
 def _several(path) -> bool:

@@ -7,8 +7,9 @@ backend can fetch any sample without asking anyone where it is.
 
 With replica groups (:mod:`.groups`, ``group_size`` W < P) all of this holds inside each group of
 W ranks: blocks, owners and the window are the group's, ``owner_of`` answers a rank of the group,
-and every group holds the whole data set (each rank reads its block of W from the file, so the
-file is read P / W times in all).
+and every group holds the whole data set: each rank reads its block of W from the file (the file
+is read P / W times in all), or with ``replicate="copy"`` the file is read once and the blocks
+are broadcast across groups (:mod:`.replicate`).
 
 Under MPI the buffer is allocated by ``MPI_Win_allocate`` (once, never moved): that is the memory
 the one-sided backend reads from, and with OpenMPI on one node it is shared memory that a Get
@@ -151,16 +152,7 @@ class ShardStore:
 
         samples = list(local_samples)
         sizes = agree(world, _record_sizes, samples)
-
-        def fill(buf, offs):
-            items = zip(samples, offs.tolist())
-            if progress and (world is None or world.rank == 0) and len(samples) >= 20000:
-                from tqdm import tqdm
-
-                items = tqdm(items, total=len(samples), desc="mdloader: store", unit="graph")
-            for s, o in items:
-                codec.encode_into(buf, o, s)
-
+        fill = _encoder(samples, progress and (world is None or world.rank == 0))
         return cls.from_records(world, sizes, fill, num_samples, **kw)
 
     @classmethod
@@ -171,7 +163,8 @@ class ShardStore:
         With ``max_memory_per_rank`` (bytes or ``"4GiB"``) every rank first predicts its store's
         size from the file's metadata (:mod:`.budget`) and the job stops before reading any data
         if one would not fit, saying how many ranks would. With ``group_size`` W each rank reads
-        its block of W (:mod:`.groups`)."""
+        its block of W (:mod:`.groups`), or with ``replicate="copy"`` one group's rank reads it
+        and copies it to the others (:mod:`.replicate`)."""
         return cls._load(world, _read_block, (path, label, keys), f"{path} [{label}]", **kw)
 
     @classmethod
@@ -194,17 +187,25 @@ class ShardStore:
         of this rank's block; store them and log what was loaded."""
         import time
 
-        from . import groups
+        from . import groups, replicate
         from .budget import parse_bytes
         from .log import get_logger
         from .world import agree
 
         t0 = time.perf_counter()
         kw["max_memory_per_rank"] = agree(world, parse_bytes, kw.get("max_memory_per_rank"))
+        nodes = 1 if world is None else int(np.unique(world.node_of).size)
+        mode = agree(world, replicate.resolve, kw.pop("replicate", None), nodes)
         kw["group_size"] = group = groups.make(world, kw.get("group_size"))
-        ndata, block, meta = agree(world, read, world if group is None else group, *args,
-                                   kw["max_memory_per_rank"], bool(kw.get("digests")))
-        store = cls.from_samples(world, block, ndata, meta=meta, progress=True, **kw)
+        holder = world if group is None else group
+        if mode == "copy" and group is not None and group.count > 1:
+            store, block, meta = cls._load_copied(world, group, read, args, **kw)
+            ndata = store.num_samples
+        else:
+            mode = "read"
+            ndata, block, meta = agree(world, read, holder, *args, kw["max_memory_per_rank"],
+                                       bool(kw.get("digests")))
+            store = cls.from_samples(world, block, ndata, meta=meta, progress=True, **kw)
         del block
         _trim_heap()
         if world is not None and world.size > 1:
@@ -213,14 +214,51 @@ class ShardStore:
             total_read = meta["bytes_read"]
         store.meta["load_s"] = time.perf_counter() - t0
         store.meta["bytes_read_all_ranks"] = int(total_read)
+        store.meta["replicate"] = mode
         rep = store.memory_report()
         get_logger(0 if world is None else world.rank).info(
             f"loaded {what}: {ndata} samples on {_size(world)} ranks{_groups(group)} in "
-            f"{store.meta['load_s']:.2f} s; read {_mib(meta['bytes_read'])} on rank 0, "
+            f"{store.meta['load_s']:.2f} s{_copied(group, mode)}; read "
+            f"{_mib(meta['bytes_read'])} on rank 0, "
             f"{_mib(total_read)} on all ranks; memory on rank 0: records "
             f"{_mib(rep['records_bytes'])}, index {_mib(rep['index_bytes'])} "
             f"({rep['index_bytes'] / ndata:.2f} B a sample, {rep['index_kind']})")
         return store
+
+    @classmethod
+    def _load_copied(cls, world, group, read, args: tuple, **kw):
+        """Collective. Read once, copy across groups (:mod:`.replicate`): block ``i`` is read by
+        rank ``i`` of one group and broadcast to rank ``i`` of the others."""
+        from . import replicate
+        from .world import agree
+
+        comm, root = replicate.cross(world, group)
+        reader = group.index == root
+        try:
+            def read_mine():
+                if not reader:
+                    return None, None, None, None
+                ndata, block, meta = read(group, *args, kw["max_memory_per_rank"],
+                                          bool(kw.get("digests")))
+                block = list(block)
+                return ndata, block, meta, _record_sizes(block)
+
+            got = agree(world, read_mine)
+            ndata, meta, sizes = comm.bcast((got[0], got[2], got[3]) if reader else None, root)
+            block = got[1] if reader else []
+            if not reader:
+                meta = {**meta, "bytes_read": 0}
+            encode = _encoder(block, world.rank == 0) if reader else None
+
+            def fill(buf, offs):
+                if reader:
+                    encode(buf, offs)
+                replicate.bcast_records(comm, root, buf)
+
+            store = cls.from_records(world, sizes, fill, ndata, meta=meta, **kw)
+        finally:
+            comm.Free()
+        return store, block, meta
 
     def open_epoch(self):
         """The window, inside the one passive-target epoch (``Lock_all``) all its readers share.
@@ -255,6 +293,20 @@ class ShardStore:
             self.group.close()
 
 
+def _encoder(samples, progress: bool = False):
+    """``fill(buf, offs)`` that encodes `samples` into their records (a bar for large blocks)."""
+    def fill(buf, offs):
+        items = zip(samples, offs.tolist())
+        if progress and len(samples) >= 20000:
+            from tqdm import tqdm
+
+            items = tqdm(items, total=len(samples), desc="mdloader: store", unit="graph")
+        for s, o in items:
+            codec.encode_into(buf, o, s)
+
+    return fill
+
+
 def _trim_heap() -> None:
     """Hand the freed file block back to the OS. glibc keeps freed heap memory for reuse: after
     loading, each rank kept about its block size again on top of the store (measured: +30 MiB a
@@ -273,6 +325,12 @@ def _trim_heap() -> None:
 
 def _size(world) -> int:
     return 1 if world is None else world.size
+
+
+def _copied(group, mode: str) -> str:
+    if group is None or group.count == 1:
+        return ""
+    return " (read once, copied across groups)" if mode == "copy" else " (each group read the file)"
 
 
 def _groups(group) -> str:

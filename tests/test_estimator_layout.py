@@ -165,3 +165,23 @@ def test_a_profile_blind_to_the_network_prefers_groups_inside_a_node():
     assert blind_to_network(get_profile("local"), 2)
     assert not blind_to_network(get_profile("local"), 1)
     assert not blind_to_network(get_profile("perlmutter"), 8)  # published inter-node figures
+
+
+@pytest.mark.parametrize("profile,ranks,backend,w", [
+    ("frontier", 64, "onesided", 8), ("frontier", 2048, "onesided", 8),
+    ("perlmutter", 64, "onesided", 64), ("perlmutter", 256, "onesided", 256),
+    ("perlmutter", 2048, "onesided", 1024)])
+def test_oc20_2m_picks_are_what_the_slurm_recipes_say(profile, ranks, backend, w):
+    """The Slurm recipe comments and bench/groups_model.py quote these picks (OC20-2M, batch
+    32); a model change that moves them must update both."""
+    import pathlib
+
+    from mdloader_plugin.estimator.layout import layout_from_mean
+
+    dec = layout_from_mean(ranks, get_profile(profile).provenance["ranks_per_node"], 32,
+                           70000.0, 20000.0, 2_000_000, profile)
+    assert (dec.backend, dec.group_size) == (backend, w)
+    recipe = pathlib.Path(__file__).parents[1] / "slurm" / f"{profile}-hydragnn.sbatch"
+    text = " ".join(ln.lstrip("# ") for ln in recipe.read_text().splitlines())
+    said = f"W = {w}" if w != ranks else "W = P"
+    assert said in text

@@ -160,3 +160,21 @@ def test_one_process_without_mpi_takes_only_w_1():
     assert store.group is None and store.local_range == (0, 5)
     with pytest.raises(ConfigError, match="group_size 2 does not divide"):
         ShardStore.from_samples(None, samples, 5, group_size=2)
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_read_once_and_copy_fills_byte_identical_stores(mols, multi):
+    """replicate=copy (the file read once, blocks broadcast across the 2 groups) gives every rank
+    the same records, index and digests as every group reading the file; the file is read once
+    in total instead of once per group."""
+    from mpirun import mpirun
+
+    r = mpirun(4, ["tests/mpi_scripts/replicate_equal.py", mols, 2] + (["multi"] if multi else []),
+               timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = re.search(r"equal ranks=4 W=2 read_bytes=(\d+) copy_bytes=(\d+) distinct_buffers=(\d+)",
+                  r.stdout)
+    assert m, r.stdout + r.stderr[-2000:]
+    read_bytes, copy_bytes, distinct = map(int, m.groups())
+    assert copy_bytes * 2 == read_bytes  # once in total, against once per group
+    assert distinct == 2                 # two blocks, each held by one rank of each group

@@ -32,6 +32,8 @@ echo "== HydraGNN training"
 "$PY" bench/training.py "${full[@]}"
 echo "== scale on paper (model output)"
 "$PY" bench/scale.py
+echo "== replica groups on paper: auto's (backend, W) on Perlmutter/Frontier at 64-2048 ranks (model output)"
+"$PY" bench/groups_model.py
 echo "== data-set scale: index + order per rank, epoch start, load (${BENCH_SCALE_SAMPLES:-20000000} tiny records, 4 ranks)"
 "$PY" bench/dataset_scale.py --samples "${BENCH_SCALE_SAMPLES:-20000000}"
 echo "== data-set scale: per-step cost of the index kinds and orders (one process)"

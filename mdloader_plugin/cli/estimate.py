@@ -8,6 +8,7 @@ machine's) with the estimator's safety share, every (backend, W) and the one aut
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 
@@ -59,37 +60,23 @@ def _decide(args):
 
 
 def _layout(args, prof, rpn):
-    """(LayoutDecision, sizes weighed) for --group-size, from mean record sizes."""
-    import numpy as np
-
+    """LayoutDecision for --group-size, from mean record sizes
+    (:func:`~mdloader_plugin.estimator.layout.layout_from_mean`)."""
     from .. import groups
-    from ..budget import fewest_ranks, human, parse_bytes
+    from ..budget import parse_bytes
     from ..errors import ConfigError
-    from ..estimator.layout import SHARE, choose_layout, detect_budget
+    from ..estimator.layout import layout_from_mean
 
     want = groups.parse(args.group_size, "--group-size")
     if not args.num_samples or args.num_samples <= 0:
         raise ConfigError("--group-size needs --num-samples (samples in the data set) to size "
                           "the memory a rank")
-    node_of = np.arange(args.ranks) // max(1, rpn)
-    if want not in (None, "auto"):
-        groups.check_size(want, node_of)
-    sizes = [w for w in groups.valid_sizes(node_of)
-             if want == "auto" or w in (want or args.ranks, args.ranks)]
-    n, mu = args.num_samples, args.sample_bytes
     budget = parse_bytes(args.max_memory_per_rank, "--max-memory-per-rank")
-    source = "--max-memory-per-rank"
-    node_mem = prof.provenance.get("node_memory_bytes")
-    if budget is None and node_mem:
-        budget = int(float(node_mem) * SHARE / rpn)
-        source = f"{SHARE:.0%} of the {prof.name} node's {human(float(node_mem))} over {rpn} ranks"
-    elif budget is None:
-        budget, source = detect_budget(rpn)
-    mean_sizes = np.full(n, mu)
     grows = sum(_scale_bytes(args, rpn).values())  # index + order: the whole data set's
-    dec = choose_layout(sizes, rpn, args.batch_size, mu, args.sample_std,
-                        lambda w: int(-(-n // w) * mu) + grows, budget, source, prof,
-                        fewest=lambda: fewest_ranks(mean_sizes, budget) if budget else None)
+    dec = layout_from_mean(args.ranks, rpn, args.batch_size, args.sample_bytes, args.sample_std,
+                           args.num_samples, prof, budget, want, fixed_bytes=grows)
+    if budget is not None:
+        dec = dataclasses.replace(dec, budget_source="--max-memory-per-rank")
     return dec
 
 

@@ -104,6 +104,45 @@ def choose_layout(sizes: Sequence[int], ranks_per_node: int, batch_size: int, me
 
 
 
+def layout_from_mean(ranks: int, ranks_per_node: int, batch_size: int, mean_bytes: float,
+                     std_bytes: float, num_samples: int, profile: "Profile | str | None" = None,
+                     budget: int | None = None, group_size="auto",
+                     fixed_bytes: int | None = None) -> LayoutDecision:
+    """(backend, W) for a job described by its mean record size, as ``mdloader estimate`` and
+    ``bench/groups_model.py`` weigh it ahead of a run: memory a rank ``ceil(N / W)`` mean
+    records plus the index's bound; the budget `budget` if given, else ``SHARE`` of the
+    profile's node memory (``provenance.node_memory_bytes``) over its ranks, else this node's
+    (:func:`detect_budget`). `group_size` ``"auto"`` weighs every valid ``W``; an int weighs it
+    against ``W = P`` only. `fixed_bytes`: what a rank holds whatever ``W`` (index + order for
+    the scale options chosen, :func:`~mdloader_plugin.budget.scale_bytes`); default the compact
+    index's bound."""
+    import numpy as np
+
+    from .. import groups
+    from ..budget import fewest_ranks, index_bytes
+
+    prof = get_profile(profile)
+    node_of = np.arange(ranks) // max(1, ranks_per_node)
+    if group_size not in (None, "auto"):
+        groups.check_size(group_size, node_of)
+    sizes = [w for w in groups.valid_sizes(node_of)
+             if group_size == "auto" or w in (group_size or ranks, ranks)]
+    source = "max_memory_per_rank"
+    node_mem = prof.provenance.get("node_memory_bytes")
+    if budget is None and node_mem:
+        budget = int(float(node_mem) * SHARE / ranks_per_node)
+        source = (f"{SHARE:.0%} of the {prof.name} node's {human(float(node_mem))} over "
+                  f"{ranks_per_node} ranks")
+    elif budget is None:
+        budget, source = detect_budget(ranks_per_node)
+    n = int(num_samples)
+    index = index_bytes(n) if fixed_bytes is None else int(fixed_bytes)
+    return choose_layout(sizes, ranks_per_node, batch_size, mean_bytes, std_bytes,
+                         lambda w: int(-(-n // w) * mean_bytes) + index, budget, source, prof,
+                         fewest=lambda: (fewest_ranks(np.full(n, mean_bytes), budget)
+                                         if budget else None))
+
+
 def _reason(best: Candidate, cands: list[Candidate], prof: str) -> str:
     full = max(c.group_size for c in cands)
     at_p = min((c for c in cands if c.group_size == full), key=lambda c: c.predicted_s)

@@ -4,7 +4,7 @@ Every rank derives from the global plan (all ranks' sample ids for the step) wha
 to whom, packs those records, and all ranks call ONE ``MPI_Alltoallv`` (self-send included).
 There is no request round, but every rank waits for the slowest. Formula (seconds per step)::
 
-    T = coll.t_step
+    T = coll.t_step                          (0 on one rank: a local copy, no MPI)
       + coll.t_plan_id * P * B                 scan the global plan (P*B ids) for my records
       + coll.t_sync * ceil(log2 P)             agreement / skew between ranks
       + L(P)                                   per-peer latency:
@@ -76,7 +76,7 @@ def terms(w: Workload, p: dict) -> dict[str, float]:
     f = w.intra_fraction
     per_record = p["mem.t_sample"] + w.mean_bytes / p["mem.bw"]
     return {
-        "step": p["coll.t_step"],
+        "step": p["coll.t_step"] if P > 1 else 0.0,  # one rank: a local copy only
         "plan": p["coll.t_plan_id"] * P * w.batch_size,
         "sync": p["coll.t_sync"] * stages,
         "latency": latency,

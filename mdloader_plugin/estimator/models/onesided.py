@@ -7,7 +7,7 @@ owner, ONE ``MPI_Get`` whose target datatype is an ``hindexed`` list of that own
 one ``Flush_all``. Gets are issued back to back, so their network latencies overlap: the flush
 pays one round trip, each Get only its issue overhead. Formula (seconds per step)::
 
-    T = os.t_step
+    T = os.t_step                                 (0 on one rank: no MPI at all)
       + t_flush                                   (os.t_flush_inter if any owner is off-node,
                                                    else os.t_flush_intra; 0 on one rank)
       + n_intra os.t_get_intra                    n_* = expected distinct owners,
@@ -53,7 +53,7 @@ def terms(w: Workload, p: dict) -> dict[str, float]:
         flush = p["os.t_flush_inter"] if w.world_size > w.rpn else p["os.t_flush_intra"]
     f = w.intra_fraction
     return {
-        "step": p["os.t_step"],
+        "step": p["os.t_step"] if w.world_size > 1 else 0.0,  # one rank: a local copy only
         "flush": flush,
         "gets": w.owners_intra * p["os.t_get_intra"] + w.owners_inter * p["os.t_get_inter"],
         "datatypes": w.multi_fraction * w.owners * p["os.t_dtype"],

@@ -148,7 +148,8 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
                  max_memory_per_rank: int | str | None = None, group_size=None,
                  width=None, datasets: Mapping[str, Any] | None = None,
                  sampling: Mapping[str, Any] | None = None, order: str = "auto",
-                 index: str = "compact", index_share: str = "rank") -> FairchemMDLoader:
+                 index: str = "compact", index_share: str = "rank",
+                 replicate: str | None = None) -> FairchemMDLoader:
     """Hydra target: MDLoader over ``path[label]`` (or several `datasets`) serving fairchem
     ``AtomicData`` batches.
 
@@ -176,6 +177,9 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         group_size: replica groups (``auto``, a number of ranks, or None: all ranks); ``auto``
             needs ``batch_size``. See ``docs/replica-groups.md``.
         width: DDStore's name for ``group_size``.
+        replicate: how replica groups get their copies: ``read`` (every group reads the
+            file), ``copy`` (read once, copied across groups over MPI) or ``auto``/None (the
+            default, :mod:`mdloader_plugin.replicate`).
         datasets: several data sets instead of `path`: ``{name: path}`` or ``{name: {path,
             key_mapping, transforms, no_shuffle}}`` (one store; names sorted as fairchem sorts
             them; ``no_shuffle: true`` keeps that data set in file order, as fairchem's split
@@ -218,11 +222,12 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         store, to_sample, names, no_shuffle = _multi_store(
             world, datasets, label, split, key_mapping, transforms, max_memory_per_rank,
             dict(group_size=group_size, batch_size=batch_size, backend=backend, profile=profile,
-                 **index_kw))
+                 replicate=replicate, **index_kw))
     elif path:
         store = open_store(world, path, label, group_size=group_size, batch_size=batch_size,
                            backend=backend, profile=profile,
-                           max_memory_per_rank=max_memory_per_rank, **index_kw)
+                           max_memory_per_rank=max_memory_per_rank, replicate=replicate,
+                           **index_kw)
         to_sample = ToAtomicData(dataset_name, key_mapping, transforms, split)
         names = [dataset_name]
     else:
@@ -258,7 +263,7 @@ def _multi_store(world, datasets: Mapping[str, Any], label, split, key_mapping, 
     """One store over several files (name order, as fairchem's create_concat_dataset) and the
     per-data-set AtomicData conversion, and the names of the data sets that keep their file order
     (``no_shuffle``). `placement`: :func:`~mdloader_plugin.placement.open_store`'s group_size
-    (``auto`` too), batch_size, backend, profile, index, index_share."""
+    (``auto`` too), batch_size, backend, profile, replicate, index, index_share."""
     from ...placement import open_store
     from ...sources.multi import DatasetSpec
     from .data import REQUIRED, ToAtomicDataByDataset

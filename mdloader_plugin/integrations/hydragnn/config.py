@@ -81,6 +81,10 @@ MDLOADER_OPTIONS = (
                                "ranks holds a whole copy; node-aligned, dividing the ranks), "
                                "or unset/`all`: one copy over all ranks. See replica-groups."),
     Option("width", None, "DDStore's name for `group_size` (`--ddstore_width`)."),
+    Option("replicate", "auto", "How replica groups get their copies: `read` (every group "
+                                "reads the file), `copy` (read once, copied across groups over "
+                                "MPI) or `auto` (`copy` on one node, else `read`). See "
+                                "replica-groups."),
     Option("sampling", None, "With several files: how the train split shares an epoch among "
                              "them (`{type: temperature, temperature: 2}`, `weights`, `explicit`, "
                              "`balanced`, `weighted`, `hydragnn`); unset: the files' weights if "

@@ -37,7 +37,7 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
                            batch_size=batch_size, backend=opts["backend"],
                            profile=opts.get("profile"),
                            max_memory_per_rank=opts.get("max_memory_per_rank"),
-                           **_index_options(opts))
+                           replicate=opts.get("replicate"), **_index_options(opts))
         group_size = store.group.size if store.group is not None else None  # auto: once
         loaders.append(MDLoader(store, batch_size=batch_size, shuffle=True,
                                 sampling=sampling(cfg) if label == "trainset" else None,

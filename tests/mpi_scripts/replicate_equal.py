@@ -1,0 +1,47 @@
+"""Read-once-and-copy against every group reading: ``replicate_equal.py FILE W [multi]`` loads the
+store with ``replicate="read"`` and ``"copy"`` (group size W), asserts on every rank that the
+record buffers, index and digests are byte-identical, and prints the bytes read from the file by
+all ranks in each mode. With ``multi`` the file is loaded as two data sets (``from_files``)."""
+
+import hashlib
+import sys
+
+import numpy as np
+
+from mdloader_plugin.store import ShardStore
+from mdloader_plugin.world import World, abort_on_error
+
+path, w = sys.argv[1], int(sys.argv[2])
+multi = len(sys.argv) > 3 and sys.argv[3] == "multi"
+world = World.detect()
+
+
+def load(mode):
+    if multi:
+        return ShardStore.from_files(world, [f"a={path}", f"b={path}"], group_size=w,
+                                     digests=True, replicate=mode)
+    return ShardStore.from_file(world, path, group_size=w, digests=True, replicate=mode)
+
+
+def fingerprint(store):
+    ids = np.arange(store.num_samples)
+    return (hashlib.sha256(store.buffer.tobytes()).hexdigest(), store.block_starts.tolist(),
+            np.asarray(store.offsets[ids]).tolist(), np.asarray(store.nbytes[ids]).tolist(),
+            store.digests.tolist(), store.meta["keys"], store.meta["label"])
+
+
+with abort_on_error(world.comm):
+    read = load("read")
+    fp_read, read_bytes = fingerprint(read), read.meta["bytes_read_all_ranks"]
+    assert read.meta["replicate"] == "read"
+    read.close()
+    copy = load("copy")
+    fp_copy, copy_bytes = fingerprint(copy), copy.meta["bytes_read_all_ranks"]
+    assert copy.meta["replicate"] == ("copy" if w < world.size else "read")
+    assert fp_copy == fp_read, f"rank {world.rank}: copied store differs from the read one"
+    assert copy.buffer.nbytes > 0
+    copy.close()
+    same = world.comm.allgather(fp_copy[0])
+    if world.rank == 0:
+        print(f"equal ranks={world.size} W={w} read_bytes={read_bytes} copy_bytes={copy_bytes} "
+              f"distinct_buffers={len(set(same))}", flush=True)
