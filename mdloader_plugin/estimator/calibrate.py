@@ -13,7 +13,8 @@ numbers include the contention a real step sees):
 6. ``backends`` a few real steps of each backend at small batches    -> os.t_step, coll.t_step
                 (what the micro-benchmarks miss: the backends' own Python work per step)
 
-Time (``timing.py``): under ~60 s at any link rate. ``Plan.budget_s`` (default 45 s) is split over the stages;
+Time (``timing.py``): under ~60 s at any link rate. ``Plan.budget_s`` (default 45 s) is split over the stages
+(a stage that overran leaves the later ones less: ``timing.stage_scale``);
 a point's repetitions are as many as its share of the budget allows (at least 2, at most
 ``reps``, from the warm-up's time, max over ranks so every rank runs the same count); a
 series stops growing its messages once one point's step takes more than ``max_step_s``; once a
@@ -78,9 +79,13 @@ def run(world, plan: Plan | None = None, log: Callable[[str], None] = print) -> 
               ("alltoallv", _alltoallv), ("backends", _backends)]
     for i, (name, fn) in enumerate(stages, 1):
         ts = time.perf_counter()
-        fn(world, plan, res)
+        # a stage that overran leaves the later ones less (rank 0's clock: the same everywhere)
+        staged = plan.for_stage(name, world.comm.bcast(ts - t0, root=0))
+        fn(world, staged, res)
         world.comm.Barrier()
-        say(f"calibrate: [{i}/{len(stages)}] {name} done in {time.perf_counter() - ts:.1f} s")
+        say(f"calibrate: [{i}/{len(stages)}] {name} done in {time.perf_counter() - ts:.1f} s"
+            + (f" (its share scaled by {staged.scale:.2f}: earlier stages overran)"
+               if staged.scale < 0.99 else ""))
     res = world.comm.bcast(res, root=0)  # rank 0's fit is the profile, for everyone
     validate_params(res.params, "calibration result")
     for w in res.warnings:
@@ -424,7 +429,7 @@ def _backends(world, plan: Plan, res: Result) -> None:
             backend = get_backend(name)(store, world)
             excess = []
             for batch in (1, 4):
-                clock = StageClock(world.comm, plan.budget_s * SHARES["backends"] / 4)
+                clock = StageClock(world.comm, plan.budget_s * SHARES["backends"] * plan.scale / 4)
                 t = _time_backend(world, backend, rng, n, batch, plan.steps, clock)
                 w = Workload(world.size, batch, mean, 0.0, int(np.bincount(world.node_of).max()))
                 model = dict(get_model(name).terms(w, {**res.params, key: 0.0}))

@@ -2,7 +2,9 @@
 
 A calibration must end in about a minute at any link rate (issue 15: 310 s at 100mbit before
 this). :class:`Plan` holds the sizes, repetitions and the run's time budget, split over the
-stages by :data:`SHARES`; :func:`median_time` runs as many repetitions of a point as its share
+stages by :data:`SHARES`, and a stage that overran leaves the later ones less (:func:`stage_scale`:
+each stage gets its share of what is left of the budget, never more than its share of the whole);
+:func:`median_time` runs as many repetitions of a point as its share
 allows; :class:`StageClock` adds up each point's wall time, maxed over ranks, so that every rank
 takes the same decision to skip the rest of a series (a collective must be entered by all).
 """
@@ -10,7 +12,7 @@ takes the same decision to skip the rest of a series (a collective must be enter
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -32,6 +34,7 @@ class Plan:
     steps: int = 12
     budget_s: float = 45.0  # whole run, split by SHARES (see the module docstring)
     max_step_s: float = 0.25  # a series' messages stop growing past a step this long
+    scale: float = 1.0  # of every stage's share (``stage_scale``: what earlier stages left)
 
     @classmethod
     def quick(cls) -> "Plan":
@@ -40,10 +43,28 @@ class Plan:
 
     def point_budget(self, stage: str, points: int) -> float:
         """Seconds one measured point of `stage` may take."""
-        return self.budget_s * SHARES[stage] / max(points, 1)
+        return self.budget_s * SHARES[stage] * self.scale / max(points, 1)
 
     def clock(self, stage: str, comm) -> "StageClock":
-        return StageClock(comm, self.budget_s * SHARES[stage])
+        return StageClock(comm, self.budget_s * SHARES[stage] * self.scale)
+
+    def for_stage(self, stage: str, spent_s: float) -> "Plan":
+        """This plan with `stage`'s share scaled to what the earlier stages left
+        (:func:`stage_scale`); `spent_s` must be identical on every rank."""
+        return replace(self, scale=stage_scale(stage, spent_s, self.budget_s))
+
+
+def stage_scale(stage: str, spent_s: float, budget_s: float) -> float:
+    """The factor on `stage`'s share once `spent_s` of `budget_s` is gone: `stage` and the stages
+    after it (in :data:`SHARES` order) split what is left in proportion to their shares, never
+    getting more than their share of the whole (1.0) and nothing once it is spent (0.0: only the
+    points a fit cannot do without run, at 2 repetitions). Measured before this: a slow link's
+    Get stage overran its share and the later stages still took theirs (2 hosts x 3 ranks at
+    100mbit: 73-112 s against a 45 s budget)."""
+    names = list(SHARES)
+    later = sum(SHARES[n] for n in names[names.index(stage):])
+    left = max(0.0, budget_s - spent_s)
+    return min(1.0, left / (budget_s * later)) if budget_s > 0 and later > 0 else 0.0
 
 
 class StageClock:
@@ -102,4 +123,5 @@ def max_array(comm, values: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["SHARES", "Plan", "StageClock", "max_array", "max_over", "median_time"]
+__all__ = ["SHARES", "Plan", "StageClock", "max_array", "max_over", "median_time",
+           "stage_scale"]
