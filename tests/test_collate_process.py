@@ -127,6 +127,7 @@ def test_producer_setting_is_checked(monkeypatch):
 
 @pytest.mark.mpi
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a helper a loader (six a rank), each importing torch and PyG
 @pytest.mark.parametrize("ranks,n,batch", [(2, 101, 16), (4, 53, 3)])
 def test_process_producer_equals_pyg_dataloader_abandon_and_resume_on_mpi_ranks(ranks, n, batch):
     """The loader-semantics script (every backend, rank-dependent abandons, speculation,
