@@ -5,7 +5,8 @@ Each ``make(name, ...)`` returns ``(iterator, close)``: the iterator yields PyG 
 (collective where it holds MPI objects).
 
 - ``collective``, ``onesided``, ``auto``: MDLoader, prefetch 2 (its producer thread runs ahead
-  while the trainer computes).
+  while the trainer computes); ``onesided-process``, ``auto-process``: the same with
+  ``producer="process"`` (batches built in a helper process, :mod:`mdloader_plugin.collate_process`).
 - ``pyg-nw0``, ``pyg-nw2``: PyG ``DataLoader`` over this rank's own block held in memory as a list
   of ``Data`` (no communication, local shuffle), ``num_workers`` 0 and 2 (forked workers,
   persistent, prefetch factor 2).
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 
-MDL = ("collective", "onesided", "auto")
+MDL = ("collective", "onesided", "auto", "onesided-process", "auto-process")
 LOADERS = MDL + ("pyg-nw0", "pyg-nw2", "hydragnn", "hydragnn-preload", "ddstore-real")
 
 
@@ -40,8 +41,9 @@ def make(name: str, store, path: str, world, batch: int, local_samples: list):
 def _mdl(name: str, store, batch: int):
     from mdloader_plugin.loader import MDLoader
 
-    loader = MDLoader(store, batch_size=batch, shuffle=True, seed=0, backend=name, prefetch=2,
-                      name=f"gpu-{name}")
+    backend, _, producer = name.partition("-")
+    loader = MDLoader(store, batch_size=batch, shuffle=True, seed=0, backend=backend, prefetch=2,
+                      name=f"gpu-{name}", producer=producer or "thread")
 
     def stream():
         for epoch in itertools.count():

@@ -33,6 +33,7 @@ import queue
 import threading
 import time
 import weakref
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -154,6 +155,10 @@ class MDLoader:
         sampling: how the store's data sets share an epoch (:mod:`.sampling`): a type name,
             ``"TYPE:key=value,..."`` or a mapping ``{type: temperature, temperature: 2}``;
             default ``proportional`` (every sample once, the single-file order).
+        producer: who collates the fetched records: ``"thread"`` (the producer thread, in the
+            trainer's process) or ``"process"`` (a helper process, :mod:`.collate_process`:
+            the trainer's GIL stays free; same batches); default ``MDLOADER_PRODUCER`` or
+            ``thread``. The fetch always runs in the rank's thread (MPI stays in the rank).
     """
 
     def __init__(self, store, *, batch_size: int, shuffle: bool = True, seed: int = 0,
@@ -163,7 +168,7 @@ class MDLoader:
                  online_check: bool = True, progress: str | bool = "auto", name: str = "train",
                  balance_weights: np.ndarray | None = None, prefetch_mib: float | None = None,
                  pin_memory: bool | None = None, device=None, sampling=None,
-                 order: str = "auto"):
+                 order: str = "auto", producer: str | None = None):
         world = store.world
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
@@ -180,12 +185,15 @@ class MDLoader:
         self.to_sample = to_sample or pyg_sample
         self.collate = collate or pyg_collate
         self._column_collate = ColumnCollate(self.to_sample, self.collate)
+        self.producer, self._helper = _producer_kind(producer), None
         self.epoch, self._step, self._resuming = 0, 0, False
         self._last_iter_epoch: int | None = None  # to guess the epoch after this one
         self.speculation = {"taken": 0, "dropped": 0}  # early next-epoch steps
         self.requested_backend = backend
         self.log = get_logger(self.rank)
         self._device = DeviceStage(device, pin_memory, self.log)
+        if self.producer == "process":
+            self._helper = self._start_helper()
         self._comm = world.comm.Dup() if self.size > 1 else None
         self.group = store.group  # backends work inside it (mdloader_plugin.groups)
         self._group_comm = self.group.comm.Dup() if self.group and self.group.size > 1 else None
@@ -213,6 +221,28 @@ class MDLoader:
         _LIVE.add(self)
 
     # -- set-up ------------------------------------------------------------------------------
+    def _start_helper(self):
+        """The collate helper process, or None (with one warning) when batches cannot be
+        built column-wise there: the thread producer then runs as usual."""
+        import pickle
+
+        from .collate_process import CollateHelper
+
+        why = None
+        if not self._column_collate.enabled:
+            why = "a custom collate, or a to_sample without a column-wise twin"
+        else:
+            try:
+                pickle.dumps(self.to_sample)
+            except Exception as exc:  # noqa: BLE001 - any pickling failure means the same
+                why = f"to_sample cannot be pickled ({type(exc).__name__})"
+        if why:
+            self.log.warning(f"[{self.name}] producer='process' needs the column-wise batches "
+                             f"of mdloader_plugin.batching; {why}: the thread producer is used")
+            self.producer = "thread"
+            return None
+        return CollateHelper(self.to_sample)
+
     def _check_threads(self) -> None:
         from mpi4py import MPI
 
@@ -369,6 +399,9 @@ class MDLoader:
     def close(self) -> None:
         """Stop the producer and free MPI resources (collective: call on every rank)."""
         self._finish_producer()
+        if self._helper is not None:
+            self._helper.close()
+            self._helper = None
         if self._watchdog is not None:
             self._watchdog.close()
             self._watchdog = None
@@ -448,6 +481,17 @@ class MDLoader:
         samples = [self.to_sample(codec.decode(fetched.buf, int(o), int(n)))
                    for o, n in zip(fetched.offsets, fetched.nbytes)]
         return self.collate(samples)
+
+
+def _producer_kind(producer: str | None) -> str:
+    from .options import env
+
+    src = "producer"
+    if producer is None:
+        src, producer = "MDLOADER_PRODUCER", env("MDLOADER_PRODUCER")
+    if producer not in ("thread", "process"):
+        raise ConfigError(f"{src} must be 'thread' or 'process', got {producer!r}")
+    return producer
 
 
 def _prefetch_bytes(mib: float | None) -> int:
@@ -579,6 +623,7 @@ class _Producer:
 
     def _steps(self, epoch: int, start: int, stop: int, stats: EpochStats):
         ld = self.loader
+        pending: deque = deque()  # steps whose batch the collate helper is making
         for step in range(start, stop):
             if self._abandoned.is_set() and not self.drain:
                 return
@@ -592,10 +637,22 @@ class _Producer:
             stats.fetch_s += t1 - t0
             stats.step_fetch_s.append(t1 - t0)
             if self._abandoned.is_set():
+                while pending:  # every step reported, in step order
+                    yield self._collected(pending.popleft(), stats)
                 ld._after_step(t1 - t0)  # every rank reports every step (a collective)
                 backend.buffers.give(fetched.buf)
                 continue  # draining: the exchange ran, nobody wants the batch
             nbytes = int(fetched.nbytes.sum())
+            helper = ld._helper if ld._column_collate.enabled else None
+            if helper is not None:
+                ticket = helper.submit(fetched.buf, fetched.offsets, fetched.nbytes)
+                pending.append((ticket, fetched, backend, nbytes, t0))
+                del fetched
+                # two steps in flight (the next fetch overlaps the helper's collate) unless
+                # the online check times each step to its ready batch
+                while len(pending) > (1 if ld._online is None or not ld._online.active else 0):
+                    yield self._collected(pending.popleft(), stats)
+                continue
             batch = ld._build_batch(fetched, backend)
             del fetched  # the records are in the batch now: free them before the next fetch
             t2 = time.perf_counter()
@@ -603,6 +660,28 @@ class _Producer:
             ld._after_step(t2 - t0)  # the online decision reads step time to a ready batch
             yield ld._device.stage(batch), nbytes
             del batch  # nor hold the served batch while making the next one
+        while pending:
+            yield self._collected(pending.popleft(), stats)
+
+    def _collected(self, entry: tuple, stats: EpochStats) -> tuple:
+        """The helper's batch of a submitted step (collated here if the helper declined)."""
+        ld = self.loader
+        ticket, fetched, backend, nbytes, t0 = entry
+        t1 = time.perf_counter()
+        batch = ld._helper.result(ticket)
+        if batch is None:  # as the thread path: off for good, said once
+            ld._column_collate.enabled = False
+            ld.log.info(f"[{ld.name}] batches are collated sample by sample in the producer "
+                        "thread (the records do not fit the column-wise path: see "
+                        "mdloader_plugin.batching)")
+            batch = ld._build_batch(fetched, backend)
+        else:
+            backend.buffers.give(fetched.buf)
+        del fetched
+        t2 = time.perf_counter()
+        stats.decode_s += t2 - t1
+        ld._after_step(t2 - t0)
+        return ld._device.stage(batch), nbytes
 
     def _run(self) -> None:
         try:

@@ -85,6 +85,11 @@ ENV = (
     Option("MDLOADER_PREFETCH_MIB", "32",
            "At most this many MiB of records wait in a loader's prefetch queue (one batch always "
            "may); the loader's `prefetch_mib` argument wins."),
+    Option("MDLOADER_PRODUCER", "thread",
+           "Who builds the batches from the fetched records when the loader's `producer` "
+           "argument is not given: `thread` (the producer thread, in the trainer's process) or "
+           "`process` (a helper process a loader, which keeps the trainer's GIL free; the "
+           "fetch stays in the rank's thread)."),
     Option("MDLOADER_FETCH_TIMEOUT", "600",
            "Seconds a step's fetch may take before the rank prints one line naming the ranks it "
            "waited for and aborts the job; `0` turns the watchdog off."),

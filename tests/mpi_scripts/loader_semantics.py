@@ -8,6 +8,7 @@ the previous one) yields the same batches whether those steps were taken over or
 loader resumed from state_dict() yields exactly the remaining batches.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -53,6 +54,10 @@ for backend in ("onesided", "collective", "auto"):
         diffs = [batch_diff(g, r) for g, r in zip(got, ref)]
         assert not any(diffs), f"{backend} epoch {epoch}: {next(d for d in diffs if d)}"
     assert loader._column_collate.enabled, "the column-wise collate fell back"
+    if backend == "onesided":  # bytes from other ranks, all on this one node
+        t = loader.traffic()
+        assert t["off_node"] == 0 and (t["on_node"] > 0) == (world.size > 1), t
+    assert (loader._helper is not None) == (os.environ.get("MDLOADER_PRODUCER") == "process")
     if loader.prefetch:
         assert loader.speculation == {"taken": 3, "dropped": 3}, loader.speculation
 
