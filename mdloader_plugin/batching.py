@@ -63,6 +63,8 @@ def pyg_sample(arrays: dict[str, np.ndarray]):
 
 
 pyg_sample.columns = lambda arrays: arrays  # its column-wise twin: nothing to transform
+# how a collate helper process rebuilds it (mdloader_plugin.collate_process.sample_spec)
+pyg_sample.helper_spec = lambda: {"factory": f"{__name__}:pyg_sample", "call": False}
 
 
 def pyg_collate(samples: list):

@@ -10,7 +10,10 @@ descriptor and wraps the arrays as tensors (zero copy): its Python per step drop
 collate (~1-2 ms) to a few dozen small calls.
 
 Transport: an ``AF_UNIX`` ``SOCK_SEQPACKET`` socket pair (one message a request or reply, file
-descriptors passed alongside). Records go through a few reusable input slots and each batch comes
+descriptors passed alongside). Messages are a JSON header and raw int64 arrays; nothing is
+pickled. The helper rebuilds the loader's ``to_sample`` from its ``helper_spec()`` (an importable
+factory and JSON arguments; :func:`sample_spec`), so a ``to_sample`` without one keeps the
+thread producer. Records go through a few reusable input slots and each batch comes
 back in a fresh ``memfd`` (anonymous shared memory: no name in ``/dev/shm``, so nothing can leak
 when either side dies; the kernel frees it with the last mapping). The batch's tensors are views
 of that mapping, which lives exactly as long as any of them.
@@ -24,11 +27,13 @@ that dies is reported by the next batch as one error naming its pid and exit cod
 
 from __future__ import annotations
 
+import importlib
+import json
 import math
 import mmap
 import os
-import pickle
 import socket
+import struct
 import subprocess
 import sys
 import traceback
@@ -53,27 +58,52 @@ def _memfd(size: int, name: str) -> tuple[int, mmap.mmap]:
     return fd, mmap.mmap(fd, size, mmap.MAP_SHARED)
 
 
-def _send(sock: socket.socket, obj, fds=()) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+def _send(sock: socket.socket, head: list, arrays=(), fds=()) -> None:
+    """One message: the JSON `head`, then each int64 array's raw bytes."""
+    h = json.dumps(head).encode()
+    data = b"".join([struct.pack("<I", len(h)), h]
+                    + [np.ascontiguousarray(a, dtype=np.int64).tobytes() for a in arrays])
     if len(data) > _MSG:
         raise ValueError(f"collate helper message of {len(data)} B exceeds {_MSG} B")
     socket.send_fds(sock, [data], list(fds))
 
 
-def _recv(sock: socket.socket):
+def _recv(sock: socket.socket) -> tuple[list, np.ndarray, list]:
+    """(head, the int64 values after it, file descriptors)."""
     data, fds, _, _ = socket.recv_fds(sock, _MSG, 4)
     if not data:
         for fd in fds:
             os.close(fd)
         raise EOFError
-    return pickle.loads(data), fds
+    n = struct.unpack_from("<I", data)[0]
+    values = np.frombuffer(data[4 + n:], dtype=np.int64).copy()
+    return json.loads(data[4:4 + n]), values, fds
+
+
+def sample_spec(to_sample) -> dict | None:
+    """How the helper rebuilds `to_sample`: its ``helper_spec()`` (``{"factory":
+    "module:name", "args": {...}}``, JSON only), or None when it has none."""
+    spec = getattr(to_sample, "helper_spec", None)
+    if not callable(spec):
+        return None
+    spec = spec()
+    json.dumps(spec)  # JSON or a TypeError here, in the loader, not in the helper
+    return spec
+
+
+def _rebuild(spec: dict):
+    module, _, name = spec["factory"].partition(":")
+    obj = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj(**spec.get("args", {})) if spec.get("call", True) else obj
 
 
 class CollateHelper:
     """The loader's side: start the helper, :meth:`submit` a step's records, :meth:`result` its
     batch (in submission order; a result not asked for is dropped), :meth:`close`."""
 
-    def __init__(self, to_sample):
+    def __init__(self, spec: dict):
         self._sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         root = str(Path(__file__).resolve().parents[1])
         env = dict(os.environ)
@@ -86,7 +116,7 @@ class CollateHelper:
         self._slots: list = [None] * _SLOTS  # (mmap, ndarray view, size)
         self._seq, self._next_slot, self._closed = 0, 0, False
         self._pending: dict[int, int] = {}  # seq -> slot
-        _send(self._sock, ("init", list(sys.path), to_sample))
+        _send(self._sock, ["init", list(sys.path), spec])
 
     def submit(self, buf: np.ndarray, offsets: np.ndarray, nbytes: np.ndarray) -> int:
         """Copy the step's records into an input slot and ask for their batch: a ticket."""
@@ -104,8 +134,8 @@ class CollateHelper:
         np.copyto(self._slots[slot][1][:end], buf.reshape(-1)[:end])
         self._seq += 1
         try:
-            _send(self._sock, ("batch", self._seq, slot, self._slots[slot][2], offsets, nbytes),
-                  fds)
+            _send(self._sock, ["batch", self._seq, slot, self._slots[slot][2]],
+                  (offsets, nbytes), fds)
         except OSError as exc:
             raise self._dead(exc) from None
         finally:
@@ -119,7 +149,7 @@ class CollateHelper:
         declined the records (the caller collates them the general way)."""
         while True:
             try:
-                msg, fds = _recv(self._sock)
+                msg, _, fds = _recv(self._sock)
             except (EOFError, OSError) as exc:
                 raise self._dead(exc) from None
             kind, seq = msg[0], msg[1]
@@ -152,7 +182,7 @@ class CollateHelper:
             return
         self._closed = True
         try:
-            _send(self._sock, ("close",))
+            _send(self._sock, ["close"])
         except OSError:
             pass
         try:
@@ -174,7 +204,7 @@ def _pack(batch) -> tuple[int, mmap.mmap, list, int]:
     table, arrays, pos = [], [], 0
     for where, key, t in parts:
         a = t.numpy()
-        table.append((where, key, a.dtype.str, a.shape, pos))
+        table.append((where, key, a.dtype.str, list(a.shape), pos))
         arrays.append(a)
         pos += -(-a.nbytes // _ALIGN) * _ALIGN
     fd, mm = _memfd(max(pos, _ALIGN), "mdloader-batch")
@@ -217,14 +247,14 @@ def _serve(sock: socket.socket, parent: int) -> None:
     from .batching import ColumnCollate, pyg_collate
 
     torch.set_num_threads(1)
-    msg, _ = _recv(sock)
+    msg, _, _ = _recv(sock)
     sys.path[:0] = [p for p in msg[1] if p not in sys.path]
-    collate = ColumnCollate(msg[2], pyg_collate)
+    collate = ColumnCollate(_rebuild(msg[2]), pyg_collate)
     slots: dict[int, np.ndarray] = {}
     sock.settimeout(1.0)
     while True:
         try:
-            msg, fds = _recv(sock)
+            msg, values, fds = _recv(sock)
         except socket.timeout:
             if os.getppid() != parent:  # the loader's process is gone
                 return
@@ -233,7 +263,8 @@ def _serve(sock: socket.socket, parent: int) -> None:
             return
         if msg[0] == "close":
             return
-        _, seq, slot, size, offsets, nbytes = msg
+        _, seq, slot, size = msg
+        offsets, nbytes = values[:len(values) // 2], values[len(values) // 2:]
         try:
             if fds:
                 slots[slot] = np.frombuffer(mmap.mmap(fds[0], size, mmap.MAP_SHARED), np.uint8)
@@ -241,18 +272,18 @@ def _serve(sock: socket.socket, parent: int) -> None:
             collate.enabled = True
             batch = collate(SimpleNamespace(buf=slots[slot], offsets=offsets, nbytes=nbytes))
             if batch is None:
-                _send(sock, ("none", seq))
+                _send(sock, ["none", seq])
                 continue
             fd, mm, table, total = _pack(batch)
             count = batch._num_graphs
             del batch
             try:
-                _send(sock, ("ok", seq, table, total, count), [fd])
+                _send(sock, ["ok", seq, table, total, count], (), [fd])
             finally:
                 os.close(fd)
                 mm.close()
         except Exception:  # noqa: BLE001 - reported to the loader, which raises it
-            _send(sock, ("error", seq, traceback.format_exc()))
+            _send(sock, ["error", seq, traceback.format_exc()])
 
 
 def main(argv: list[str]) -> None:

@@ -224,24 +224,25 @@ class MDLoader:
     def _start_helper(self):
         """The collate helper process, or None (with one warning) when batches cannot be
         built column-wise there: the thread producer then runs as usual."""
-        import pickle
+        from .collate_process import CollateHelper, sample_spec
 
-        from .collate_process import CollateHelper
-
-        why = None
+        why, spec = None, None
         if not self._column_collate.enabled:
             why = "a custom collate, or a to_sample without a column-wise twin"
         else:
             try:
-                pickle.dumps(self.to_sample)
-            except Exception as exc:  # noqa: BLE001 - any pickling failure means the same
-                why = f"to_sample cannot be pickled ({type(exc).__name__})"
+                spec = sample_spec(self.to_sample)
+            except TypeError as exc:
+                why = f"to_sample.helper_spec() is not JSON ({exc})"
+            else:
+                if spec is None:
+                    why = "to_sample has no helper_spec() saying how the helper rebuilds it"
         if why:
             self.log.warning(f"[{self.name}] producer='process' needs the column-wise batches "
                              f"of mdloader_plugin.batching; {why}: the thread producer is used")
             self.producer = "thread"
             return None
-        return CollateHelper(self.to_sample)
+        return CollateHelper(spec)
 
     def _check_threads(self) -> None:
         from mpi4py import MPI

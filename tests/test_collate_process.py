@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from mdloader_plugin.collate_process import HelperError
 from mdloader_plugin.errors import ConfigError
@@ -47,6 +48,29 @@ def test_process_producer_yields_the_thread_producers_batches(kind, n, batch):
         assert batch_diff(x, y) == "", f"batch {i}: {batch_diff(x, y)}"
     y = b[0]  # the tensors own their (shared) memory: writable, outliving the loader
     next(v for v in y._store.values() if v.is_floating_point()).add_(1)
+    store.close()
+
+
+def test_hydragnn_to_sample_is_rebuilt_in_the_helper_without_pickle():
+    """HydraGNN's to_sample (node-feature selection, min-max y, graph heads, float64) crosses
+    to the helper as JSON (helper_spec) and builds the thread producer's batches exactly."""
+    from mdloader_plugin.collate_process import _rebuild, sample_spec
+    from mdloader_plugin.integrations.hydragnn.graphs import Heads, make_to_sample
+
+    to_sample = make_to_sample([0, 2], (-1.5, 2.0), Heads(["graph"], [0], [1], [3]), "float64")
+    again = _rebuild(sample_spec(to_sample))
+    assert again.helper_spec() == to_sample.helper_spec() and again is not to_sample
+    store = _store("hydragnn", 30)
+    out = {}
+    for producer in ("thread", "process"):
+        with MDLoader(store, batch_size=7, backend="onesided", seed=3, producer=producer,
+                      to_sample=to_sample) as ld:
+            assert (ld._helper is not None) == (producer == "process")
+            out[producer] = list(ld)
+    assert len(out["thread"]) == len(out["process"]) > 0
+    for x, y in zip(out["thread"], out["process"]):
+        assert batch_diff(x, y) == ""
+    assert out["process"][0].x.shape[1] == 2 and out["process"][0].x.dtype == torch.float64
     store.close()
 
 
@@ -112,6 +136,21 @@ def test_without_a_column_wise_path_the_thread_producer_is_used(caplog):
                   to_sample=lambda arrays: arrays, collate=lambda xs: xs) as ld:
         assert ld.producer == "thread" and ld._helper is None
         assert len(list(ld)) == len(ld)
+    assert "custom collate" in caplog.text
+
+    class Custom:  # a column-wise twin, but no helper_spec(): cannot cross without pickle
+        columns = staticmethod(lambda arrays: arrays)
+
+        def __call__(self, arrays):
+            from mdloader_plugin.batching import pyg_sample
+            return pyg_sample(arrays)
+
+    caplog.clear()
+    with MDLoader(store, batch_size=4, backend="onesided", producer="process",
+                  to_sample=Custom()) as ld:
+        assert ld.producer == "thread" and ld._helper is None
+        assert len(list(ld)) == len(ld)
+    assert "no helper_spec()" in caplog.text
     store.close()
 
 

@@ -57,6 +57,15 @@ class Heads:
         self.graph_width = int(sum(graph_dims))
         self.graph_only = all(kind == "graph" for kind, _, _ in self.spec)
 
+    @classmethod
+    def from_spec(cls, spec: Sequence, graph_width: int) -> "Heads":
+        """The heads whose :attr:`spec` and :attr:`graph_width` these are."""
+        heads = cls.__new__(cls)
+        heads.spec = [(str(k), int(o), int(d)) for k, o, d in spec]
+        heads.graph_width = int(graph_width)
+        heads.graph_only = all(kind == "graph" for kind, _, _ in heads.spec)
+        return heads
+
     def y(self, y: np.ndarray, x: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """One graph's target column and its ``y_loc`` row (upstream's layout)."""
         parts, loc = [], [0]
@@ -104,6 +113,15 @@ class HydraSample(ColumnTransform):
         self.y_minmax, self.heads, self.dtype = y_minmax, heads, np.dtype(dtype)
         if heads is not None and not heads.graph_only:
             self.columns = None  # no column-wise twin: MDLoader takes the per-graph path
+
+    def helper_spec(self) -> dict:
+        """How a collate helper process rebuilds this (JSON; see ``collate_process``)."""
+        heads = None if self.heads is None else [self.heads.spec, self.heads.graph_width]
+        return {"factory": f"{__name__}:_hydra_sample",
+                "args": {"node_features": None if self.cols is None else [int(c) for c in self.cols],
+                         "y_minmax": (None if self.y_minmax is None
+                                      else [float(v) for v in self.y_minmax]),
+                         "heads": heads, "dtype": self.dtype.str}}
 
     def _scaled_y(self, y: np.ndarray) -> np.ndarray:
         if self.y_minmax is None:
@@ -161,6 +179,12 @@ def make_to_sample(node_features: Sequence[int] | None,
     from `heads`, node features selected, ``y`` min-max scaled when ``y_minmax`` is given,
     floats as `dtype`)."""
     return HydraSample(node_features, y_minmax, heads, dtype)
+
+
+def _hydra_sample(node_features, y_minmax, heads, dtype) -> HydraSample:
+    """:meth:`HydraSample.helper_spec` -> the same ``HydraSample``."""
+    return HydraSample(node_features, None if y_minmax is None else tuple(y_minmax),
+                       None if heads is None else Heads.from_spec(*heads), np.dtype(dtype))
 
 
 def files_of(path) -> list[str]:
