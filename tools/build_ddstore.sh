@@ -13,6 +13,8 @@
 #
 #   tools/build_ddstore.sh            # uses .venv/bin/python, ../shared/vendor/DDStore-*.tar.gz
 #   PY=/path/python DDSTORE_TARBALL=/path/DDStore-cc80335.tar.gz tools/build_ddstore.sh
+#   DDSTORE_TARGET=build/ddstore tools/build_ddstore.sh   # leave the venv untouched: Cython and
+#       pyddstore go under that folder (pip --target); run with PYTHONPATH=$DDSTORE_TARGET
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -20,6 +22,8 @@ TARBALL=${DDSTORE_TARBALL:-../shared/vendor/DDStore-cc80335.tar.gz}
 CYTHON_PIN=Cython==3.3.1
 FABRIC_PIN=libfabric-dev=1.17.0-3
 
+TARGET=${DDSTORE_TARGET:-}
+[[ -n "$TARGET" ]] && { mkdir -p "$TARGET"; TARGET=$(realpath "$TARGET"); export PYTHONPATH="$TARGET${PYTHONPATH:+:$PYTHONPATH}"; }
 if "$PY" -c "import pyddstore" 2>/dev/null; then
   echo "build_ddstore: pyddstore already importable, nothing to do"
   exit 0
@@ -37,7 +41,14 @@ scratch=$(mktemp -d "${TMPDIR:-/tmp}/ddstore-build.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 echo "build_ddstore: building in $scratch"
 
-"$PY" -m pip install -q "$CYTHON_PIN"
+if [[ -n "$TARGET" ]]; then  # build-time Cython beside the target, not in the venv
+  "$PY" -m pip install -q --target "$scratch/cython" "$CYTHON_PIN"
+  export PYTHONPATH="$scratch/cython:$PYTHONPATH"
+  TARGET_ARGS=(--target "$TARGET")
+else
+  "$PY" -m pip install -q "$CYTHON_PIN"
+  TARGET_ARGS=()
+fi
 
 # libfabric headers, unpacked (not installed)
 (cd "$scratch" && apt-get download -q "$FABRIC_PIN" 2>&1 | grep -v "unsandboxed" || true)
@@ -63,5 +74,5 @@ tar xzf "$TARBALL" -C "$scratch"
 src=$(find "$scratch" -maxdepth 1 -type d -name 'DDStore-*' | head -1)
 (cd "$src" && PATH="$BIN:$PATH" PKG_CONFIG_PATH="$scratch/pkgconfig" CC="$BIN/mpicc" \
   CXX="$BIN/mpicxx" LDFLAGS="-Wl,-rpath,$MPILIB" \
-  "$PY" -m pip install -q --no-build-isolation --no-deps .)
+  "$PY" -m pip install -q --no-build-isolation --no-deps "${TARGET_ARGS[@]}" .)
 "$PY" -c "import pyddstore; print('build_ddstore: pyddstore built at', pyddstore.__file__)"
