@@ -142,14 +142,25 @@ class PlanStepper:
         return False
 
 
+PSS_EVERY = 3  # PSS is read after every PSS_EVERY-th step, and the step after a read is not timed
+
+
 def run_steps(world, stepper, steps: int, budget: float) -> dict:
-    """Time `steps` steps after warm-up (or fewer, >= 1, once `budget` seconds have run out)."""
+    """Time `steps` steps after warm-up (or fewer, >= 1, once `budget` seconds have run out).
+
+    Peak PSS is sampled after every ``PSS_EVERY``-th step (and every warm-up step), and the step
+    right after a sample is run but not timed: reading ``/proc/self/smaps_rollup`` walks every
+    mapping and leaves caches and TLB cold, which tripled the next fetch at small batches
+    (0.05 -> 0.16 ms, MDLoader and the real DDStore alike; bench/fetch_profile.py, 2026-12-04).
+    Steady-state memory is the same step after step, so the peak is kept. ``--pss-every 1``
+    restores the old harness (a sample after every step, every step timed)."""
     from mpi4py import MPI
 
     comm = world.comm
     k, nodes, warm = 0, {}, 0
     t_step, t_fetch, peak_pss = [], [], pss()
     t_start = time.perf_counter()
+    sampled = True  # PSS was read just before this step
     while True:
         elapsed = comm.allreduce(time.perf_counter() - t_start, op=MPI.MAX)  # also the step sync
         measured = len(t_step)
@@ -161,11 +172,13 @@ def run_steps(world, stepper, steps: int, budget: float) -> dict:
         nodes[k] = int(batch.num_nodes)
         warming = (k == 0 and stepper.warms_up) or (stepper.warm() and k < 40)
         warm += warming
-        if not warming:
+        if not warming and not (sampled and PSS_EVERY > 1):
             t_step.append(dt)
             t_fetch.append(np.nan if fetch is None else fetch)
         del batch
-        peak_pss = max(peak_pss, pss())
+        sampled = k % PSS_EVERY == 0 or warming
+        if sampled:
+            peak_pss = max(peak_pss, pss())
         k += 1
     from mdloader_plugin.store import _trim_heap
 
@@ -397,7 +410,8 @@ def run_grid(a, datasets, batches, steps, budget, repeats, loaders) -> list[dict
     args = ["--worker", *(["--graphs", str(a.graphs)] if a.graphs else []),
             "--datasets", ",".join(datasets), "--batches", ",".join(map(str, batches)),
             "--steps", str(steps), "--budget", str(budget), "--repeats", str(repeats),
-            "--loaders", ",".join(loaders), *(["--profile", a.profile] if a.profile else [])]
+            "--loaders", ",".join(loaders), *(["--profile", a.profile] if a.profile else []),
+            "--pss-every", str(a.pss_every), *(["--onesided-numpy"] if a.onesided_numpy else [])]
     rows = []
     if a.cluster:
         from mdloader_plugin.cluster import Cluster
@@ -476,6 +490,12 @@ def main() -> None:
                     + ", ".join(f"{k} {v}" for k, v in DATASETS.items()) + ")")
     ap.add_argument("--profile", help="machine profile for auto (name or JSON path; default "
                     "local), e.g. bench/results/profile-cluster-200mbit.json with --cluster")
+    ap.add_argument("--pss-every", type=int, default=PSS_EVERY,
+                    help="sample PSS after every N-th step; the step after a sample is not timed "
+                         "(1: after every step, all timed: the harness before 2026-12-04)")
+    ap.add_argument("--onesided-numpy", action="store_true",
+                    help="one-sided steps of every size on the numpy path (MDLoader before the "
+                         "small-step path of 2026-12-04: the 'before' of bench/results)")
     ap.add_argument("--out")
     ap.add_argument("--no-figures", action="store_true", help="JSON only")
     ap.add_argument("--merge", action="store_true",
@@ -485,6 +505,11 @@ def main() -> None:
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tmp", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    globals()["PSS_EVERY"] = max(1, a.pss_every)
+    if a.onesided_numpy:
+        from mdloader_plugin.backends import onesided
+
+        onesided.SMALL_STEP = -1
     datasets = a.datasets.split(",")
     batches = [int(x) for x in (a.batches or "4,32,256").split(",")]
     steps = a.steps or (8 if a.full else 4)
@@ -527,6 +552,7 @@ def main() -> None:
                                                 if (r["dataset"], r["ranks"]) not in done})}
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     result = {"machine": info, "full": a.full, "steps": steps, "repeats": repeats,
+              "pss_every": a.pss_every, "onesided_numpy": a.onesided_numpy,
               "budget_s": budget, "cluster": a.cluster, "profile": a.profile or "local",
               "rows": rows}
     out.write_text(json.dumps(result, indent=1))

@@ -40,11 +40,10 @@ class BufferPool:
     def take(self, n: int) -> np.ndarray:
         """A uint8 array of `n` bytes (contents undefined)."""
         with self._lock:
-            fits = [b for b in self._free if b.size >= n]
-            if fits:
-                best = min(fits, key=lambda b: b.size)
-                self._free = [b for b in self._free if b is not best]
-                return best[:n]
+            for i, b in enumerate(self._free):  # kept by ascending size: the first fit is the best
+                if b.size >= n:
+                    del self._free[i]
+                    return b[:n]
         cap = -(-int(n * _GROW) // _ROUND) * _ROUND if n > _ROUND // 2 else n
         return np.empty(cap, dtype=np.uint8)[:n]
 
