@@ -5,7 +5,8 @@ Under ``mpiexec -n P python -m mpi4py bench/fetch_profile.py``: per data set and
 median over ``--steps`` steps (max over ranks, ranks synchronised before each step) of
 
 - ``onesided``: ``OneSidedBackend.fetch(plan)`` (what the loaders grid calls ``fetch``);
-- its parts, run one after the other on the same plans: ``index`` (nbytes/offsets/owner lookups),
+- its parts as the numpy path runs them, one after the other on the same plans: ``index``
+  (nbytes/offsets/owner lookups),
   ``plan`` (owner sort, destination offsets, buffer), ``local`` (memcpy of rank-local records),
   ``get+flush`` (the remote Gets and one ``Flush_all``);
 - ``ddstore-real``: the real DDStore's step (``epoch_begin``, a per-sample ``get``, ``epoch_end``)
@@ -103,7 +104,8 @@ def profile(world, path, batches, steps, out_rows, ds):
             be.buffers.give(be.buffers.take(int(nb.sum())))
         row["plan"] = timed(comm, plan_part, steps)
 
-        outs = [np.empty(int(p[1].sum()), np.uint8) for p in pre]
+        one = np.empty(int(max(p[1].sum() for p in pre)), np.uint8)  # reused: no page faults
+        outs = [one[:int(p[1].sum())] for p in pre]
         dsts = []
         for ids, nb, src, owners in pre:
             order = np.argsort(owners, kind="stable")
@@ -174,6 +176,7 @@ def main():
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--between", default="none", choices=["none", "collate"],
                     help="collate a batch before each timed step (caches as cold as in a loader)")
+    ap.add_argument("--small-step", type=int, help="onesided.SMALL_STEP for this run")
     ap.add_argument("--out", default=str(HERE / "results" / "fetch_profile.json"))
     a = ap.parse_args()
     from loaders import DATASETS, WORK
@@ -181,6 +184,10 @@ def main():
     from mdloader_plugin.world import World
 
     BETWEEN_KIND[0] = a.between
+    if a.small_step is not None:
+        from mdloader_plugin.backends import onesided
+
+        onesided.SMALL_STEP = a.small_step
     world = World.detect()
     get_logger(world.rank).setLevel("WARNING")
     rows = []
@@ -189,7 +196,7 @@ def main():
                 a.steps, rows, ds)
     if world.rank == 0:
         Path(a.out).write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M %Z"),
-                                           "loadavg": os.getloadavg(), "between": a.between,
+                                           "loadavg": os.getloadavg(), "between": a.between, "small_step": a.small_step,
                                            "rows": rows}, indent=1))
     world.close()
 

@@ -123,6 +123,67 @@ def loader_tables(res: dict) -> list[str]:
     return out
 
 
+def fetch_cost_tables(before: dict | None, after: dict, profs=()) -> list[str]:
+    """Issue 21 part 4: MDLoader's fetch against the real DDStore's and the memcpy floor, before
+    and after the small-step plan (``loaders_fetch_{before,after}.json``, ``bench/loaders.py
+    --loaders onesided,auto,ddstore-real``; before = ``--onesided-numpy``), and where a fetch's
+    time goes (``fetch_profile.json``, ``bench/fetch_profile.py``)."""
+    keys, by = _configs(after["rows"])
+    _, old = _configs(before["rows"]) if before else ([], {})
+    m = after["machine"]
+    out = [f"After: {m['date']}, load average {m['loadavg_start'][0]} at start, "
+           f"{m['loadavg_end'][0]} at end; {after['steps']} measured steps x {after['repeats']} "
+           f"rounds, PSS sampled every {after.get('pss_every', 1)} steps (the step after a "
+           "sample untimed)."]
+    if before:
+        b = before["machine"]
+        out[0] += (f" Before (the same harness, one-sided steps on the numpy path, "
+                   f"`--onesided-numpy`): {b['date']}, load {b['loadavg_start'][0]} -> "
+                   f"{b['loadavg_end'][0]}.")
+    out += ["", "| data | ranks | batch | floor µs | 1-sided before | 1-sided after | auto after "
+            "| real DDStore (MPI) | auto / DDStore | 1-sided / DDStore | auto / floor | target |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    met = total = 0
+    for ds, p, bt in keys:
+        f = {l: by.get((ds, p, bt, l), {}).get("fetch_median_s") for l in LOADERS}
+        fb = old.get((ds, p, bt, "onesided"), {}).get("fetch_median_s")
+        floor = by[(ds, p, bt, "auto")]["floor_s"]
+        dd = f["ddstore-real"]
+        r_a = f["auto"] / dd if dd else None
+        r_o = f["onesided"] / dd if dd else None
+        over = f["auto"] / floor
+        ok = (r_a is not None and r_a <= 1) and (bt < 32 or over <= 3)
+        why = [] if ok else (["> DDStore"] if r_a is None or r_a > 1 else []) + (
+            [f"> 3x floor"] if bt >= 32 and over > 3 else [])
+        met += ok
+        total += 1
+        out.append(f"| {ds} | {p} | {bt} | {floor * 1e6:.1f} | {_ms(fb)} | {_ms(f['onesided'])} "
+                   f"| {_ms(f['auto'])} | {_ms(dd)} | "
+                   + (f"{r_a:.2f}" if r_a else "–") + " | " + (f"{r_o:.2f}" if r_o else "–")
+                   + " | " + (f"{over:.1f}x" if bt >= 32 else f"({over:.0f}x)") + " | "
+                   + ("met" if ok else "missed: " + ", ".join(why)) + " |")
+    out += ["", f"Target met in {met} of {total} cells (fetch <= the real DDStore's everywhere, "
+            "<= 3x the memcpy floor at batch >= 32; the floor is one core copying the step's "
+            "bytes in a warm loop)."]
+    for prof in [p for p in profs if p]:
+        between = {"collate": "a batch collated before each timed fetch, caches as cold as in "
+                              "the grid", "none": "fetches back to back, caches warm"}
+        out += ["", f"Where a fetch goes (`bench/fetch_profile.py`, {prof['date']}, load "
+                f"{prof['loadavg'][0]:.2f}; {between[prof.get('between', 'none')]}; "
+                "median of the slowest rank, ms; the parts are timed one by one on the same "
+                "plans):", "",
+                "| data | ranks | batch | fetch | index | plan (numpy path) | local copies | Gets + flush | "
+                "bare Get + flush | bare flush | real DDStore | floor |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in prof["rows"]:
+            out.append(f"| {r['dataset']} | {r['ranks']} | {r['batch']} | "
+                       + " | ".join(f"{r[k] * 1e3:.3f}" if r.get(k) is not None else "–"
+                                    for k in ("onesided", "index", "plan", "local", "get+flush",
+                                              "bare_get", "bare_flush", "ddstore-real",
+                                              "memcpy_floor")) + " |")
+    return out
+
+
 def _verdict(step_ratio: float, fetch_ratio: float) -> str:
     return "yes" if step_ratio >= 10 else "fetch only" if fetch_ratio >= 10 else "no"
 
@@ -303,6 +364,12 @@ def main() -> None:
         lines += ["## Across hosts (emulated cluster)", ""]
         for cl in clusters:
             lines += cluster_table(cl) + [""]
+    fetch_after = _load("loaders_fetch_after.json")
+    if fetch_after:  # bench/loaders.py --loaders onesided,auto,ddstore-real (issue 21, part 4)
+        lines += ["## Fixed per-step cost: fetch against the real DDStore and the memcpy floor", ""
+                  ] + fetch_cost_tables(_load("loaders_fetch_before.json"), fetch_after,
+                                        (_load("fetch_profile.json"),
+                                         _load("fetch_profile_warm.json"))) + [""]
     gpu = _load("gpu_rate.json")
     if gpu:  # bench/gpu_rate.py (issue 21)
         import gpu_rate
