@@ -370,6 +370,10 @@ def main() -> None:
                   ] + fetch_cost_tables(_load("loaders_fetch_before.json"), fetch_after,
                                         (_load("fetch_profile.json"),
                                          _load("fetch_profile_warm.json"))) + [""]
+        after2 = _load("loaders_fetch_after2.json")
+        if after2:  # a second before/after pair, run right after the first (noise)
+            lines += ["Second round (the same grid, before then after, right after the first):",
+                      ""] + fetch_cost_tables(_load("loaders_fetch_before2.json"), after2) + [""]
     gpu = _load("gpu_rate.json")
     if gpu:  # bench/gpu_rate.py (issue 21)
         import gpu_rate
