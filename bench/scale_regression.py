@@ -22,7 +22,9 @@ saved as ``pre_<i>.json``/``cur_<i>.json`` in ABBA order under the lock, and
 ``bench/collective_step_cpu.py`` from each tree as ``cpu[1024]_<pre|cur>_<i>.json``) writes
 ``scale_regression_ab.json``/``.md`` instead (RESULTS.md and docs/scale.md include it too):
 
-    python bench/scale_regression.py --ab bench/results/scale_regression_ab Per cell the best (smallest) step median of the runs of each tree is compared:
+    python bench/scale_regression.py --ab bench/results/scale_regression_ab
+
+Per cell the best (smallest) step median of the runs of each tree is compared:
 on a shared, loaded machine the best of a few runs is the least contaminated figure.
 """
 
