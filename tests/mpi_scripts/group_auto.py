@@ -1,5 +1,6 @@
 """group_size auto on real ranks: ``group_auto.py FILE[,FILE...] BATCH BUDGET [INDEX_SHARE]``
-prints the chosen W, the store's real memory a rank and the estimator's sizing of it, then one epoch's digest.
+prints the chosen W, the store's real memory a rank and the estimator's sizing of it, then one
+epoch's digest.
 Several comma-separated files are one store over all of them (each a data set)."""
 
 import sys
