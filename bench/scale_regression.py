@@ -19,7 +19,8 @@ docs/scale.md).
 The targeted re-check of the two 4-rank cells that stayed ~1.3x (``--ab DIR``: runs of
 ``bench/loaders.py --ranks 4 --batches 4 --loaders collective,onesided --steps 8 --repeats 3``
 saved as ``pre_<i>.json``/``cur_<i>.json`` in ABBA order under the lock, and
-``bench/collective_step_cpu.py`` from each tree as ``cpu[1024]_<pre|cur>_<i>.json``) writes
+``bench/collective_step_cpu.py`` from each tree as ``cpu[1024]_<pre|cur>_<i>.json``; optional
+``bench/training.py`` runs as ``train_<pre|cur>_<i>.json``) writes
 ``scale_regression_ab.json``/``.md`` instead (RESULTS.md and docs/scale.md include it too):
 
     python bench/scale_regression.py --ab bench/results/scale_regression_ab
@@ -180,6 +181,14 @@ def main_ab(folder: str, out: str) -> None:
     lines, summary = ab_tables(Path(folder))
     md = ["### Before/after issue 19: the two 4-rank cells re-checked (ABBA, 6 runs a tree)", ""] \
         + lines
+    tp, tc = ([json.loads(p.read_text()) for p in sorted(Path(folder).glob(f"train_{t}_*.json"))]
+              for t in ("pre", "cur"))
+    if tp and tc:  # bench/training.py runs of each tree in ABBA order (train_<tree>_<i>.json)
+        md += ["", f"HydraGNN training re-checked (`bench/training.py --ranks {tc[0]['ranks']} "
+                   f"--graphs {tc[0]['graphs']} --epochs {tc[0]['epochs']} --variants "
+                   f"mdloader-collective,hydragnn-native`, ABBA; before {_load_note(tp)}, now "
+                   f"{_load_note(tc)}):", ""] + training_table(tp, tc)
+        summary["training"] = {"pre": [t["summary"] for t in tp], "cur": [t["summary"] for t in tc]}
     Path(out + "_ab.json").write_text(json.dumps(summary, indent=1))
     Path(out + "_ab.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
