@@ -433,6 +433,8 @@ def main() -> None:
                   (RESULTS / "dataset_scale.md").read_text(), ""]
     if (RESULTS / "scale_regression.md").exists():  # bench/scale_regression.py (issue 19)
         lines += [(RESULTS / "scale_regression.md").read_text(), ""]
+    if (RESULTS / "scale_regression_ab.md").exists():  # its --ab re-check of two cells
+        lines += [(RESULTS / "scale_regression_ab.md").read_text(), ""]
     (HERE / "RESULTS.md").write_text("\n".join(lines))
     print(f"wrote {HERE / 'RESULTS.md'}")
 

@@ -14,7 +14,18 @@ only the same-session columns compare.
         [--train-pre T.json --train-cur U.json] [--step S.json]
 
 Writes ``bench/results/scale_regression.json`` and ``.md`` (included in RESULTS.md and
-docs/scale.md). Per cell the best (smallest) step median of the runs of each tree is compared:
+docs/scale.md).
+
+The targeted re-check of the two 4-rank cells that stayed ~1.3x (``--ab DIR``: runs of
+``bench/loaders.py --ranks 4 --batches 4 --loaders collective,onesided --steps 8 --repeats 3``
+saved as ``pre_<i>.json``/``cur_<i>.json`` in ABBA order under the lock, and
+``bench/collective_step_cpu.py`` from each tree as ``cpu[1024]_<pre|cur>_<i>.json``; optional
+``bench/training.py`` runs as ``train_<pre|cur>_<i>.json``) writes
+``scale_regression_ab.json``/``.md`` instead (RESULTS.md and docs/scale.md include it too):
+
+    python bench/scale_regression.py --ab bench/results/scale_regression_ab
+
+Per cell the best (smallest) step median of the runs of each tree is compared:
 on a shared, loaded machine the best of a few runs is the least contaminated figure.
 """
 
@@ -114,15 +125,89 @@ def step_table(step: dict) -> list[str]:
     return lines
 
 
+def ab_tables(folder: Path) -> tuple[list[str], dict]:
+    """The ABBA re-check: every run's step median a cell and tree (run order kept), best and
+    median ratios, and the store-side CPU of a collective step in each tree."""
+    runs = {t: sorted(folder.glob(f"{t}_*.json"), key=lambda p: int(p.stem.split("_")[1]))
+            for t in ("pre", "cur")}
+    data = {t: [json.loads(p.read_text()) for p in ps] for t, ps in runs.items()}
+    order = sorted((int(p.stem.split("_")[1]), t, d) for t in data
+                   for p, d in zip(runs[t], data[t]))
+    loads = "; ".join(f"{i}:{t} {d['machine']['date'][11:16]} load "
+                      f"{d['machine']['loadavg_start'][0]}->{d['machine']['loadavg_end'][0]}"
+                      for i, t, d in order)
+    ms = {t: {} for t in data}
+    for t in data:
+        for d in data[t]:
+            for r in d["rows"]:
+                ms[t].setdefault((r["dataset"], r["ranks"], r["batch"], r["loader"]),
+                                 []).append(r["step_median_s"] * 1e3)
+    lines = [f"Runs in ABBA order (run:tree, UTC, load 1-min average at start->end): {loads}.",
+             "", "| data set | P | B | backend | before #19 ms (run order) | now ms | best now / "
+             "best before | median now / median before |", "|---|---:|---:|---|---|---|---:|---:|"]
+    out = {"loaders": {}}
+    for k in sorted(ms["cur"]):
+        p, c = ms["pre"][k], ms["cur"][k]
+        best, med = min(c) / min(p), float(np.median(c) / np.median(p))
+        out["loaders"]["/".join(map(str, k))] = {"pre_ms": p, "cur_ms": c, "best_ratio": best,
+                                                  "median_ratio": med}
+        lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | "
+                     f"{' / '.join(f'{x:.2f}' for x in p)} | {' / '.join(f'{x:.2f}' for x in c)} "
+                     f"| {best:.2f} | {med:.2f} |")
+    cpu = {}
+    for p in sorted(folder.glob("cpu*_*.json")):
+        d = json.loads(p.read_text())
+        cpu.setdefault((d["graphs"], p.stem.split("_")[1]), []).append(
+            (d["us_per_step"], d["loadavg"][0]))
+    if cpu:
+        lines += ["", "Store-side CPU of one collective step without MPI (`bench/collective_step_"
+                  "cpu.py`: sizes, owners, offsets, grouping and gathering of a P = 4, B = 4 plan "
+                  "on a rank; process CPU time, median of 7 rounds of 5,000 steps a run; trees "
+                  "alternated, 4 runs each):", "",
+                  "| samples | before #19 us/step (runs) | now us/step (runs) | median now / "
+                  "median before | load |", "|---:|---|---|---:|---|"]
+        for g in sorted({g for g, _ in cpu}):
+            p, c = cpu[(g, "pre")], cpu[(g, "cur")]
+            med = float(np.median([x for x, _ in c]) / np.median([x for x, _ in p]))
+            out.setdefault("cpu", {})[str(g)] = {"pre_us": [x for x, _ in p],
+                                                 "cur_us": [x for x, _ in c], "median_ratio": med}
+            lines.append(f"| {g:,} | {' / '.join(f'{x:.0f}' for x, _ in p)} | "
+                         f"{' / '.join(f'{x:.0f}' for x, _ in c)} | {med:.2f} | "
+                         f"{min(l for _, l in p + c):.1f}-{max(l for _, l in p + c):.1f} |")
+    return lines, out
+
+
+def main_ab(folder: str, out: str) -> None:
+    lines, summary = ab_tables(Path(folder))
+    md = ["### Before/after issue 19: the two 4-rank cells re-checked (ABBA, 6 runs a tree)", ""] \
+        + lines
+    tp, tc = ([json.loads(p.read_text()) for p in sorted(Path(folder).glob(f"train_{t}_*.json"))]
+              for t in ("pre", "cur"))
+    if tp and tc:  # bench/training.py runs of each tree in ABBA order (train_<tree>_<i>.json)
+        md += ["", f"HydraGNN training re-checked (`bench/training.py --ranks {tc[0]['ranks']} "
+                   f"--graphs {tc[0]['graphs']} --epochs {tc[0]['epochs']} --variants "
+                   f"mdloader-collective,hydragnn-native`, ABBA; before {_load_note(tp)}, now "
+                   f"{_load_note(tc)}):", ""] + training_table(tp, tc)
+        summary["training"] = {"pre": [t["summary"] for t in tp], "cur": [t["summary"] for t in tc]}
+    Path(out + "_ab.json").write_text(json.dumps(summary, indent=1))
+    Path(out + "_ab.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pre", required=True)
-    ap.add_argument("--cur", required=True)
+    ap.add_argument("--ab", help="folder of the ABBA re-check (see the module doc)")
+    ap.add_argument("--pre")
+    ap.add_argument("--cur")
     ap.add_argument("--train-pre")
     ap.add_argument("--train-cur")
     ap.add_argument("--step")
     ap.add_argument("--out", default=str(HERE / "results" / "scale_regression"))
     a = ap.parse_args()
+    if a.ab:
+        return main_ab(a.ab, a.out)
+    if not (a.pre and a.cur):
+        ap.error("--pre and --cur are needed (or --ab)")
     load = lambda s: [json.loads(Path(p).read_text()) for p in s.split(",")]  # noqa: E731
     when = lambda d: d["machine"]["date"]  # noqa: E731
     pre, cur = sorted(load(a.pre), key=when), sorted(load(a.cur), key=when)

@@ -105,24 +105,29 @@ def predict_block(f, info, keys, start: int, stop: int) -> int:
     return int(record_sizes(f, info, keys, start, stop).sum())
 
 
-def per_rank_bytes(sizes: np.ndarray, shards: int, digests: bool = False) -> int:
+def per_rank_bytes(sizes: np.ndarray, shards: int, digests: bool = False, *,
+                   kind: str = "compact", ranks_sharing: int = 1) -> int:
     """The store's size on its fullest rank when records of `sizes` (every sample, in id order)
-    are sharded over `shards` ranks as the store does (``block_bounds``): records + index."""
+    are sharded over `shards` ranks as the store does (``block_bounds``): records + index
+    (`kind`, and `ranks_sharing` ranks a node-shared copy: :func:`index_bytes`)."""
     from .store import block_bounds
 
     cum = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))])
     b = block_bounds(len(sizes), shards)
-    return int((cum[b[1:]] - cum[b[:-1]]).max()) + index_bytes(len(sizes), digests)
+    return int((cum[b[1:]] - cum[b[:-1]]).max()) + \
+        index_bytes(len(sizes), digests, kind=kind, ranks_sharing=ranks_sharing)
 
 
-def fewest_ranks(sizes: np.ndarray, budget: int, digests: bool = False) -> int | None:
+def fewest_ranks(sizes: np.ndarray, budget: int, digests: bool = False, *,
+                 kind: str = "compact", ranks_sharing: int = 1) -> int | None:
     """Fewest ranks over which the store of `sizes` fits `budget` a rank (None: the index
     alone does not fit)."""
-    room = budget - index_bytes(len(sizes), digests)
+    idx = dict(kind=kind, ranks_sharing=ranks_sharing)
+    room = budget - index_bytes(len(sizes), digests, **idx)
     if room <= 0 or int(np.max(sizes)) > room:
         return None
     n = max(1, -(-int(np.sum(sizes)) // room))
-    while per_rank_bytes(sizes, n, digests) > budget:  # uneven records: a few more at most
+    while per_rank_bytes(sizes, n, digests, **idx) > budget:  # uneven records: a few more
         n += 1
     return n
 
@@ -134,12 +139,14 @@ def predict_total(info, keys) -> int:
     return data + info.ndata * (header_bytes(info, keys) + 7 * len(keys))
 
 
-def index_bytes(num_samples: int, digests: bool = False) -> int:
-    """Bytes of the global index every rank holds for ``num_samples`` samples (with digests if
-    asked): the compact index's bound (:func:`.index.bound_bytes`)."""
+def index_bytes(num_samples: int, digests: bool = False, *, kind: str = "compact",
+                ranks_sharing: int = 1) -> int:
+    """Bytes of the global index a rank holds for ``num_samples`` samples (with digests if
+    asked): the bound of :func:`.index.bound_bytes` for `kind`; a node-shared compact index
+    (``index_share: node``) counted ``1 / ranks_sharing`` (the ranks of the node)."""
     from .index import bound_bytes
 
-    return bound_bytes(num_samples, digests)
+    return bound_bytes(num_samples, digests, kind, ranks_sharing)
 
 
 def scale_bytes(num_samples: int, *, index: str = "compact", index_share: str = "rank",
@@ -167,11 +174,12 @@ def ranks_needed(total_records: int, num_samples: int, budget: int, digests: boo
 
 
 def check_block(path, info, keys, rank: int, size: int, block_bytes: int, budget: int | None,
-                digests: bool = False) -> None:
-    """Raise :class:`MemoryBudgetError` if this rank's block and the index exceed `budget`."""
+                digests: bool = False, kind: str = "compact", ranks_sharing: int = 1) -> None:
+    """Raise :class:`MemoryBudgetError` if this rank's block and the index (`kind`, a
+    node-shared copy counted ``1 / ranks_sharing``) exceed `budget`."""
     if budget is None:
         return
-    idx = index_bytes(info.ndata, digests)
+    idx = index_bytes(info.ndata, digests, kind=kind, ranks_sharing=ranks_sharing)
     if block_bytes + idx <= budget:
         return
     where = f"{path} [{info.label}]: rank {rank} needs {human(block_bytes + idx)} " \

@@ -39,7 +39,8 @@ def open_store(world, path, label: str = "trainset", *, group_size=None,
     if w == "auto":
         budget = agree(world, parse_bytes, max_memory_per_rank)
         w = choose_group_size(world, path, label, keys, batch_size, backend, profile, budget,
-                              digests, required).group_size
+                              digests, required, index=index,
+                              index_share=index_share).group_size
     if _several(path):
         return ShardStore.from_files(world, path, label, keys, required, group_size=w,
                                      digests=digests, max_memory_per_rank=max_memory_per_rank,
@@ -54,9 +55,10 @@ def _several(path) -> bool:
 
 
 def choose_group_size(world, path, label, keys, batch_size, backend, profile, budget,
-                      digests=False, required=()):
+                      digests=False, required=(), index="compact", index_share="rank"):
     """Collective. The estimator's (backend, W) for this file (or list of data sets) and job,
-    the same on every rank."""
+    the same on every rank; the memory a rank counts the index as the store will hold it
+    (`index`, `index_share`: a node-shared index once a node)."""
     from .estimator.layout import detect_budget
     from .log import get_logger
     from .world import agree
@@ -73,7 +75,7 @@ def choose_group_size(world, path, label, keys, batch_size, backend, profile, bu
         if world is not None and world.rank != 0:
             return None
         return _decide(world, path, label, keys, batch_size, backend, profile, budget, source,
-                       digests, required)
+                       digests, required, index, index_share)
 
     dec = agree(world, decide)
     if world is not None and world.size > 1:
@@ -86,7 +88,7 @@ def choose_group_size(world, path, label, keys, batch_size, backend, profile, bu
 
 
 def _decide(world, path, label, keys, batch_size, backend, profile, budget, source, digests,
-            required=()):
+            required=(), index="compact", index_share="rank"):
     from . import budget as mem
     from .errors import ConfigError
     from .estimator.layout import choose_layout
@@ -99,13 +101,28 @@ def _decide(world, path, label, keys, batch_size, backend, profile, budget, sour
     sizes = _record_sizes(path, label, keys, required)
     node_of = np.zeros(1, dtype=np.int64) if world is None else world.node_of
     rpn = int(np.bincount(node_of).max())
+    idx = lambda w: {"kind": index,  # noqa: E731
+                     "ranks_sharing": index_sharing(node_of, w, index_share)}
     blind = blind_to_network(get_profile(profile), int(np.unique(node_of).size))
     return choose_layout(
         groups.valid_sizes(node_of), rpn, int(batch_size), float(sizes.mean()),
-        float(sizes.std()), lambda w: mem.per_rank_bytes(sizes, w, digests), budget, source,
-        profile, None if backend == "auto" else [backend],
-        fewest=lambda: None if budget is None else mem.fewest_ranks(sizes, budget, digests),
+        float(sizes.std()), lambda w: mem.per_rank_bytes(sizes, w, digests, **idx(w)), budget,
+        source, profile, None if backend == "auto" else [backend],
+        fewest=lambda: None if budget is None else mem.fewest_ranks(
+            sizes, budget, digests, **idx(node_of.size)),
         node_local=rpn if blind else None)
+
+
+def index_sharing(node_of: np.ndarray, w: int, index_share: str = "rank") -> int:
+    """Ranks that share one copy of the index in groups of `w` ranks (``groups.make``: ranks
+    ``g*w .. g*w+w-1``): 1 unless ``index_share == "node"``, then the fewest ranks of a group on
+    one node (the store shares the index among a group's ranks on a node, ``store._sharing``;
+    the rank with the fewest partners holds the largest share, so it sizes every rank)."""
+    if index_share != "node":
+        return 1
+    node_of = np.asarray(node_of)
+    return int(min(c for g in range(node_of.size // w)
+                   for c in np.bincount(node_of[g * w:(g + 1) * w]) if c > 0))
 
 
 def _record_sizes(path, label, keys, required) -> np.ndarray:

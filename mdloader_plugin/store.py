@@ -204,7 +204,7 @@ class ShardStore:
         else:
             mode = "read"
             ndata, block, meta = agree(world, read, holder, *args, kw["max_memory_per_rank"],
-                                       bool(kw.get("digests")))
+                                       bool(kw.get("digests")), _index_kw(holder, kw))
             store = cls.from_samples(world, block, ndata, meta=meta, progress=True, **kw)
         del block
         _trim_heap()
@@ -239,7 +239,7 @@ class ShardStore:
                 if not reader:
                     return None, None, None, None
                 ndata, block, meta = read(group, *args, kw["max_memory_per_rank"],
-                                          bool(kw.get("digests")))
+                                          bool(kw.get("digests")), _index_kw(group, kw))
                 block = list(block)
                 return ndata, block, meta, _record_sizes(block)
 
@@ -351,7 +351,7 @@ def exclusive_offsets(sizes: np.ndarray) -> np.ndarray:
     return offs
 
 
-def _read_block(world, path, label, keys, budget=None, digests=False):
+def _read_block(world, path, label, keys, budget=None, digests=False, index=None):
     """Rank-local: read this rank's block of `label` (one bulk read per key), after checking the
     predicted store size against `budget`."""
     from . import budget as mem
@@ -371,14 +371,16 @@ def _read_block(world, path, label, keys, budget=None, digests=False):
         if budget is not None:
             names = list(info.keys) if keys is None else [k for k in keys if k in info.keys]
             mem.check_block(path, info, names, r, _size(world),
-                            mem.predict_block(f, info, names, lo, hi), budget, digests)
+                            mem.predict_block(f, info, names, lo, hi), budget, digests,
+                            **(index or {}))
         block = f.read_block(label, lo, hi, keys, info)
         meta = {"path": str(path), "label": label, "keys": list(block.arrays),
                 "attributes": f.global_attributes(), "bytes_read": block.nbytes_read}
     return info.ndata, block, meta
 
 
-def _read_multi_block(world, specs, label, keys, required, budget=None, digests=False):
+def _read_multi_block(world, specs, label, keys, required, budget=None, digests=False,
+                      index=None):
     """Rank-local: this rank's block of the global ids of several files (:mod:`.sources.multi`),
     after checking the predicted store size against `budget`; dropped keys are logged once."""
     from . import budget as mem
@@ -393,7 +395,9 @@ def _read_multi_block(world, specs, label, keys, required, budget=None, digests=
         r = world.rank if world is not None else 0
         lo, hi = int(bounds[r]), int(bounds[r + 1])
         if budget is not None:
-            _check_budget(int(mem.multi_record_sizes(src, lo, hi).sum()), n, budget, digests)
+            idx = index or {}
+            _check_budget(int(mem.multi_record_sizes(src, lo, hi).sum()), n, budget, digests,
+                          idx.get("kind", "compact"), idx.get("ranks_sharing", 1))
         samples, nread = src.read_range(lo, hi)
         meta = {"path": [s.path for s in specs], "label": label, "keys": list(src.keys),
                 "attributes": src.attributes(), "bytes_read": nread,
@@ -409,6 +413,13 @@ def _read_multi_block(world, specs, label, keys, required, budget=None, digests=
 
 def _record_sizes(samples) -> list[int]:
     return [codec.record_size(s) for s in samples]
+
+
+def _index_kw(holder, kw: dict) -> dict:
+    """The index a rank will hold, for the budget checks made before reading: ``kind`` and
+    ``ranks_sharing`` (a node-shared index counted once a node)."""
+    return {"kind": kw.get("index") or "compact",
+            "ranks_sharing": _sharing(holder, kw.get("index_share") or "rank")}
 
 
 def _sharing(world, share: str) -> int:

@@ -145,3 +145,26 @@ def test_scale_step_and_regression_tables(tmp_path: Path):
     summary = json.loads(out.with_suffix(".json").read_text())["loaders"]
     assert summary["ratios"] and set(summary["ratios"].values()) == {1.0}
     assert "| 4,096 | 32 |" in out.with_suffix(".md").read_text()
+
+
+def test_scale_regression_ab_mode_and_collective_step_cpu(tmp_path: Path):
+    """--ab reads ABBA runs (pre_<i>/cur_<i>) and the step-CPU runs of each tree: the same run
+    as both trees gives 1.00; bench/collective_step_cpu.py measures a positive cost."""
+    loaders = BENCH / "results" / "loaders.json"
+    (tmp_path / "pre_1.json").write_text(loaders.read_text())
+    (tmp_path / "cur_2.json").write_text(loaders.read_text())
+    for t in ("pre", "cur"):
+        r = subprocess.run([sys.executable, str(BENCH / "collective_step_cpu.py"), "--graphs",
+                            "256", "--steps", "50", "--rounds", "1", "--out",
+                            str(tmp_path / f"cpu_{t}_1.json")], capture_output=True, text=True,
+                           timeout=120, cwd=ROOT)
+        assert r.returncode == 0, r.stderr[-3000:]
+    out = tmp_path / "reg"
+    r = subprocess.run([sys.executable, str(BENCH / "scale_regression.py"), "--ab",
+                        str(tmp_path), "--out", str(out)], capture_output=True, text=True,
+                       timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads((tmp_path / "reg_ab.json").read_text())
+    assert got["loaders"] and {v["best_ratio"] for v in got["loaders"].values()} == {1.0}
+    assert got["cpu"]["256"]["pre_us"][0] > 0
+    assert "| 256 |" in (tmp_path / "reg_ab.md").read_text()

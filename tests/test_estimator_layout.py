@@ -185,3 +185,72 @@ def test_oc20_2m_picks_are_what_the_slurm_recipes_say(profile, ranks, backend, w
     text = " ".join(ln.lstrip("# ") for ln in recipe.read_text().splitlines())
     said = f"W = {w}" if w != ranks else "W = P"
     assert said in text
+
+
+def test_a_node_shared_index_counts_once_a_node_in_the_sizing():
+    """``index_share: node``: the compact index's arrays are one copy a node, so a rank's sizing
+    counts 1 / ranks_per_node of them (what the store reports as its ``index_bytes``)."""
+    n = SIZES.size
+    assert mem.index_bytes(n, ranks_sharing=4) == -(-n * 12 // 4)  # K = 1: 4 + 8 B a sample
+    assert mem.index_bytes(n, kind="full") == 16 * n
+    for w in (1, 2, 7):
+        alone = mem.per_rank_bytes(SIZES, w)
+        shared = mem.per_rank_bytes(SIZES, w, ranks_sharing=4)
+        assert alone - shared == mem.index_bytes(n) - mem.index_bytes(n, ranks_sharing=4)
+    budget = mem.per_rank_bytes(SIZES, 7, ranks_sharing=4)
+    k = mem.fewest_ranks(SIZES, budget, ranks_sharing=4)
+    assert mem.per_rank_bytes(SIZES, k, ranks_sharing=4) <= budget
+    assert k <= 7 and mem.fewest_ranks(SIZES, budget) > k  # a rank copy needs more ranks
+
+
+def test_group_size_auto_counts_a_node_shared_index_once_a_node(mols):
+    """The gap of issue 19: ``group_size: auto`` with ``index_share: node`` sized every rank as
+    holding the whole index; a budget that W = 1 fits only with the shared index now admits it."""
+    from types import SimpleNamespace
+
+    from mdloader_plugin.placement import _decide
+    from mdloader_plugin.sources.adios import GraphFile
+
+    with GraphFile(mols) as f:
+        info = f.info("trainset")
+        sizes = mem.record_sizes(f, info, list(info.keys), 0, info.ndata)
+    world = SimpleNamespace(node_of=np.zeros(4, dtype=np.int64))  # 4 ranks on one node
+    budget = mem.per_rank_bytes(sizes, 2, ranks_sharing=2)  # a group of 2 shares its index
+    assert mem.per_rank_bytes(sizes, 4, ranks_sharing=4) < budget < mem.per_rank_bytes(sizes, 2)
+    rank = _decide(world, str(mols), "trainset", None, 4, "auto", "local", budget, "test", False)
+    assert {c.group_size for c in rank.candidates if not c.fits} == {1, 2}
+    node = _decide(world, str(mols), "trainset", None, 4, "auto", "local", budget, "test", False,
+                   index="compact", index_share="node")
+    assert {c.group_size for c in node.candidates if not c.fits} == {1}
+    assert all(c.memory_bytes == mem.per_rank_bytes(sizes, c.group_size,
+                                                    ranks_sharing=c.group_size)
+               for c in node.candidates)  # one node: a group's ranks all share its index
+
+
+def test_index_sharing_is_a_groups_ranks_on_one_node():
+    from mdloader_plugin.placement import index_sharing
+
+    two_nodes = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    assert [index_sharing(two_nodes, w, "node") for w in (1, 2, 4, 8)] == [1, 2, 4, 4]
+    assert index_sharing(two_nodes, 8, "rank") == 1
+    assert index_sharing(np.array([0, 0, 0, 1]), 4, "node") == 1  # the lone rank on node 1
+
+
+@pytest.mark.mpi
+def test_auto_with_a_node_shared_index_loads_the_group_it_sized(mols):
+    """4 ranks on one node, ``index_share: node``, a budget that W = 2 fits only with the index
+    counted once a group's node: auto admits W = 2 and the store loads under that budget (the
+    checks made before reading count the shared index the same way)."""
+    from mdloader_plugin.sources.adios import GraphFile
+
+    with GraphFile(mols) as f:
+        info = f.info("trainset")
+        sizes = mem.record_sizes(f, info, list(info.keys), 0, info.ndata)
+    budget = mem.per_rank_bytes(sizes, 2, ranks_sharing=2)
+    assert budget < mem.per_rank_bytes(sizes, 2)
+    r = mpirun(4, ["tests/mpi_scripts/group_auto.py", mols, 4, budget, "node"], timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = re.search(r"W=(\d+) fullest=(\d+) predicted=(\d+) served=(\d+)", r.stdout)
+    assert m and int(m[1]) in (2, 4) and m[2] == m[3] and int(m[2]) <= budget
+    assert re.search(r"group_size=2 \S+ memory_per_rank=\S+ \S+ fits=yes", r.stderr), \
+        r.stderr[-2000:]

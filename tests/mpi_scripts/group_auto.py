@@ -1,5 +1,6 @@
-"""group_size auto on real ranks: ``group_auto.py FILE[,FILE...] BATCH BUDGET`` prints the chosen
-W, the store's real memory a rank and the estimator's sizing of it, then one epoch's digest.
+"""group_size auto on real ranks: ``group_auto.py FILE[,FILE...] BATCH BUDGET [INDEX_SHARE]``
+prints the chosen W, the store's real memory a rank and the estimator's sizing of it, then one
+epoch's digest.
 Several comma-separated files are one store over all of them (each a data set)."""
 
 import sys
@@ -10,14 +11,17 @@ from mdloader_plugin.placement import open_store
 from mdloader_plugin.world import World, abort_on_error
 
 path, batch, budget = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+share = sys.argv[4] if len(sys.argv) > 4 else "rank"
 path = path.split(",") if "," in path else path
 world = World.detect()
 with abort_on_error(world.comm):
     store = open_store(world, path, group_size="auto", batch_size=batch,
-                       max_memory_per_rank=None if budget == "none" else budget)
-    real = store.buffer.nbytes + mem.index_bytes(store.num_samples)
+                       max_memory_per_rank=None if budget == "none" else budget,
+                       index_share=share)
+    sharing = store.group.local_size if share == "node" else 1
+    real = store.buffer.nbytes + mem.index_bytes(store.num_samples, ranks_sharing=sharing)
     fullest = world.comm.allreduce(real, op=max)
-    predicted = mem.per_rank_bytes(store.nbytes, store.group.size)
+    predicted = mem.per_rank_bytes(store.nbytes, store.group.size, ranks_sharing=sharing)
     with MDLoader(store, batch_size=batch, backend="auto", collate=len) as loader:
         served = world.comm.allreduce(sum(loader))
         backend = loader.backend_name
