@@ -185,3 +185,19 @@ def test_oc20_2m_picks_are_what_the_slurm_recipes_say(profile, ranks, backend, w
     text = " ".join(ln.lstrip("# ") for ln in recipe.read_text().splitlines())
     said = f"W = {w}" if w != ranks else "W = P"
     assert said in text
+
+
+def test_blind_profile_with_nothing_inside_a_node_spans_the_fewest_nodes():
+    """Issue 16, 4x1 hosts at 200mbit, HydraGNN batch 32 under a budget W = 1 does not fit: the
+    one-node profile rates W = 2 and W = 4 alike (it measured no network), and the tie went to
+    W = 4 (measured 18.4 ms a step against 7.7-13.7 ms at W = 2). Blind to the network, the model
+    cannot tell groups across nodes apart, so the one spanning the fewest nodes wins."""
+    def pick(sizes):
+        return choose_layout([1, 2, 4], 1, 32, float(sizes.mean()), float(sizes.std()),
+                             lambda w: mem.per_rank_bytes(sizes, w),
+                             int(mem.per_rank_bytes(sizes, 2) * 1.2), "test", "local",
+                             node_local=1)
+    d = pick(SIZES)
+    preds = {(c.backend, c.group_size): c.predicted_s for c in d.candidates}
+    assert d.group_size == 2, (d.reason, preds)
+    assert "fewest nodes" in d.reason
