@@ -376,7 +376,7 @@ def table(run: dict) -> str:
     la = run.get("loadavg")
     lines = [f"### {run['shape']} @ {run['rate']}, {run['kind']}, batch {run['batch']} "
              f"(auto's profile: {run.get('profile', 'local')}; {run.get('rounds', 1)} round(s); "
-             f"load average {la[0]:.1f})" if la else
+             f"load average {la[0]:.1f}; {run.get('date', '?')})" if la else
              f"### {run['shape']} @ {run['rate']}, {run['kind']}, batch {run['batch']} "
              f"(auto's profile: {run.get('profile', 'local')})", "",
              "| W | backend | fetch ms (median, slowest rank) | step ms | MB across hosts a step "

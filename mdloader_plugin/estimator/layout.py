@@ -21,7 +21,9 @@ left to the model, the batches and the framework. A budget no ``W`` fits is an e
 fewest ranks that would fit.
 
 The online backend check (:mod:`.choose`) still runs inside the chosen ``W``: the loader's
-initial choice is :func:`~.choose.choose_initial` for ``W`` ranks, the same model as here.
+initial choice is :func:`~.choose.choose_initial` for ``W`` ranks, the same model as here except
+that inside one node it takes an unidentified per-peer split of a cross-node calibration at its
+node-side bound (:func:`~.choose.node_params`; the ranking of ``W`` here does not yet).
 """
 
 from __future__ import annotations
