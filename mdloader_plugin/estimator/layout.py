@@ -12,7 +12,7 @@ models' resolution, and a tie goes to the larger ``W`` (less memory for the same
 A profile calibrated on one node knows nothing of the network (its inter-node figures copy the
 intra-node ones), so for a job that spans nodes it would rate groups across nodes as cheap as
 groups inside one: :func:`~.online.blind_to_network` tells, and then fitting groups inside a node are
-preferred (``node_local``).
+preferred (``node_local``); if none fits, the smallest fitting ``W`` (the fewest nodes spanned).
 
 The budget is ``max_memory_per_rank`` when given, else :func:`detect_budget`: ``SHARE`` (half)
 of the memory the node can still hand out (the smaller of ``MemAvailable`` in ``/proc/meminfo``
@@ -21,7 +21,9 @@ left to the model, the batches and the framework. A budget no ``W`` fits is an e
 fewest ranks that would fit.
 
 The online backend check (:mod:`.choose`) still runs inside the chosen ``W``: the loader's
-initial choice is :func:`~.choose.choose_initial` for ``W`` ranks, the same model as here.
+initial choice is :func:`~.choose.choose_initial` for ``W`` ranks, the same model as here except
+that inside one node it takes an unidentified per-peer split of a cross-node calibration at its
+node-side bound (:func:`~.choose.node_params`; the ranking of ``W`` here does not yet).
 """
 
 from __future__ import annotations
@@ -96,6 +98,15 @@ def choose_layout(sizes: Sequence[int], ranks_per_node: int, batch_size: int, me
     if node_local and any(c.group_size <= node_local for c in fitting):
         fitting = [c for c in fitting if c.group_size <= node_local]
         note = "the profile measured no network, so groups inside a node first; "
+    elif node_local:
+        # nothing inside a node fits, and the profile cannot tell groups across nodes apart
+        # (its inter-node figures copy the intra-node ones): the smallest fitting W spans the
+        # fewest nodes and sends the least across them (issue 16: a tie went to W = 4 on 4x1
+        # hosts, 1.3-2.4x slower than W = 2)
+        least = min(c.group_size for c in fitting)
+        fitting = [c for c in fitting if c.group_size == least]
+        note = ("no group inside a node fits and the profile is blind to the network, so the "
+                "fewest nodes; ")
     fastest = min(c.predicted_s for c in fitting)
     tied = [c for c in fitting if c.predicted_s <= fastest * (1 + TIE)]
     best = min(tied, key=lambda c: (-c.group_size, c.predicted_s, c.backend))
