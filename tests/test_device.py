@@ -105,3 +105,51 @@ def test_copy_runs_on_a_side_stream_and_the_trainer_stream_waits_for_it():
     assert st.stream != torch.cuda.current_stream()
     out = st.ready(staged)
     assert torch.equal(out["x"].cpu(), torch.arange(1 << 20, dtype=torch.float32))
+
+
+# -- the HydraGNN config's mdloader.device / mdloader.pin_memory -------------------------------
+@pytest.fixture(scope="module")
+def hydra_file(tmp_path_factory):
+    from mdloader_plugin.sources import synth
+    from mdloader_plugin.sources.adios import write_graphs
+
+    path = tmp_path_factory.mktemp("device") / "small.bp"
+    g = list(synth.generate("hydragnn", 3, 0, 20))
+    write_graphs(path, {"trainset": g[:16], "valset": g[16:18], "testset": g[18:]})
+    return str(path)
+
+
+def _hydra_loaders(path, *sets):
+    from pathlib import Path
+
+    from mdloader_plugin.batching import pyg_sample
+    from mdloader_plugin.integrations.hydragnn import config, loaders
+
+    demo = Path(__file__).resolve().parents[1] / "recipes" / "hydragnn" / "demo.yaml"
+    cfg = config.load(demo, [f"Dataset.path={path}", "mdloader.prefetch=1", *sets])
+    return loaders, loaders.build_mdloader(cfg, None, pyg_sample, labels=("trainset",))
+
+
+@pytest.mark.parametrize("sets,want", [((), None), (("mdloader.device=cpu",), "cpu"),
+                                       (("mdloader.device=auto",), "cuda" if CUDA else None)])
+def test_hydragnn_config_device_reaches_the_loader(hydra_file, sets, want):
+    loaders, (ld,) = _hydra_loaders(hydra_file, *sets)
+    try:
+        got = ld._device.device
+        assert (got.type if got is not None else None) == want
+        assert ld._device.pin == (want == "cuda")  # unset pin_memory: pinned only for a GPU
+        batches = list(ld)
+        assert len(batches) == len(ld) and all(b.x.device.type == (want or "cpu")
+                                               for b in batches)
+    finally:
+        loaders.close([ld])
+
+
+@pytest.mark.skipif(CUDA, reason="checks the CPU-only fallback")
+def test_hydragnn_config_pin_memory_without_accelerator_warns(hydra_file, caplog):
+    loaders, (ld,) = _hydra_loaders(hydra_file, "mdloader.pin_memory=true")
+    try:
+        assert not ld._device.pin
+        assert any("pin_memory=True but no accelerator" in r.getMessage() for r in caplog.records)
+    finally:
+        loaders.close([ld])

@@ -39,6 +39,7 @@ _WHERE: dict[str, tuple[str, ...]] = {
     "setup_ddp": ("hydragnn.utils.distributed", "hydragnn.utils.distributed.distributed"),
     "get_distributed_model": ("hydragnn.utils.distributed",
                               "hydragnn.utils.distributed.distributed"),
+    "get_device": ("hydragnn.utils.distributed", "hydragnn.utils.distributed.distributed"),
     "setup_log": ("hydragnn.utils.print", "hydragnn.utils.print.print_utils",
                   "hydragnn.utils.print_utils"),
     "update_config": ("hydragnn.utils.input_config_parsing",

@@ -8,7 +8,8 @@ A config is what HydraGNN users already write (``Verbosity``, ``Dataset``, ``Neu
                max_memory_per_rank: 4GiB,                   # stop early if a store won't fit
                group_size: auto,     # replica groups: auto, a number of ranks, or all (default);
                                      # `width` is accepted as DDStore's name for it
-               order: auto, index: compact, index_share: rank}  # data-set scale (options.SCALE)
+               order: auto, index: compact, index_share: rank,  # data-set scale (options.SCALE)
+               device: auto, pin_memory: true}  # batches onto the GPU (default: host batches)
     hydragnn_loader: {preload: false}                        # used when loader: hydragnn
     seed: 0                       # model init and shuffling (same seed -> same batches)
     run_name: gin-demo            # logs/<run_name>/run.log (default: HydraGNN's own log name)
@@ -89,6 +90,12 @@ MDLOADER_OPTIONS = (
                              "them (`{type: temperature, temperature: 2}`, `weights`, `explicit`, "
                              "`balanced`, `weighted`, `hydragnn`); unset: the files' weights if "
                              "given, else proportional to size."),
+    Option("device", None, "Batches onto the trainer's device: `auto` (the device HydraGNN "
+                           "trains on, when it is a GPU; the copy overlaps compute on a side "
+                           "CUDA stream), a torch device (`cuda:0`), or unset: host batches "
+                           "that HydraGNN copies itself. See gpu-feeding."),
+    Option("pin_memory", None, "Page-locked host batches: unset pins when `device` is a GPU; "
+                               "`true`/`false` forces it."),
     *SCALE,
 )
 #: ``hydragnn_loader:`` section (``loader: hydragnn``).

@@ -32,6 +32,7 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
     opts = cfg["mdloader"]
     batch_size = int(cfg["NeuralNetwork"]["Training"]["batch_size"])
     loaders, group_size = [], opts.get("group_size")
+    device = trainer_device(opts.get("device"))
     for label in labels:
         store = open_store(world, cfg["Dataset"]["path"], label, group_size=group_size,
                            batch_size=batch_size, backend=opts["backend"],
@@ -44,8 +45,25 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
                                 seed=int(opts["seed"]), drop_last=bool(opts["drop_last"]),
                                 backend=opts["backend"], prefetch=int(opts["prefetch"]),
                                 to_sample=to_sample, profile=opts.get("profile"),
-                                name=label, order=opts.get("order", "auto")))
+                                name=label, order=opts.get("order", "auto"),
+                                device=device, pin_memory=opts.get("pin_memory")))
     return tuple(loaders)
+
+
+def trainer_device(device):
+    """``mdloader.device``: None (host batches), ``auto`` (HydraGNN's own training device when it
+    is not the CPU, else None) or a torch device string, returned as given."""
+    if device in (None, "none", "host"):
+        return None
+    if device == "auto":
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        from . import compat
+
+        return str(compat.get("get_device")())
+    return str(device)
 
 
 def _index_options(opts: dict) -> dict:
