@@ -381,6 +381,12 @@ def main() -> None:
         lines += ["## Keeping a GPU fed (trainer stand-in at GPU step rates)", ""] + \
             gpu_rate.tables(gpu) + ["", "Figure: `bench/gpu_rate.png`; method and caveats: "
                                     "`docs/gpu-feeding.md`.", ""]
+    demo = _load("gpu_demo.json")
+    if demo:  # bench/gpu_demo.py over tools/gpu_demo.sh's epoch lines (issue 21)
+        import gpu_demo
+
+        lines += ["## HydraGNN on a GPU (`tools/gpu_demo.sh`, `bench/gpu_demo.py`)", ""] + \
+            gpu_demo.table(demo) + [""]
     groups = _load("groups.json")
     if groups:
         lines += ["## Replica groups across hosts (emulated cluster, `bench/groups.py`)", "",
