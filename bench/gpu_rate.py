@@ -155,6 +155,16 @@ def _row(ds, ranks, b, ms, name, runs, steps) -> dict:
             "samples_per_s": b * ranks * steps * len(runs) / wall}
 
 
+def _load_note(m: dict) -> str:
+    """How busy the machine was before the run: another job's load makes the figures relative."""
+    start, end = m["loadavg_start"][0], m["loadavg_end"][0]
+    if start < 1.0:
+        return (f"otherwise idle (load average {start} before the run, {end} at its end, the "
+                "run's own ranks).")
+    return (f"shared with other jobs (load average {start} at start, {end} at end): wall-clock "
+            "figures from a loaded machine, read them as relative.")
+
+
 def tables(result: dict) -> list[str]:
     """Markdown for bench/RESULTS.md: data-wait % at each step time, and the loader alone."""
     rows, m = result["rows"], result["machine"]
@@ -162,9 +172,7 @@ def tables(result: dict) -> list[str]:
     by = {(r["dataset"], r["ranks"], r["batch"], r["loader"], r["step_ms"]): r for r in rows}
     out = [f"{result['steps']} measured steps x {result['repeats']} interleaved rounds a "
            f"configuration, graphs {result['graphs']}, trainer step {100 * result['gil_share']:.0f}"
-           f"% GIL-held Python + the rest GIL-free; {m['cores']} cores shared with other jobs "
-           f"(load average {m['loadavg_start'][0]} at start, {m['loadavg_end'][0]} at end): "
-           "wall-clock figures from a loaded machine, read them as relative.", "",
+           f"% GIL-held Python + the rest GIL-free; {m['cores']} cores, " + _load_note(m), "",
            "| data | ranks | batch | loader | " + " | ".join(f"wait % @{s:g} ms" for s in steps)
            + " | samples/s @2 ms | loader alone, samples/s |",
            "|---|---:|---:|---|" + "---:|" * (len(steps) + 2)]

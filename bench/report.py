@@ -381,6 +381,13 @@ def main() -> None:
         lines += ["## Keeping a GPU fed (trainer stand-in at GPU step rates)", ""] + \
             gpu_rate.tables(gpu) + ["", "Figure: `bench/gpu_rate.png`; method and caveats: "
                                     "`docs/gpu-feeding.md`.", ""]
+    gpu16 = _load("gpu_rate_h200.json")
+    if gpu16:  # the same benchmark on a 16-core GPU node, a core or more a rank (issue 21)
+        import gpu_rate
+
+        lines += ["## Keeping a GPU fed, with a core a rank (16-core H200 node)", ""] + \
+            gpu_rate.tables(gpu16) + ["", "Figure: `bench/gpu_rate_h200.png`; reading: "
+                                      "docs/gpu-feeding.md.", ""]
     demo = _load("gpu_demo.json")
     if demo:  # bench/gpu_demo.py over tools/gpu_demo.sh's epoch lines (issue 21)
         import gpu_demo
