@@ -214,7 +214,9 @@ def figure(result: dict, path: Path) -> Path:
         ax.set_xticks(steps, [f"{x:g}" for x in steps])
         ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=7, ncol=4, loc="lower center")
-    fig.suptitle(f"GPU-rate consumer, {result['machine']['cores']} shared cores, "
+    idle = result["machine"]["loadavg_start"][0] < 1.0
+    fig.suptitle(f"GPU-rate consumer, {result['machine']['cores']} "
+                 f"{'otherwise idle' if idle else 'shared'} cores, "
                  f"{result['machine']['date']} (grey: the 2% target)", fontsize=9)
     fig.tight_layout(rect=(0, 0.2, 1, 1))
     fig.savefig(path, dpi=110)
