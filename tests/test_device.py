@@ -153,3 +153,10 @@ def test_hydragnn_config_pin_memory_without_accelerator_warns(hydra_file, caplog
         assert any("pin_memory=True but no accelerator" in r.getMessage() for r in caplog.records)
     finally:
         loaders.close([ld])
+
+
+@pytest.mark.skipif(CUDA, reason="checks the CPU-only error")
+def test_hydragnn_config_cuda_without_cuda_names_the_key(hydra_file):
+    with pytest.raises(ConfigError, match=r"^mdloader.device: 'cuda' .* use `auto`") as exc:
+        _hydra_loaders(hydra_file, "mdloader.device=cuda")
+    assert "\n" not in str(exc.value)

@@ -63,6 +63,13 @@ def trainer_device(device):
         from . import compat
 
         return str(compat.get("get_device")())
+    if str(device).startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(f"mdloader.device: {device!r} but this torch ({torch.__version__}) "
+                              "sees no CUDA device; use `auto` (the GPU when there is one) or "
+                              "leave it unset (host batches)")
     return str(device)
 
 
