@@ -71,11 +71,17 @@ def time_steps(world, loader, steps: int, epoch: int) -> list[float]:
     return times
 
 
-def run_arms(world, store, job: dict, batch: int) -> dict[str, list[float]]:
+def run_arms(world, store, job: dict, batch: int,
+             round_sizes: dict | None = None) -> dict[str, list[float]]:
+    """Each arm's steps, in round order; `round_sizes` (if given) gets each arm's step count a
+    round, so the scoring can compare the arms round by round (drift cancels)."""
     from mdloader_plugin.loader import MDLoader
 
     arms = job["arms"]
     out: dict[str, list[float]] = {a["label"]: [] for a in arms}
+    sizes = round_sizes if round_sizes is not None else {}
+    for a in arms:
+        sizes[a["label"]] = []
     t0 = time.perf_counter()
     for r in range(job["rounds"]):
         spent = world.comm.bcast(time.perf_counter() - t0, root=0)
@@ -86,7 +92,9 @@ def run_arms(world, store, job: dict, batch: int) -> dict[str, list[float]]:
             try:
                 ld = MDLoader(store, batch_size=batch, backend=a["backend"], prefetch=0,
                               seed=r, name=a["label"])
-                out[a["label"]] += time_steps(world, ld, job["steps"], r)
+                got = time_steps(world, ld, job["steps"], r)
+                out[a["label"]] += got
+                sizes[a["label"]].append(len(got))
                 ld.close()
             finally:
                 _restore(old)
@@ -126,13 +134,18 @@ def main(job: dict) -> None:
         sizes = store.nbytes
         for batch in job["batches"]:
             t0 = time.perf_counter()
+            load0 = os.getloadavg()  # system-wide (not namespaced): the machine's load
             row = {"dist": dist, "batch": batch, "ranks": world.size,
                    "hosts": world.num_nodes, "ranks_per_host": int(np.bincount(world.node_of).max()),
                    "mean_bytes": float(np.mean(sizes)), "std_bytes": float(np.std(sizes)),
-                   "steps_s": run_arms(world, store, job, batch) if job.get("arms") else {}}
+                   "round_sizes": {}}
+            row["steps_s"] = (run_arms(world, store, job, batch, row["round_sizes"])
+                              if job.get("arms") else {})
             row["auto"] = {p: run_auto(world, store, p, batch, job.get("auto_steps", 40))
                            for p in job.get("auto", [])}
             row["seconds"] = round(time.perf_counter() - t0, 1)
+            row["load_avg"] = [round(load0[0], 2), round(os.getloadavg()[0], 2)]  # 1-min, start/end
+            row["utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             rows.append(row)
             if world.rank == 0:
                 print(f"  {dist} batch {batch}: " + ", ".join(
