@@ -51,8 +51,12 @@ def _restore(old: dict) -> None:
             os.environ[k] = v
 
 
-def time_steps(world, loader, steps: int, epoch: int) -> list[float]:
-    """Max-over-ranks seconds of `steps` next() calls (one warm-up step first, not counted)."""
+def time_steps(world, loader, steps: int, epoch: int, batch: int | None = None) -> list[float]:
+    """Max-over-ranks seconds of `steps` next() calls (one warm-up step first, not counted).
+
+    Only full steps count: a step whose batch has fewer than `batch` graphs on some rank (the
+    epoch's tail) is not the configuration being measured. Until 2026-12-04 the batch-256 rows
+    alternated a full step with a 1-graph tail step (513 samples a rank)."""
     from mpi4py import MPI
 
     loader.set_epoch(epoch)
@@ -62,11 +66,13 @@ def time_steps(world, loader, steps: int, epoch: int) -> list[float]:
         world.comm.Barrier()
         t = time.perf_counter()
         try:
-            next(it)
+            b = next(it)
         except StopIteration:
             break
         dt = world.comm.allreduce(time.perf_counter() - t, op=MPI.MAX)
-        if i:
+        n = getattr(b, "num_graphs", None)
+        full = world.comm.allreduce(int(batch is None or n is None or n >= batch), op=MPI.MIN)
+        if i and full:
             times.append(dt)
     return times
 
@@ -92,7 +98,7 @@ def run_arms(world, store, job: dict, batch: int,
             try:
                 ld = MDLoader(store, batch_size=batch, backend=a["backend"], prefetch=0,
                               seed=r, name=a["label"])
-                got = time_steps(world, ld, job["steps"], r)
+                got = time_steps(world, ld, job["steps"], r, batch)
                 out[a["label"]] += got
                 sizes[a["label"]].append(len(got))
                 ld.close()
@@ -129,7 +135,8 @@ def main(job: dict) -> None:
     world = World.detect()
     rows = []
     for dist in job["dists"]:
-        n = world.size * max(job["batches"]) * 2 + world.size
+        # enough samples a rank for the warm-up and `steps` full steps at the largest batch
+        n = world.size * max(job["batches"]) * (job.get("steps", 1) + 1) + world.size
         store = make_store(world, dist, n)
         sizes = store.nbytes
         for batch in job["batches"]:
