@@ -303,8 +303,13 @@ def _when(configs: list[dict]) -> str:
     load = [x for c in configs if c.get("load_avg") for x in c["load_avg"]]
     when = (f"{utc[0][:10]} {utc[0][11:16]}-{utc[-1][11:16]} UTC" if utc
             else "before 2026-12-04 13:00 UTC (time not recorded in the rows)")
-    return when + (f", load {min(load):.1f}-{max(load):.1f}" if load
-                   else ", load not recorded in the rows")
+    when += (f", load {min(load):.1f}-{max(load):.1f}" if load
+             else ", load not recorded in the rows")
+    old = sum(1 for c in configs if not c.get("utc"))
+    if utc and old:
+        when += (f"; {old} of {len(configs)} scored configurations are from an earlier run "
+                 f"(time and load not recorded in their rows)")
+    return when
 
 
 def results_section(doc: dict) -> list[str]:
