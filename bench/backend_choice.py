@@ -365,6 +365,12 @@ def results_section(doc: dict) -> list[str]:
                 f"{o['right_of_resolved']} | {o['regret_geomean_resolved']:+.1%} / "
                 f"{o['regret_worst_resolved']:+.0%} | {t['online_made_right_model_pick_slower']} | "
                 f"{'met' if t['targets_met'] else 'MISSED'} | {'; '.join(o['wrong']) or '-'} |")
+    tails = sorted({_name(r) for r in doc["rows"] if r.get("tail_steps")})
+    if tails:
+        lines += ["", f"Caveat: {len(tails)} rows ({', '.join(tails)}) were measured before "
+                  f"2026-12-04 15:39 UTC, when a batch-256 round alternated a full step with the "
+                  f"epoch's 1-graph tail step: their medians mix the two and their scores mean "
+                  f"little."]
     lines += ["", "Calibration time per cluster (s): " + ", ".join(
         f"{k} {v}" for k, v in doc["calibrate_s"].items()) + ".", "",
         "Figure: `bench/backend_choice.png`; every step time in "
