@@ -11,7 +11,10 @@ Scoring, per configuration and profile (the cluster's own and the shipped ``loca
 model's pick (``choose_initial`` with the samples a rank really gets); the online decision's
 pick, by replaying the measured step series through the real ``estimator.online.OnlineCheck``
 (steps fed in the order the check asks for them, each backend's series cycled), so the decision
-logic is scored on measured distributions, stalls included. ``--auto-real`` also runs a real
+logic is scored on measured distributions, stalls included. Two scores: the *strict* one (the
+faster median wins, however close) and the *tie-aware* one (:func:`resolve`: a stratified
+Mann-Whitney test over the interleaved rounds at ``ALPHA``; a configuration whose two series do
+not differ is a tie, either pick right; where they differ the pick must be the faster). ``--auto-real`` also runs a real
 ``backend="auto"`` loader per configuration and reports its pick beside the replay.
 
 Halves: clusters (shape x rate) alternate between a *tune* and a *held-out* half. The online
@@ -77,10 +80,69 @@ def measure_cluster(spec: str, args, profile_dir: Path) -> list[dict]:
                "auto_steps": args.auto_steps}
         rows = run_worker(cl, job, timeout=args.cluster_timeout)
     return [{**r, "shape": f"{hosts}x{rph}", "rate": rate, "cluster": spec,
-             "profile": str(prof.relative_to(ROOT)), "calibrate_s": round(cal_s, 1)} for r in rows]
+             "profile": str(prof.relative_to(ROOT)), "calibrate_s": round(cal_s, 1),
+             "rounds": args.rounds, "steps": args.steps} for r in rows]
 
 
 # -- scoring -----------------------------------------------------------------------------------
+ALPHA = 0.05  # significance level of the winner test (two-sided)
+
+
+def strata(row: dict) -> list[dict[str, list[float]]]:
+    """A row's step series cut into its interleaved rounds (one dict label -> steps a round).
+
+    Rounds run the arms back to back in alternating order, so comparing the arms inside each
+    round cancels a drift of the machine's speed that affects both. ``round_sizes`` (recorded
+    since 2026-12-04) gives each round's length; an older row is cut into ``rounds`` equal
+    chunks when that divides its series, and is otherwise one stratum."""
+    steps = row["steps_s"]
+    sizes = row.get("round_sizes") or {}
+    if sizes and all(sum(sizes.get(k, [])) == len(v) for k, v in steps.items()):
+        n = min(len(sizes[k]) for k in steps)
+        cuts = {k: np.cumsum([0] + sizes[k][:n]) for k in steps}
+        return [{k: steps[k][cuts[k][i]:cuts[k][i + 1]] for k in steps} for i in range(n)]
+    rounds = int(row.get("rounds") or 0)
+    if rounds > 1 and len({len(v) for v in steps.values()}) == 1:
+        n = len(next(iter(steps.values())))
+        if n % rounds == 0 and n // rounds >= 2:
+            k = n // rounds
+            return [{a: v[i * k:(i + 1) * k] for a, v in steps.items()} for i in range(rounds)]
+    return [dict(steps)]
+
+
+def resolve(blocks: list[dict[str, list[float]]], alpha: float = ALPHA) -> dict:
+    """Do the two backends' step distributions differ? A stratified Mann-Whitney test (van
+    Elteren: each round's rank-sum statistic, weighted 1/(n+1), normal approximation, two-sided)
+    over the rounds of :func:`strata`; one stratum is the plain Mann-Whitney test.
+
+    Returns ``p``, ``winner`` (the backend with the lower median, or None: a **tie**, the series
+    cannot tell the two apart at `alpha`) and ``median_ratio`` (slower / faster median)."""
+    from scipy.stats import norm, rankdata
+
+    names = sorted({k for b in blocks for k in b})
+    if len(names) != 2:
+        raise ValueError(f"need exactly two backends, got {names}")
+    a, b = names
+    num = var = 0.0
+    for blk in blocks:
+        x, y = np.asarray(blk.get(a, []), float), np.asarray(blk.get(b, []), float)
+        n1, n2 = x.size, y.size
+        if not n1 or not n2:
+            continue
+        n = n1 + n2
+        r = rankdata(np.concatenate([x, y]))
+        _, counts = np.unique(r, return_counts=True)
+        tie = 1 - float(np.sum(counts ** 3 - counts)) / (n ** 3 - n) if n > 1 else 0.0
+        w = 1.0 / (n + 1)
+        num += w * (r[:n1].sum() - n1 * (n + 1) / 2)
+        var += w * w * n1 * n2 * (n + 1) / 12 * tie
+    p = float(2 * norm.sf(abs(num) / np.sqrt(var))) if var > 0 else 1.0
+    med = {k: float(np.median([t for blk in blocks for t in blk.get(k, [])])) for k in names}
+    fast = min(med, key=med.get)
+    return {"p": p, "winner": fast if p < alpha else None, "strata": len(blocks),
+            "median_ratio": max(med.values()) / med[fast]}
+
+
 def model_pick(row: dict, profile) -> dict:
     from mdloader_plugin.estimator import choose_initial
 
@@ -117,6 +179,7 @@ def score(rows: list[dict], params: dict) -> list[dict]:
         if len(meas) < 2:
             continue
         best = min(meas, key=meas.get)
+        test = resolve(strata(r))
         for label, path in (("own", r["profile"]), ("local", "local")):
             prof = profiles.setdefault(path, get_profile(str(ROOT / path) if label == "own"
                                                          else path))
@@ -125,7 +188,9 @@ def score(rows: list[dict], params: dict) -> list[dict]:
             c = {k: r[k] for k in ("cluster", "shape", "rate", "dist", "batch", "ranks")}
             c.update(profile=label, measured_s=meas, best=best, model=m["backend"],
                      online=online, predicted_s=m["predicted_s"], mean_s=mean,
-                     best_mean=min(mean, key=mean.get))
+                     best_mean=min(mean, key=mean.get), p_value=test["p"],
+                     resolved_best=test["winner"], strata=test["strata"],
+                     load_avg=r.get("load_avg"), utc=r.get("utc"))
             if r.get("auto", {}).get(path if label == "own" else "local"):
                 c["auto_real"] = r["auto"][path if label == "own" else "local"]["final"]
             out.append(c)
@@ -152,10 +217,43 @@ def summarise(configs: list[dict], metric: str = "median") -> dict:
     harmed = [c for c in configs if ratio(c, "model") <= 1 + WITHIN
               and c[key][c["online"]] > (1 + WITHIN) * c[key][c["model"]]]
     s["online_made_right_model_pick_slower"] = len(harmed)
+    if all("resolved_best" in c for c in configs):
+        s["tie_aware"] = tie_aware(configs, key)
     s["targets_met"] = bool(s["online"]["right_fraction"] >= 0.98
                             and s["online"]["regret_geomean"] <= 0.02
                             and s["online"]["regret_worst"] <= 0.10 and not harmed)
     return s
+
+
+def tie_aware(configs: list[dict], key: str = "measured_s") -> dict:
+    """The score where the measurement can resolve it. A configuration whose two step series do
+    not differ at ``ALPHA`` (:func:`resolve`) is a **tie**: either pick is right. Where they do
+    differ, a pick is right when it is the faster backend or within 3% of it (by `key`). Regret
+    (geo-mean, worst) is over the resolved configurations; a tie costs nothing measurable."""
+    ties = [c for c in configs if c["resolved_best"] is None]
+    res = [c for c in configs if c["resolved_best"] is not None]
+    out = {"ties": len(ties), "resolved": len(res), "alpha": ALPHA}
+    for pick in ("model", "online") + (("auto_real",) if all("auto_real" in c for c in configs)
+                                       else ()):
+        r = np.array([c[key][c[pick]] / c[key][c["resolved_best"]] for c in res])
+        right = int(np.sum(r <= 1 + WITHIN))
+        out[pick] = {"right_fraction": (right + len(ties)) / len(configs),
+                     "right_of_resolved": f"{right}/{len(res)}",
+                     "regret_geomean_resolved": float(np.exp(np.mean(np.log(r))) - 1)
+                     if r.size else 0.0,
+                     "regret_worst_resolved": float(r.max() - 1) if r.size else 0.0,
+                     "wrong": [_name(c) for c, x in zip(res, r) if x > 1 + WITHIN]}
+    harmed = [c for c in res if c[key][c["model"]] <= (1 + WITHIN) * c[key][c["resolved_best"]]
+              and c[key][c["online"]] > (1 + WITHIN) * c[key][c["model"]]]
+    out["online_made_right_model_pick_slower"] = len(harmed)
+    o = out["online"]
+    out["targets_met"] = bool(o["right_fraction"] >= 0.98 and o["regret_geomean_resolved"] <= 0.02
+                              and o["regret_worst_resolved"] <= 0.10 and not harmed)
+    return out
+
+
+def _name(c: dict) -> str:
+    return f"{c['cluster']} {c['dist']} B{c['batch']}"
 
 
 def split(rows: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -166,14 +264,18 @@ def split(rows: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 def tune(rows: list[dict]) -> dict:
-    """The online parameters that score best on `rows` (right picks, then geo-mean regret)."""
+    """The online parameters that score best on `rows`: tie-aware right picks and regret over
+    the resolved configurations first (fitting the parameters to unresolved noise is
+    overfitting), then the strict right picks and regret."""
     best, key = None, None
     for margin, close in itertools.product(TUNE_GRID["margin"], TUNE_GRID["close"]):
         params = {"margin": margin, "close": close}
         s = summarise(score(rows, params))
         if not s["configs"]:
             continue
-        k = (-s["online"]["right_fraction"], s["online"]["regret_geomean"])
+        t = s.get("tie_aware", {}).get("online", {})
+        k = (-t.get("right_fraction", 0), t.get("regret_geomean_resolved", 0),
+             -s["online"]["right_fraction"], s["online"]["regret_geomean"])
         if key is None or k < key:
             best, key = params, k
     return best or {"margin": 0.05, "close": 0.15}
@@ -195,32 +297,80 @@ def evaluate(rows: list[dict]) -> dict:
 
 
 # -- reporting ---------------------------------------------------------------------------------
+def _when(configs: list[dict]) -> str:
+    """When a half was measured and the machine's 1-min load average then (from its rows)."""
+    utc = sorted(c["utc"] for c in configs if c.get("utc"))
+    load = [x for c in configs if c.get("load_avg") for x in c["load_avg"]]
+    when = (f"{utc[0][:10]} {utc[0][11:16]}-{utc[-1][11:16]} UTC" if utc
+            else "before 2026-12-04 13:00 UTC (time not recorded in the rows)")
+    when += (f", load {min(load):.1f}-{max(load):.1f}" if load
+             else ", load not recorded in the rows")
+    old = sum(1 for c in configs if not c.get("utc"))
+    if utc and old:
+        when += (f"; {old} of {len(configs)} scored configurations are from an earlier run "
+                 f"(time and load not recorded in their rows)")
+    return when
+
+
 def results_section(doc: dict) -> list[str]:
     """The bench/RESULTS.md section (report.py calls this)."""
     ev = doc["evaluation"]
+    rounds = sorted({(r.get("rounds", doc["rounds"]), r.get("steps", doc["steps"]))
+                     for r in doc["rows"]})
     lines = [f"Grid: {', '.join(doc['clusters'])}; batch {doc['batches']}; "
-             f"{', '.join(doc['dists'])}; {doc['rounds']} interleaved rounds x {doc['steps']} "
-             f"steps a backend; step time to a ready batch, slowest rank, median. "
-             f"{'FULL grid' if doc['full'] else 'REDUCED slice (not the full grid)'}; load "
-             f"average {doc['load_avg'][0]:.1f} at the end: the machine was shared with 4 other "
-             f"engineers' jobs, so every figure carries that noise. Online parameters chosen on "
-             f"the tune half: margin {ev['params']['margin']:.0%}, close "
-             f"{ev['params']['close']:.0%}.", "",
-             "| half | clusters | profile | scored by | configs | model right | online right | "
-             "online regret geo / worst | right model picks made >3% slower | targets |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             f"{', '.join(doc['dists'])}; "
+             + " or ".join(f"{r} interleaved rounds x {s}" for r, s in rounds)
+             + " steps a backend; step time to a ready batch, slowest rank. "
+             f"{'FULL grid' if doc['full'] else 'REDUCED slice (not the full grid)'}. The "
+             f"machine (2 cores) was shared with other engineers' jobs; the load beside each "
+             f"half is the 1-min load average at the start and end of its configurations. Online "
+             f"parameters chosen on the tune half: margin {ev['params']['margin']:.0%}, close "
+             f"{ev['params']['close']:.0%}.", ""]
+    for half, h in ev["halves"].items():
+        lines.append(f"- {half}: {', '.join(h['clusters'])}: measured {_when(h['configs'])}.")
+    lines += ["", "**Strict score** (as before: the faster median or mean wins, however close):",
+              "", "| half | profile | scored by | configs | model right | online right | "
+              "online regret geo / worst | right model picks made >3% slower | targets |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for half, h in ev["halves"].items():
         for prof, metric in itertools.product(("own", "local"), ("median", "mean")):
             s = h["summary" if metric == "median" else "summary_mean"][prof]
             if not s["configs"]:
                 continue
             lines.append(
-                f"| {half} | {', '.join(h['clusters'])} | {prof} | {metric} step | "
-                f"{s['configs']} | "
+                f"| {half} | {prof} | {metric} step | {s['configs']} | "
                 f"{s['model']['right_fraction']:.0%} | {s['online']['right_fraction']:.0%} | "
                 f"{s['online']['regret_geomean']:+.1%} / {s['online']['regret_worst']:+.0%} | "
                 f"{s['online_made_right_model_pick_slower']} | "
                 f"{'met' if s['targets_met'] else 'MISSED'} |")
+    lines += ["", f"**Tie-aware score**: per configuration a stratified Mann-Whitney test over "
+              f"the interleaved rounds (two-sided, alpha {ALPHA}) asks whether the two backends' "
+              f"step distributions differ. Where they do not, the configuration is a *tie* "
+              f"(either pick is right); where they do, the pick must be the faster backend by "
+              f"median step (or within 3%). Regret is over the resolved configurations.", "",
+              "| half | profile | configs | ties | resolved | model right | online right | "
+              "online right of resolved | online regret geo / worst (resolved) | right model "
+              "picks made >3% slower | targets | online wrong (resolved) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for half, h in ev["halves"].items():
+        for prof in ("own", "local"):
+            s = h["summary"][prof]
+            t = s.get("tie_aware")
+            if not s["configs"] or not t:
+                continue
+            o = t["online"]
+            lines.append(
+                f"| {half} | {prof} | {s['configs']} | {t['ties']} | {t['resolved']} | "
+                f"{t['model']['right_fraction']:.0%} | {o['right_fraction']:.0%} | "
+                f"{o['right_of_resolved']} | {o['regret_geomean_resolved']:+.1%} / "
+                f"{o['regret_worst_resolved']:+.0%} | {t['online_made_right_model_pick_slower']} | "
+                f"{'met' if t['targets_met'] else 'MISSED'} | {'; '.join(o['wrong']) or '-'} |")
+    tails = sorted({_name(r) for r in doc["rows"] if r.get("tail_steps")})
+    if tails:
+        lines += ["", f"Caveat: {len(tails)} rows ({', '.join(tails)}) were measured before "
+                  f"2026-12-04 15:39 UTC, when a batch-256 round alternated a full step with the "
+                  f"epoch's 1-graph tail step: their medians mix the two and their scores mean "
+                  f"little."]
     lines += ["", "Calibration time per cluster (s): " + ", ".join(
         f"{k} {v}" for k, v in doc["calibrate_s"].items()) + ".", "",
         "Figure: `bench/backend_choice.png`; every step time in "

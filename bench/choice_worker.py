@@ -51,8 +51,12 @@ def _restore(old: dict) -> None:
             os.environ[k] = v
 
 
-def time_steps(world, loader, steps: int, epoch: int) -> list[float]:
-    """Max-over-ranks seconds of `steps` next() calls (one warm-up step first, not counted)."""
+def time_steps(world, loader, steps: int, epoch: int, batch: int | None = None) -> list[float]:
+    """Max-over-ranks seconds of `steps` next() calls (one warm-up step first, not counted).
+
+    Only full steps count: a step whose batch has fewer than `batch` graphs on some rank (the
+    epoch's tail) is not the configuration being measured. Until 2026-12-04 the batch-256 rows
+    alternated a full step with a 1-graph tail step (513 samples a rank)."""
     from mpi4py import MPI
 
     loader.set_epoch(epoch)
@@ -62,20 +66,28 @@ def time_steps(world, loader, steps: int, epoch: int) -> list[float]:
         world.comm.Barrier()
         t = time.perf_counter()
         try:
-            next(it)
+            b = next(it)
         except StopIteration:
             break
         dt = world.comm.allreduce(time.perf_counter() - t, op=MPI.MAX)
-        if i:
+        n = getattr(b, "num_graphs", None)
+        full = world.comm.allreduce(int(batch is None or n is None or n >= batch), op=MPI.MIN)
+        if i and full:
             times.append(dt)
     return times
 
 
-def run_arms(world, store, job: dict, batch: int) -> dict[str, list[float]]:
+def run_arms(world, store, job: dict, batch: int,
+             round_sizes: dict | None = None) -> dict[str, list[float]]:
+    """Each arm's steps, in round order; `round_sizes` (if given) gets each arm's step count a
+    round, so the scoring can compare the arms round by round (drift cancels)."""
     from mdloader_plugin.loader import MDLoader
 
     arms = job["arms"]
     out: dict[str, list[float]] = {a["label"]: [] for a in arms}
+    sizes = round_sizes if round_sizes is not None else {}
+    for a in arms:
+        sizes[a["label"]] = []
     t0 = time.perf_counter()
     for r in range(job["rounds"]):
         spent = world.comm.bcast(time.perf_counter() - t0, root=0)
@@ -86,7 +98,9 @@ def run_arms(world, store, job: dict, batch: int) -> dict[str, list[float]]:
             try:
                 ld = MDLoader(store, batch_size=batch, backend=a["backend"], prefetch=0,
                               seed=r, name=a["label"])
-                out[a["label"]] += time_steps(world, ld, job["steps"], r)
+                got = time_steps(world, ld, job["steps"], r, batch)
+                out[a["label"]] += got
+                sizes[a["label"]].append(len(got))
                 ld.close()
             finally:
                 _restore(old)
@@ -121,18 +135,28 @@ def main(job: dict) -> None:
     world = World.detect()
     rows = []
     for dist in job["dists"]:
-        n = world.size * max(job["batches"]) * 2 + world.size
+        # enough samples a rank for the warm-up and `steps` full steps at the largest batch
+        n = world.size * max(job["batches"]) * (job.get("steps", 1) + 1) + world.size
         store = make_store(world, dist, n)
         sizes = store.nbytes
+        if job.get("arms"):  # a store's first loader pays one-off set-up (measured: 30-40 s at
+            # 2x3@100mbit), which left the first configuration one round inside its budget
+            warm = {**job, "rounds": 1, "steps": 1, "config_budget_s": float("inf")}
+            run_arms(world, store, warm, min(job["batches"]))
         for batch in job["batches"]:
             t0 = time.perf_counter()
+            load0 = os.getloadavg()  # system-wide (not namespaced): the machine's load
             row = {"dist": dist, "batch": batch, "ranks": world.size,
                    "hosts": world.num_nodes, "ranks_per_host": int(np.bincount(world.node_of).max()),
                    "mean_bytes": float(np.mean(sizes)), "std_bytes": float(np.std(sizes)),
-                   "steps_s": run_arms(world, store, job, batch) if job.get("arms") else {}}
+                   "round_sizes": {}}
+            row["steps_s"] = (run_arms(world, store, job, batch, row["round_sizes"])
+                              if job.get("arms") else {})
             row["auto"] = {p: run_auto(world, store, p, batch, job.get("auto_steps", 40))
                            for p in job.get("auto", [])}
             row["seconds"] = round(time.perf_counter() - t0, 1)
+            row["load_avg"] = [round(load0[0], 2), round(os.getloadavg()[0], 2)]  # 1-min, start/end
+            row["utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             rows.append(row)
             if world.rank == 0:
                 print(f"  {dist} batch {batch}: " + ", ".join(

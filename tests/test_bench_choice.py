@@ -42,3 +42,86 @@ def test_summary_counts_a_wrong_pick_and_its_regret():
     assert s["online"]["right_fraction"] == 0.5  # 2% slower counts as right, 50% does not
     assert s["online"]["regret_worst"] == pytest.approx(0.5)
     assert s["online_made_right_model_pick_slower"] == 1 and not s["targets_met"]
+
+
+# -- the tie-aware ground truth (issue 15: 15 steps a backend could not resolve a winner) ------
+def _rounds(rng, rounds, steps, onesided, collective, drift=0.0, noise=0.05):
+    """Interleaved rounds (arms alternate order) of `steps` steps each. Each step time is the
+    backend's base time x (1 + drift x elapsed fraction of the run) x lognormal noise."""
+    series = {"onesided": [], "collective": []}
+    sizes = {"onesided": [], "collective": []}
+    total, t = 2 * rounds * steps, 0
+    for r in range(rounds):
+        for name in (("onesided", "collective") if r % 2 == 0 else ("collective", "onesided")):
+            base = onesided if name == "onesided" else collective
+            for _ in range(steps):
+                series[name].append(base * (1 + drift * t / total) * rng.lognormal(0, noise))
+                t += 1
+            sizes[name].append(steps)
+    return {"steps_s": series, "round_sizes": sizes, "rounds": rounds}
+
+
+def test_resolve_finds_a_clear_winner():
+    import numpy as np
+
+    row = _rounds(np.random.default_rng(1), 6, 5, 1e-3, 1.3e-3)
+    res = backend_choice.resolve(backend_choice.strata(row))
+    assert res["strata"] == 6 and res["winner"] == "onesided" and res["p"] < 1e-4
+    assert res["median_ratio"] == pytest.approx(1.3, rel=0.1)
+
+
+def test_resolve_calls_identical_distributions_a_tie():
+    import numpy as np
+
+    ties = 0
+    for seed in range(40):
+        row = _rounds(np.random.default_rng(seed), 6, 5, 1e-3, 1e-3, noise=0.2)
+        ties += backend_choice.resolve(backend_choice.strata(row))["winner"] is None
+    assert ties >= 34  # alpha 5%: about 38 of 40 expected; a winner in most would be a bias
+
+
+def test_resolve_compares_within_rounds_so_a_drift_does_not_hide_the_winner():
+    """Both backends slow down 3x over the run (drift larger than their 10% difference): the
+    pooled series overlap (plain Mann-Whitney: a tie), but inside every round onesided is
+    faster, and the stratified test resolves it. A drift with no real difference stays a tie."""
+    import numpy as np
+
+    row = _rounds(np.random.default_rng(3), 6, 5, 1e-3, 1.1e-3, drift=2.0, noise=0.03)
+    pooled = backend_choice.resolve([row["steps_s"]])
+    assert pooled["winner"] is None, pooled
+    res = backend_choice.resolve(backend_choice.strata(row))
+    assert res["winner"] == "onesided" and res["p"] < 0.01, res
+    ties = sum(backend_choice.resolve(backend_choice.strata(_rounds(
+        np.random.default_rng(s), 6, 5, 1e-3, 1e-3, drift=2.0, noise=0.03)))["winner"] is None
+        for s in range(20))
+    assert ties >= 17
+
+
+def test_strata_of_rows_without_round_sizes():
+    row = {"steps_s": {"onesided": list(range(6)), "collective": list(range(6))}, "rounds": 3}
+    assert [len(b["onesided"]) for b in backend_choice.strata(row)] == [2, 2, 2]
+    row = {"steps_s": {"onesided": list(range(5)), "collective": list(range(5))}, "rounds": 3}
+    assert len(backend_choice.strata(row)) == 1  # cannot be cut: one stratum (plain test)
+    row["round_sizes"] = {"onesided": [2, 2, 1], "collective": [2, 2, 1]}
+    assert [len(b["collective"]) for b in backend_choice.strata(row)] == [2, 2, 1]
+
+
+def test_tie_aware_score_counts_ties_apart_and_needs_the_faster_where_resolved():
+    def cfg(one, coll, resolved, online, model="onesided"):
+        return {"cluster": "2x1@100mbit", "dist": "oc20", "batch": 16,
+                "measured_s": {"onesided": one, "collective": coll}, "resolved_best": resolved,
+                "best": min(("onesided", one), ("collective", coll), key=lambda x: x[1])[0],
+                "model": model, "online": online}
+
+    configs = [cfg(1.0, 1.5, "onesided", "onesided"),       # resolved, right
+               cfg(1.0, 1.5, "onesided", "collective"),     # resolved, wrong: +50%
+               cfg(1.0, 1.2, None, "collective"),           # tie: right either way
+               cfg(1.0, 1.01, "onesided", "collective")]    # resolved but within 3%: right
+    s = backend_choice.summarise(configs)
+    assert s["online"]["right_fraction"] == 0.5  # strict: the +50% and the tie +20% are wrong
+    t = s["tie_aware"]
+    assert t["ties"] == 1 and t["resolved"] == 3
+    assert t["online"]["right_fraction"] == 0.75 and t["online"]["right_of_resolved"] == "2/3"
+    assert t["online"]["regret_worst_resolved"] == pytest.approx(0.5)
+    assert t["online"]["wrong"] == ["2x1@100mbit oc20 B16"]
+    assert t["online_made_right_model_pick_slower"] == 1 and not t["targets_met"]
