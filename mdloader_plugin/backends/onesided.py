@@ -24,8 +24,6 @@ one 8.4 s p95 is left at 200mbit, batch 256, on a saturated link. See :func:`wan
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 import numpy as np
 
 from . import progress as _progress
@@ -33,6 +31,9 @@ from .base import Backend, Fetched, exclusive_cumsum, gather_local
 from .progress import ProgressThread
 
 SMALL_STEP = 64  # records a step up to which the step is planned in plain Python (_fetch_small)
+LOCAL_GET_FROM = 128  # records a step from which this rank's own records come through one
+                      # indexed Get from its own window (a memcpy a record in MPI's C) instead
+                      # of a Python copy a record
 
 
 def wants_progress_thread(world, setting) -> bool:
@@ -76,7 +77,6 @@ class OneSidedBackend(Backend):
             self._off_node = (world.node_of != world.node_of[self.rank]).tolist()
             self.win = store.open_epoch()
             self._progress = start_progress_thread(world, progress)
-            self._starts = store.block_starts.tolist()
             self._local = memoryview(store.buffer).cast("B")  # the window's memory: unmoved
 
     def set_active(self, active: bool) -> None:
@@ -90,9 +90,9 @@ class OneSidedBackend(Backend):
         st = self.store
         nb = st.nbytes[ids]
         src = st.offsets[ids]
-        if self.size > 1 and ids.size <= SMALL_STEP:
-            return self._fetch_small(ids, nb, src)
         owners = st.owner_of(ids)
+        if self.size > 1 and ids.size <= SMALL_STEP:
+            return self._fetch_small(ids, nb, src, owners)
         mine = owners == self.rank
         if mine.all():  # every record is local (one rank, or a lucky step): no sort, no MPI
             dst = exclusive_cumsum(nb)
@@ -103,22 +103,23 @@ class OneSidedBackend(Backend):
         dst = np.empty(ids.size, dtype=np.int64)
         dst[order] = exclusive_cumsum(nb[order])
         out = self.buffers.take(int(nb.sum()))
-        if mine.any():
+        by_get = ids.size >= LOCAL_GET_FROM
+        if not by_get and mine.any():
             gather_local(st.buffer, src[mine], nb[mine], out, dst[mine])
-        self._get_remote(out, owners, order, src, nb, dst)
+        self._get_remote(out, owners, order, src, nb, dst, local=by_get)
         return Fetched(ids, out, dst, nb)
 
-    def _fetch_small(self, ids: np.ndarray, nb: np.ndarray, src: np.ndarray) -> Fetched:
+    def _fetch_small(self, ids: np.ndarray, nb: np.ndarray, src: np.ndarray,
+                     owners: np.ndarray) -> Fetched:
         """The same step as the numpy path (same layout: records grouped by owner, ascending,
         plan order inside an owner; the same Gets through :meth:`_get_owner`), planned on Python
         lists. A step of a few records pays per call, not per byte: ~40 small numpy calls cost
         4-5x more than these list operations once a collate between two fetches has left the
         caches cold (bench/fetch_profile.py)."""
         rank = self.rank
-        id_l, nb_l, src_l = ids.tolist(), nb.tolist(), src.tolist()
-        owners = [bisect_right(self._starts, i) - 1 for i in id_l]
-        order = sorted(range(len(id_l)), key=owners.__getitem__)  # stable: plan order inside
-        dst_l = [0] * len(id_l)
+        nb_l, src_l, owners = nb.tolist(), src.tolist(), owners.tolist()
+        order = sorted(range(len(nb_l)), key=owners.__getitem__)  # stable: plan order inside
+        dst_l = [0] * len(nb_l)
         at = 0
         for i in order:
             dst_l[i] = at
@@ -146,14 +147,15 @@ class OneSidedBackend(Backend):
             self._flush(types)
         return Fetched(ids, out, dst, nb)
 
-    def _get_remote(self, out, owners, order, src, nb, dst) -> None:
-        """The numpy path's remote owners: one :meth:`_get_owner` an owner run, one flush."""
+    def _get_remote(self, out, owners, order, src, nb, dst, local: bool = False) -> None:
+        """The numpy path's Gets: one :meth:`_get_owner` a remote owner's run (and this rank's
+        own run too when `local`), one flush."""
         sorted_owners = owners[order]
         bounds = np.flatnonzero(sorted_owners[1:] != sorted_owners[:-1]) + 1
         types = []
         for grp in np.split(order, bounds):
             o = int(owners[grp[0]])
-            if o != self.rank:
+            if local or o != self.rank:
                 self._get_owner(out, o, int(dst[grp[0]]), nb[grp].tolist(), src[grp].tolist(),
                                 types)
         self._flush(types)
@@ -172,7 +174,8 @@ class OneSidedBackend(Backend):
             tt = MPI.BYTE.Create_hindexed(sizes, srcs).Commit()
             types.append(tt)
             self.win.Get([out[lo:lo + n], MPI.BYTE], o, target=(0, 1, tt))
-        self.traffic["off_node" if self._off_node[o] else "on_node"] += n
+        if o != self.rank:
+            self.traffic["off_node" if self._off_node[o] else "on_node"] += n
 
     def _flush(self, types: list) -> None:
         """Complete every Get of the step (one ``Flush_all``) and free its datatypes."""
