@@ -13,8 +13,8 @@ median over ``--steps`` steps (max over ranks, ranks synchronised before each st
   when ``pyddstore`` imports;
 - MPI's bare costs on the store's window: one ``Get`` of one record + ``Flush_all``
   (``bare_get``), ``Flush_all`` alone (``bare_flush``), a 1-byte Get + flush (``bare_get1``);
-- ``local_get``: the rank-local records as ONE indexed Get from its own window + flush (what
-  the fetch does at ``LOCAL_GET_FROM`` records a step and above) instead of ``local``;
+- ``local_get``: the rank-local records as ONE indexed Get from the rank's own window + flush,
+  the alternative to ``local`` (tried for large steps, slower: not used by the backend);
 - ``memcpy_floor``: one core copying the step's bytes (loaders.memcpy_floor).
 
 Writes ``bench/results/fetch_profile.json`` (rank 0); prints a table.
@@ -189,7 +189,6 @@ def main():
     ap.add_argument("--between", default="none", choices=["none", "collate"],
                     help="collate a batch before each timed step (caches as cold as in a loader)")
     ap.add_argument("--small-step", type=int, help="onesided.SMALL_STEP for this run")
-    ap.add_argument("--local-get", type=int, help="onesided.LOCAL_GET_FROM for this run")
     ap.add_argument("--out", default=str(HERE / "results" / "fetch_profile.json"))
     a = ap.parse_args()
     from loaders import DATASETS, WORK
@@ -201,10 +200,6 @@ def main():
         from mdloader_plugin.backends import onesided
 
         onesided.SMALL_STEP = a.small_step
-    if a.local_get is not None:
-        from mdloader_plugin.backends import onesided
-
-        onesided.LOCAL_GET_FROM = a.local_get
     world = World.detect()
     get_logger(world.rank).setLevel("WARNING")
     rows = []
@@ -214,7 +209,6 @@ def main():
     if world.rank == 0:
         Path(a.out).write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M %Z"),
                                            "loadavg": os.getloadavg(), "between": a.between, "small_step": a.small_step,
-                                           "local_get_from": a.local_get,
                                            "rows": rows}, indent=1))
     world.close()
 

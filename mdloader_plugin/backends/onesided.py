@@ -31,9 +31,6 @@ from .base import Backend, Fetched, exclusive_cumsum, gather_local
 from .progress import ProgressThread
 
 SMALL_STEP = 64  # records a step up to which the step is planned in plain Python (_fetch_small)
-LOCAL_GET_FROM = 128  # records a step from which this rank's own records come through one
-                      # indexed Get from its own window (a memcpy a record in MPI's C) instead
-                      # of a Python copy a record
 
 
 def wants_progress_thread(world, setting) -> bool:
@@ -103,10 +100,9 @@ class OneSidedBackend(Backend):
         dst = np.empty(ids.size, dtype=np.int64)
         dst[order] = exclusive_cumsum(nb[order])
         out = self.buffers.take(int(nb.sum()))
-        by_get = ids.size >= LOCAL_GET_FROM
-        if not by_get and mine.any():
+        if mine.any():
             gather_local(st.buffer, src[mine], nb[mine], out, dst[mine])
-        self._get_remote(out, owners, order, src, nb, dst, local=by_get)
+        self._get_remote(out, owners, order, src, nb, dst)
         return Fetched(ids, out, dst, nb)
 
     def _fetch_small(self, ids: np.ndarray, nb: np.ndarray, src: np.ndarray,
@@ -147,15 +143,16 @@ class OneSidedBackend(Backend):
             self._flush(types)
         return Fetched(ids, out, dst, nb)
 
-    def _get_remote(self, out, owners, order, src, nb, dst, local: bool = False) -> None:
-        """The numpy path's Gets: one :meth:`_get_owner` a remote owner's run (and this rank's
-        own run too when `local`), one flush."""
+    def _get_remote(self, out, owners, order, src, nb, dst) -> None:
+        """The numpy path's Gets: one :meth:`_get_owner` a remote owner's run, one flush. (This
+        rank's own run by one indexed Get from its own window was tried and is slower than the
+        Python copies: ``local_get`` in bench/fetch_profile.py, docs/gpu-feeding.md.)"""
         sorted_owners = owners[order]
         bounds = np.flatnonzero(sorted_owners[1:] != sorted_owners[:-1]) + 1
         types = []
         for grp in np.split(order, bounds):
             o = int(owners[grp[0]])
-            if local or o != self.rank:
+            if o != self.rank:
                 self._get_owner(out, o, int(dst[grp[0]]), nb[grp].tolist(), src[grp].tolist(),
                                 types)
         self._flush(types)
@@ -164,7 +161,8 @@ class OneSidedBackend(Backend):
         """ONE Get of owner `o`'s records (byte offsets `srcs` and lengths `sizes` in its window,
         Python lists) landing contiguously at ``out[lo:]``: a plain Get for one record, an
         ``hindexed`` target datatype for several (appended to `types`, freed by :meth:`_flush`).
-        The bytes are counted as they are asked for (:attr:`traffic`, no per-step bincount)."""
+        The bytes are counted as they are asked for (:attr:`traffic`, no per-step bincount;
+        none for this rank's own window)."""
         MPI = self._MPI
         if len(sizes) == 1:
             n = sizes[0]
