@@ -377,13 +377,17 @@ def main() -> None:
         if after2:  # a second before/after pair, run right after the first (noise)
             lines += ["Second round (the same grid, before then after, right after the first):",
                       ""] + fetch_cost_tables(_load("loaders_fetch_before2.json"), after2) + [""]
-        after3 = _load("loaders_fetch_i21_after.json")
+        kept = _load("loaders_fetch_i21_after.json")
+        after3 = kept or _load("loaders_fetch_i21_after_localget.json")
         if after3:  # the fixed-cost work after the per-owner Get helper (batch 128 added)
+            tag = "" if kept else "_localget"
             lines += ["Third round (owners of a small step from the index's vectorised lookup; "
-                      "from 128 records a step this rank's own records come by one indexed Get "
-                      "from its own window; batch 128 added):", ""] + fetch_cost_tables(
+                      "batch 128 added" + ("" if kept else "; 'after' ran the tried local "
+                                           "indexed Get from 128 records a step, dropped since: "
+                                           "its batch 128/256 rows are that variant's") + "):",
+                      ""] + fetch_cost_tables(
                 _load("loaders_fetch_i21_before.json"), after3,
-                (_load("fetch_profile_i21_n2.json"), _load("fetch_profile_i21_n4.json")),
+                (_load(f"fetch_profile_i21{tag}_n2.json"), _load(f"fetch_profile_i21{tag}_n4.json")),
                 before_what="the tree before this round, b5124e3") + [""]
     gpu = _load("gpu_rate.json")
     if gpu:  # bench/gpu_rate.py (issue 21)
