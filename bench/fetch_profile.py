@@ -13,6 +13,8 @@ median over ``--steps`` steps (max over ranks, ranks synchronised before each st
   when ``pyddstore`` imports;
 - MPI's bare costs on the store's window: one ``Get`` of one record + ``Flush_all``
   (``bare_get``), ``Flush_all`` alone (``bare_flush``), a 1-byte Get + flush (``bare_get1``);
+- ``local_get``: the rank-local records as ONE indexed Get from the rank's own window + flush,
+  the alternative to ``local`` (tried for large steps, slower: not used by the backend);
 - ``memcpy_floor``: one core copying the step's bytes (loaders.memcpy_floor).
 
 Writes ``bench/results/fetch_profile.json`` (rank 0); prints a table.
@@ -126,6 +128,16 @@ def profile(world, path, batches, steps, out_rows, ds):
             if not (owners == rank).all():
                 be._get_remote(outs[k], owners, order, src, nb, dst)
         row["get+flush"] = timed(comm, remote, steps)
+
+        def local_get(k):  # the local records as one indexed Get from the own window + flush
+            ids, nb, src, owners = pre[k]
+            mine = np.flatnonzero(owners == rank)
+            if mine.size:
+                types = []
+                be._get_owner(outs[k], rank, int(dsts[k][1][mine].min()), nb[mine].tolist(),
+                              src[mine].tolist(), types)
+                be._flush(types)
+        row["local_get"] = timed(comm, local_get, steps)
         row["step_bytes"] = int(max(comm.allgather(int(max(p[1].sum() for p in pre)))))
         row["step_bytes_median"] = int(np.median([p[1].sum() for p in pre]))
         row["memcpy_floor"] = memcpy_floor(row["step_bytes_median"])

@@ -123,7 +123,9 @@ def loader_tables(res: dict) -> list[str]:
     return out
 
 
-def fetch_cost_tables(before: dict | None, after: dict, profs=()) -> list[str]:
+def fetch_cost_tables(before: dict | None, after: dict, profs=(),
+                      before_what: str = "one-sided steps on the numpy path, "
+                                         "`--onesided-numpy`") -> list[str]:
     """Issue 21 part 4: MDLoader's fetch against the real DDStore's and the memcpy floor, before
     and after the small-step plan (``loaders_fetch_{before,after}.json``, ``bench/loaders.py
     --loaders onesided,auto,ddstore-real``; before = ``--onesided-numpy``), and where a fetch's
@@ -137,8 +139,8 @@ def fetch_cost_tables(before: dict | None, after: dict, profs=()) -> list[str]:
            "sample untimed)."]
     if before:
         b = before["machine"]
-        out[0] += (f" Before (the same harness, one-sided steps on the numpy path, "
-                   f"`--onesided-numpy`): {b['date']}, load {b['loadavg_start'][0]} -> "
+        out[0] += (f" Before (the same harness, {before_what}): {b['date']}, load "
+                   f"{b['loadavg_start'][0]} -> "
                    f"{b['loadavg_end'][0]}.")
     out += ["", "| data | ranks | batch | floor µs | 1-sided before | 1-sided after | auto after "
             "| real DDStore (MPI) | auto / DDStore | 1-sided / DDStore | auto / floor | target |",
@@ -172,15 +174,16 @@ def fetch_cost_tables(before: dict | None, after: dict, profs=()) -> list[str]:
                 f"{prof['loadavg'][0]:.2f}; {between[prof.get('between', 'none')]}; "
                 "median of the slowest rank, ms; the parts are timed one by one on the same "
                 "plans):", "",
-                "| data | ranks | batch | fetch | index | plan (numpy path) | local copies | Gets + flush | "
-                "bare Get + flush | bare flush | real DDStore | floor |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                "| data | ranks | batch | fetch | index | plan (numpy path) | local copies | "
+                "local by one Get | Gets + flush | bare Get + flush | bare flush | real DDStore "
+                "| floor |",
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for r in prof["rows"]:
             out.append(f"| {r['dataset']} | {r['ranks']} | {r['batch']} | "
                        + " | ".join(f"{r[k] * 1e3:.3f}" if r.get(k) is not None else "–"
-                                    for k in ("onesided", "index", "plan", "local", "get+flush",
-                                              "bare_get", "bare_flush", "ddstore-real",
-                                              "memcpy_floor")) + " |")
+                                    for k in ("onesided", "index", "plan", "local", "local_get",
+                                              "get+flush", "bare_get", "bare_flush",
+                                              "ddstore-real", "memcpy_floor")) + " |")
     return out
 
 
@@ -374,6 +377,18 @@ def main() -> None:
         if after2:  # a second before/after pair, run right after the first (noise)
             lines += ["Second round (the same grid, before then after, right after the first):",
                       ""] + fetch_cost_tables(_load("loaders_fetch_before2.json"), after2) + [""]
+        kept = _load("loaders_fetch_i21_after.json")
+        after3 = kept or _load("loaders_fetch_i21_after_localget.json")
+        if after3:  # the fixed-cost work after the per-owner Get helper (batch 128 added)
+            tag = "" if kept else "_localget"
+            lines += ["Third round (owners of a small step from the index's vectorised lookup; "
+                      "batch 128 added" + ("" if kept else "; 'after' ran the tried local "
+                                           "indexed Get from 128 records a step, dropped since: "
+                                           "its batch 128/256 rows are that variant's") + "):",
+                      ""] + fetch_cost_tables(
+                _load("loaders_fetch_i21_before.json"), after3,
+                (_load(f"fetch_profile_i21{tag}_n2.json"), _load(f"fetch_profile_i21{tag}_n4.json")),
+                before_what="the tree before this round, b5124e3") + [""]
     gpu = _load("gpu_rate.json")
     if gpu:  # bench/gpu_rate.py (issue 21)
         import gpu_rate

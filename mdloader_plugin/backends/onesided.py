@@ -24,8 +24,6 @@ one 8.4 s p95 is left at 200mbit, batch 256, on a saturated link. See :func:`wan
 
 from __future__ import annotations
 
-from bisect import bisect_right
-
 import numpy as np
 
 from . import progress as _progress
@@ -76,7 +74,6 @@ class OneSidedBackend(Backend):
             self._off_node = (world.node_of != world.node_of[self.rank]).tolist()
             self.win = store.open_epoch()
             self._progress = start_progress_thread(world, progress)
-            self._starts = store.block_starts.tolist()
             self._local = memoryview(store.buffer).cast("B")  # the window's memory: unmoved
 
     def set_active(self, active: bool) -> None:
@@ -90,9 +87,9 @@ class OneSidedBackend(Backend):
         st = self.store
         nb = st.nbytes[ids]
         src = st.offsets[ids]
-        if self.size > 1 and ids.size <= SMALL_STEP:
-            return self._fetch_small(ids, nb, src)
         owners = st.owner_of(ids)
+        if self.size > 1 and ids.size <= SMALL_STEP:
+            return self._fetch_small(ids, nb, src, owners)
         mine = owners == self.rank
         if mine.all():  # every record is local (one rank, or a lucky step): no sort, no MPI
             dst = exclusive_cumsum(nb)
@@ -108,29 +105,26 @@ class OneSidedBackend(Backend):
         self._get_remote(out, owners, order, src, nb, dst)
         return Fetched(ids, out, dst, nb)
 
-    def _fetch_small(self, ids: np.ndarray, nb: np.ndarray, src: np.ndarray) -> Fetched:
+    def _fetch_small(self, ids: np.ndarray, nb: np.ndarray, src: np.ndarray,
+                     owners: np.ndarray) -> Fetched:
         """The same step as the numpy path (same layout: records grouped by owner, ascending,
-        plan order inside an owner; the same Gets), planned on Python lists. A step of a few
-        records pays per call, not per byte: ~40 small numpy calls cost 4-5x more than these
-        list operations once a collate between two fetches has left the caches cold
-        (bench/fetch_profile.py)."""
-        MPI, rank, starts = self._MPI, self.rank, self._starts
-        id_l, nb_l, src_l = ids.tolist(), nb.tolist(), src.tolist()
-        owners = [bisect_right(starts, i) - 1 for i in id_l]
-        order = sorted(range(len(id_l)), key=owners.__getitem__)  # stable: plan order inside
-        dst_l = [0] * len(id_l)
+        plan order inside an owner; the same Gets through :meth:`_get_owner`), planned on Python
+        lists. A step of a few records pays per call, not per byte: ~40 small numpy calls cost
+        4-5x more than these list operations once a collate between two fetches has left the
+        caches cold (bench/fetch_profile.py)."""
+        rank = self.rank
+        nb_l, src_l, owners = nb.tolist(), src.tolist(), owners.tolist()
+        order = sorted(range(len(nb_l)), key=owners.__getitem__)  # stable: plan order inside
+        dst_l = [0] * len(nb_l)
         at = 0
         for i in order:
             dst_l[i] = at
             at += nb_l[i]
         out = self.buffers.take(at)
         dst = np.array(dst_l, dtype=np.int64)
-        if not id_l:
-            return Fetched(ids, out, dst, nb)
-        mv, local, traffic, off = memoryview(out), self._local, self.traffic, self._off_node
-        types, remote = [], False
+        mv, local, types, remote = memoryview(out), self._local, [], False
         k, n_rec = 0, len(order)
-        while k < n_rec:  # one run of records a owner
+        while k < n_rec:  # one run of records an owner
             o = owners[order[k]]
             j = k + 1
             while j < n_rec and owners[order[j]] == o:
@@ -141,47 +135,48 @@ class OneSidedBackend(Backend):
                 for i in grp:
                     d, n, s = dst_l[i], nb_l[i], src_l[i]
                     mv[d:d + n] = local[s:s + n]
-                continue
-            remote = True
-            lo = dst_l[grp[0]]
-            if len(grp) == 1:
-                n = nb_l[grp[0]]
-                self.win.Get([mv[lo:lo + n], MPI.BYTE], o, target=(src_l[grp[0]], n, MPI.BYTE))
             else:
-                sizes = [nb_l[i] for i in grp]
-                n = sum(sizes)
-                tt = MPI.BYTE.Create_hindexed(sizes, [src_l[i] for i in grp]).Commit()
-                types.append(tt)
-                self.win.Get([mv[lo:lo + n], MPI.BYTE], o, target=(0, 1, tt))
-            traffic["off_node" if off[o] else "on_node"] += n
+                remote = True
+                self._get_owner(mv, o, dst_l[grp[0]], [nb_l[i] for i in grp],
+                                [src_l[i] for i in grp], types)
         if remote:  # an all-local step makes no MPI call, as the numpy path
-            self.win.Flush_all()
-        for t in types:
-            t.Free()
+            self._flush(types)
         return Fetched(ids, out, dst, nb)
 
     def _get_remote(self, out, owners, order, src, nb, dst) -> None:
-        """One Get a remote owner, one flush; the bytes are counted as they are asked for
-        (:attr:`traffic`, without a per-step bincount over the ranks)."""
-        MPI, traffic, off = self._MPI, self.traffic, self._off_node
+        """The numpy path's Gets: one :meth:`_get_owner` a remote owner's run, one flush. (This
+        rank's own run by one indexed Get from its own window was tried and is slower than the
+        Python copies: ``local_get`` in bench/fetch_profile.py, docs/gpu-feeding.md.)"""
         sorted_owners = owners[order]
         bounds = np.flatnonzero(sorted_owners[1:] != sorted_owners[:-1]) + 1
         types = []
         for grp in np.split(order, bounds):
             o = int(owners[grp[0]])
-            if o == self.rank:
-                continue
-            lo = int(dst[grp[0]])
-            if grp.size == 1:
-                n = int(nb[grp[0]])
-                self.win.Get([out[lo:lo + n], MPI.BYTE], o, target=(int(src[grp[0]]), n, MPI.BYTE))
-            else:
-                sizes = nb[grp]
-                n = int(sizes.sum())
-                tt = MPI.BYTE.Create_hindexed(sizes.tolist(), src[grp].tolist()).Commit()
-                types.append(tt)
-                self.win.Get([out[lo:lo + n], MPI.BYTE], o, target=(0, 1, tt))
-            traffic["off_node" if off[o] else "on_node"] += n
+            if o != self.rank:
+                self._get_owner(out, o, int(dst[grp[0]]), nb[grp].tolist(), src[grp].tolist(),
+                                types)
+        self._flush(types)
+
+    def _get_owner(self, out, o: int, lo: int, sizes: list, srcs: list, types: list) -> None:
+        """ONE Get of owner `o`'s records (byte offsets `srcs` and lengths `sizes` in its window,
+        Python lists) landing contiguously at ``out[lo:]``: a plain Get for one record, an
+        ``hindexed`` target datatype for several (appended to `types`, freed by :meth:`_flush`).
+        The bytes are counted as they are asked for (:attr:`traffic`, no per-step bincount;
+        none for this rank's own window)."""
+        MPI = self._MPI
+        if len(sizes) == 1:
+            n = sizes[0]
+            self.win.Get([out[lo:lo + n], MPI.BYTE], o, target=(srcs[0], n, MPI.BYTE))
+        else:
+            n = sum(sizes)
+            tt = MPI.BYTE.Create_hindexed(sizes, srcs).Commit()
+            types.append(tt)
+            self.win.Get([out[lo:lo + n], MPI.BYTE], o, target=(0, 1, tt))
+        if o != self.rank:
+            self.traffic["off_node" if self._off_node[o] else "on_node"] += n
+
+    def _flush(self, types: list) -> None:
+        """Complete every Get of the step (one ``Flush_all``) and free its datatypes."""
         self.win.Flush_all()
         for t in types:
             t.Free()

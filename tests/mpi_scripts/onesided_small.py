@@ -5,7 +5,7 @@ Usage: onesided_small.py N
 For random plans of every size from 0 to past ``SMALL_STEP`` (mixed owners, all-local, one
 owner remote, duplicates of a record), both paths must return the same offsets and lengths, the
 records' true bytes, and add the same bytes to ``traffic``; an all-local small step makes no MPI
-call. Prints one line on rank 0."""
+call; both paths make one Get a remote owner. Prints one line on rank 0."""
 
 import sys
 
@@ -59,11 +59,13 @@ for size in list(range(0, onesided.SMALL_STEP + 6)) * 2:
     before = dict(be.traffic)
     del gets[:]
     nb, src = store.nbytes[ids], store.offsets[ids]
-    a = be._fetch_small(ids, nb, src)
+    a = be._fetch_small(ids, nb, src, store.owner_of(ids))
     small_gets, mid = len(gets), dict(be.traffic)
     onesided.SMALL_STEP, keep = -1, onesided.SMALL_STEP  # force the numpy path
     b = be.fetch(plan)
     onesided.SMALL_STEP = keep
+    remote_owners = len(set(store.owner_of(ids).tolist()) - {world.rank})
+    assert small_gets == len(gets) - small_gets == remote_owners, (size, small_gets, len(gets))
     assert np.array_equal(a.offsets, b.offsets) and np.array_equal(a.nbytes, b.nbytes), size
     assert np.array_equal(a.ids, b.ids)
     for i in range(size):
