@@ -227,6 +227,35 @@ def ab_tables(folder: Path) -> tuple[list[str], dict]:
             lines.append(f"| {g:,} | {' / '.join(f'{x:.0f}' for x, _ in p)} | "
                          f"{' / '.join(f'{x:.0f}' for x, _ in c)} | {med:.2f} | "
                          f"{min(l for _, l in p + c):.1f}-{max(l for _, l in p + c):.1f} |")
+    parts = {t: [json.loads(q.read_text()) for q in sorted(folder.glob(f"sc_{t}_*.json"))]
+             for t in ("pre", "cur")}
+    if parts["pre"] and parts["cur"]:  # bench/step_cpu_parts.py runs of each tree
+        lds = [r["load"] for t in parts for r in parts[t]]
+        lines += ["", "Parts of a one-sided step without MPI (`bench/step_cpu_parts.py`: P = 4, "
+                  "B = 4 plans, rank 0's ids; median of 5 rounds a run; `index cold` is the "
+                  "lookup right after a `smaps_rollup` read, as the harness does between steps; "
+                  f"trees alternated, load {min(lds):.1f}-{max(lds):.1f}):", "",
+                  "| part | before #19 us/step (runs) | now us/step (runs) | shift us "
+                  "(Hodges-Lehmann) | Mann-Whitney p |", "|---|---|---|---:|---:|"]
+        for part in ("plan", "index", "index_cold", "gather", "collate"):
+            a, b = ([r[part] for r in parts[t]] for t in ("pre", "cur"))
+            sh, (_, pv) = hodges_lehmann(a, b), mann_whitney(a, b)
+            out.setdefault("parts", {})[part] = {"pre_us": a, "cur_us": b, "shift_us": sh,
+                                                 "mann_whitney_p": pv}
+            lines.append(f"| {part.replace('_', ' ')} | {' / '.join(f'{x:.1f}' for x in a)} | "
+                         f"{' / '.join(f'{x:.1f}' for x in b)} | {sh:+.1f} | {pv:.2f} |")
+    sw = {k: [json.loads(q.read_text()) for q in sorted(folder.glob(f"{k}_*.json"))]
+          for k in ("numpy", "small")}
+    if sw["numpy"] and sw["small"]:  # this tree with --onesided-numpy and without, alternated
+        ms_of = lambda runs: [r["step_median_s"] * 1e3 for d in runs for r in d["rows"]]  # noqa: E731,E501
+        a, b = ms_of(sw["numpy"]), ms_of(sw["small"])
+        out["switch"] = {"numpy_ms": a, "small_ms": b, "shift_ms": hodges_lehmann(a, b)}
+        lines += ["", "The current tree's one-sided path switched (`bench/loaders.py "
+                  "--onesided-numpy`, the numpy planning of every step as before 7192f42, "
+                  "against the default small-step path; same harness, alternated, "
+                  f"{_load_note(sw['numpy'] + sw['small'])}): numpy path "
+                  f"{' / '.join(f'{x:.2f}' for x in a)} ms, small-step path "
+                  f"{' / '.join(f'{x:.2f}' for x in b)} ms (shift {hodges_lehmann(a, b):+.2f} ms)."]
     return lines, out
 
 
