@@ -463,6 +463,12 @@ def main() -> None:
         lines += [(RESULTS / "scale_regression.md").read_text(), ""]
     if (RESULTS / "scale_regression_ab.md").exists():  # its --ab re-check of two cells
         lines += [(RESULTS / "scale_regression_ab.md").read_text(), ""]
+    if (RESULTS / "scale_regression_grid.md").exists():  # the reduced grid again at b5124e3
+        lines += [(RESULTS / "scale_regression_grid.md").read_text(), ""]
+    if (RESULTS / "scale_regression_oc20_ab.md").exists():  # the OC20 cells at b5124e3
+        lines += [(RESULTS / "scale_regression_oc20_ab.md").read_text(), ""]
+    if (RESULTS / "scale_regression_h2x32_ab.md").exists():  # the one grid cell left open
+        lines += [(RESULTS / "scale_regression_h2x32_ab.md").read_text(), ""]
     (HERE / "RESULTS.md").write_text("\n".join(lines))
     print(f"wrote {HERE / 'RESULTS.md'}")
 

@@ -43,6 +43,37 @@ HERE = Path(__file__).resolve().parent
 COMMITTED = "0a94d52"  # the last loaders.json before issue 19 landed
 
 
+def mann_whitney(a: list[float], b: list[float]) -> tuple[float, float]:
+    """Two-sided Mann-Whitney U test of samples `a` and `b`: (U of b over a, p). Exact (every
+    split of the pooled runs enumerated, ties counted half) when there are at most 40,000
+    splits, else the normal approximation. No scipy: the bench needs only numpy."""
+    from itertools import combinations
+
+    a, b = [float(x) for x in a], [float(x) for x in b]
+    na, nb = len(a), len(b)
+    if not na or not nb:
+        return float("nan"), float("nan")
+
+    def u_of(xs, ys):  # pairs with y > x, ties half
+        return sum((y > x) + 0.5 * (y == x) for x in xs for y in ys)
+
+    u, mean = u_of(a, b), na * nb / 2
+    pool = a + b
+    if math.comb(na + nb, nb) <= 40000:
+        us = [u_of([pool[i] for i in range(na + nb) if i not in pick], [pool[i] for i in pick])
+              for pick in map(set, combinations(range(na + nb), nb))]
+        p = sum(abs(x - mean) >= abs(u - mean) - 1e-9 for x in us) / len(us)
+        return u, float(p)
+    sd = math.sqrt(na * nb * (na + nb + 1) / 12)
+    z = (abs(u - mean) - 0.5) / sd
+    return u, float(math.erfc(max(z, 0.0) / math.sqrt(2)))
+
+
+def hodges_lehmann(a: list[float], b: list[float]) -> float:
+    """Median of all differences b_j - a_i: the shift of `b` over `a` (robust to outlier runs)."""
+    return float(np.median([y - x for x in a for y in b]))
+
+
 def _rows(d: dict) -> dict:
     return {(r["dataset"], r["ranks"], r["batch"], r["loader"]): r for r in d["rows"]}
 
@@ -58,13 +89,26 @@ def _load_note(runs: list[dict]) -> str:
                      f"->{r['machine']['loadavg_end'][0]}" for r in runs)
 
 
+def _harness_note(cur: list[dict]) -> str:
+    """Which PSS sampling the "now" runs used: the tree before issue 19 samples after every
+    step and times every step, as ``bench/loaders.py --pss-every 1`` does."""
+    every = sorted({d.get("pss_every", 1) for d in cur})
+    if every == [1]:
+        return ("Both trees ran the same harness (PSS after every step, every step timed: the "
+                "\"now\" runs with `--pss-every 1`).")
+    return (f"The \"now\" runs sampled PSS every {'/'.join(map(str, every))} steps (the step "
+            "after a sample untimed), the tree before issue 19 after every step: not the same "
+            "harness.")
+
+
 def loaders_table(pre: list[dict], cur: list[dict]) -> tuple[list[str], dict]:
     old, pre_r, cur_r = _committed(), [_rows(d) for d in pre], [_rows(d) for d in cur]
     ms = lambda r: r["step_median_s"] * 1e3  # noqa: E731
     lines = ["| data set | P | B | backend | committed before #19 (other host) ms | "
              "before #19, this session ms | now ms | best now / best before | median now / "
-             "median before |", "|---|---:|---:|---|---:|---:|---:|---:|---:|"]
-    ratios, medians = {}, {}
+             "median before | shift ms (Hodges-Lehmann) | Mann-Whitney p |",
+             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    ratios, medians, tests = {}, {}, {}
     for k in sorted(set().union(*cur_r) & set().union(*pre_r)):
         p, c = [ms(r[k]) for r in pre_r if k in r], [ms(r[k]) for r in cur_r if k in r]
         ratios["/".join(map(str, k))] = min(c) / min(p)
@@ -72,11 +116,15 @@ def loaders_table(pre: list[dict], cur: list[dict]) -> tuple[list[str], dict]:
         o = f"{ms(old[k]):.2f}" if k in old else "-"
         med = float(np.median(c) / np.median(p))
         medians["/".join(map(str, k))] = med
+        shift, (_, pv) = hodges_lehmann(p, c), mann_whitney(p, c)
+        tests["/".join(map(str, k))] = {"shift_ms": shift, "mann_whitney_p": pv}
         lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {o} | {fmt(p)} | {fmt(c)} | "
-                     f"{min(c) / min(p):.2f} | {med:.2f} |")
+                     f"{min(c) / min(p):.2f} | {med:.2f} | {shift:+.2f} | {pv:.2f} |")
     geo = math.exp(sum(math.log(x) for x in ratios.values()) / len(ratios))
     geo_med = math.exp(sum(math.log(x) for x in medians.values()) / len(medians))
     return lines, {"ratios": ratios, "geomean": geo, "medians": medians, "geomean_median": geo_med,
+                   "tests": tests, "p_below_0_05": sorted(k for k, v in tests.items()
+                                                          if v["mann_whitney_p"] < 0.05),
                    "worse_than_1_5": sorted(k for k, v in ratios.items() if v > 1.5),
                    "better_than_0_67": sorted(k for k, v in ratios.items() if v < 1 / 1.5)}
 
@@ -144,16 +192,21 @@ def ab_tables(folder: Path) -> tuple[list[str], dict]:
                                  []).append(r["step_median_s"] * 1e3)
     lines = [f"Runs in ABBA order (run:tree, UTC, load 1-min average at start->end): {loads}.",
              "", "| data set | P | B | backend | before #19 ms (run order) | now ms | best now / "
-             "best before | median now / median before |", "|---|---:|---:|---|---|---|---:|---:|"]
-    out = {"loaders": {}}
+             "best before | median now / median before | shift ms (Hodges-Lehmann) | "
+             "Mann-Whitney p |", "|---|---:|---:|---|---|---|---:|---:|---:|---:|"]
+    out = {"loaders": {}, "runs": {t: len(data[t]) for t in data},
+           "pss_every": sorted({str(d.get("pss_every", "1 (harness before 2026-12-04)"))
+                                for t in data for d in data[t]})}
     for k in sorted(ms["cur"]):
         p, c = ms["pre"][k], ms["cur"][k]
         best, med = min(c) / min(p), float(np.median(c) / np.median(p))
+        shift, (u, pv) = hodges_lehmann(p, c), mann_whitney(p, c)
         out["loaders"]["/".join(map(str, k))] = {"pre_ms": p, "cur_ms": c, "best_ratio": best,
-                                                  "median_ratio": med}
+                                                  "median_ratio": med, "shift_ms": shift,
+                                                  "mann_whitney_u": u, "mann_whitney_p": pv}
         lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | "
                      f"{' / '.join(f'{x:.2f}' for x in p)} | {' / '.join(f'{x:.2f}' for x in c)} "
-                     f"| {best:.2f} | {med:.2f} |")
+                     f"| {best:.2f} | {med:.2f} | {shift:+.2f} | {pv:.2f} |")
     cpu = {}
     for p in sorted(folder.glob("cpu*_*.json")):
         d = json.loads(p.read_text())
@@ -174,13 +227,43 @@ def ab_tables(folder: Path) -> tuple[list[str], dict]:
             lines.append(f"| {g:,} | {' / '.join(f'{x:.0f}' for x, _ in p)} | "
                          f"{' / '.join(f'{x:.0f}' for x, _ in c)} | {med:.2f} | "
                          f"{min(l for _, l in p + c):.1f}-{max(l for _, l in p + c):.1f} |")
+    parts = {t: [json.loads(q.read_text()) for q in sorted(folder.glob(f"sc_{t}_*.json"))]
+             for t in ("pre", "cur")}
+    if parts["pre"] and parts["cur"]:  # bench/step_cpu_parts.py runs of each tree
+        lds = [r["load"] for t in parts for r in parts[t]]
+        lines += ["", "Parts of a one-sided step without MPI (`bench/step_cpu_parts.py`: P = 4, "
+                  "B = 4 plans, rank 0's ids; median of 5 rounds a run; `index cold` is the "
+                  "lookup right after a `smaps_rollup` read, as the harness does between steps; "
+                  f"trees alternated, load {min(lds):.1f}-{max(lds):.1f}):", "",
+                  "| part | before #19 us/step (runs) | now us/step (runs) | shift us "
+                  "(Hodges-Lehmann) | Mann-Whitney p |", "|---|---|---|---:|---:|"]
+        for part in ("plan", "index", "index_cold", "gather", "collate"):
+            a, b = ([r[part] for r in parts[t]] for t in ("pre", "cur"))
+            sh, (_, pv) = hodges_lehmann(a, b), mann_whitney(a, b)
+            out.setdefault("parts", {})[part] = {"pre_us": a, "cur_us": b, "shift_us": sh,
+                                                 "mann_whitney_p": pv}
+            lines.append(f"| {part.replace('_', ' ')} | {' / '.join(f'{x:.1f}' for x in a)} | "
+                         f"{' / '.join(f'{x:.1f}' for x in b)} | {sh:+.1f} | {pv:.2f} |")
+    sw = {k: [json.loads(q.read_text()) for q in sorted(folder.glob(f"{k}_*.json"))]
+          for k in ("numpy", "small")}
+    if sw["numpy"] and sw["small"]:  # this tree with --onesided-numpy and without, alternated
+        ms_of = lambda runs: [r["step_median_s"] * 1e3 for d in runs for r in d["rows"]]  # noqa: E731,E501
+        a, b = ms_of(sw["numpy"]), ms_of(sw["small"])
+        out["switch"] = {"numpy_ms": a, "small_ms": b, "shift_ms": hodges_lehmann(a, b)}
+        lines += ["", "The current tree's one-sided path switched (`bench/loaders.py "
+                  "--onesided-numpy`, the numpy planning of every step as before 7192f42, "
+                  "against the default small-step path; same harness, alternated, "
+                  f"{_load_note(sw['numpy'] + sw['small'])}): numpy path "
+                  f"{' / '.join(f'{x:.2f}' for x in a)} ms, small-step path "
+                  f"{' / '.join(f'{x:.2f}' for x in b)} ms (shift {hodges_lehmann(a, b):+.2f} ms)."]
     return lines, out
 
 
-def main_ab(folder: str, out: str) -> None:
+def main_ab(folder: str, out: str, title: str | None = None) -> None:
     lines, summary = ab_tables(Path(folder))
-    md = ["### Before/after issue 19: the two 4-rank cells re-checked (ABBA, 6 runs a tree)", ""] \
-        + lines
+    n = summary["runs"]
+    md = [f"### {title or 'Before/after issue 19: the two 4-rank cells re-checked'} (ABBA, "
+          f"{n['pre']} runs before, {n['cur']} now)", ""] + lines
     tp, tc = ([json.loads(p.read_text()) for p in sorted(Path(folder).glob(f"train_{t}_*.json"))]
               for t in ("pre", "cur"))
     if tp and tc:  # bench/training.py runs of each tree in ABBA order (train_<tree>_<i>.json)
@@ -197,6 +280,7 @@ def main_ab(folder: str, out: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ab", help="folder of the ABBA re-check (see the module doc)")
+    ap.add_argument("--title", help="heading of the --ab table")
     ap.add_argument("--pre")
     ap.add_argument("--cur")
     ap.add_argument("--train-pre")
@@ -205,7 +289,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(HERE / "results" / "scale_regression"))
     a = ap.parse_args()
     if a.ab:
-        return main_ab(a.ab, a.out)
+        return main_ab(a.ab, a.out, a.title)
     if not (a.pre and a.cur):
         ap.error("--pre and --cur are needed (or --ab)")
     load = lambda s: [json.loads(Path(p).read_text()) for p in s.split(",")]  # noqa: E731
@@ -216,8 +300,9 @@ def main() -> None:
           f"Runs alternated before/now under the bench lock: before {_load_note(pre)}; now "
           f"{_load_note(cur)} (UTC; 2 shared cores, others' jobs running). Geometric mean of "
           f"best-now / best-before over {len(summary['ratios'])} cells: "
-          f"**{summary['geomean']:.2f}** (of the medians: {summary['geomean_median']:.2f}).", ""] \
-        + table
+          f"**{summary['geomean']:.2f}** (of the medians: {summary['geomean_median']:.2f}); "
+          f"cells with a Mann-Whitney p < 0.05 over the runs: "
+          f"{', '.join(summary['p_below_0_05']) or 'none'}. {_harness_note(cur)}", ""] + table
     out = {"loaders": summary, "pre_dates": [d["machine"] for d in pre],
            "cur_dates": [d["machine"] for d in cur]}
     if a.train_pre and a.train_cur:

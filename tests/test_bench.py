@@ -168,3 +168,17 @@ def test_scale_regression_ab_mode_and_collective_step_cpu(tmp_path: Path):
     assert got["loaders"] and {v["best_ratio"] for v in got["loaders"].values()} == {1.0}
     assert got["cpu"]["256"]["pre_us"][0] > 0
     assert "| 256 |" in (tmp_path / "reg_ab.md").read_text()
+
+
+def test_scale_regression_statistics():
+    """The before/after tables' test statistics: the exact two-sided Mann-Whitney p of fully
+    separated runs is 2 / C(8, 4), of identical runs 1; the Hodges-Lehmann shift is the median
+    of the pairwise differences; the normal approximation takes over for large samples."""
+    from scale_regression import hodges_lehmann, mann_whitney
+
+    assert mann_whitney([1, 2, 3, 4], [5, 6, 7, 8]) == (16.0, pytest.approx(2 / 70))
+    assert mann_whitney([5, 6, 7, 8], [1, 2, 3, 4]) == (0.0, pytest.approx(2 / 70))
+    assert mann_whitney([1.0, 2.0], [1.0, 2.0])[1] == pytest.approx(1.0)
+    assert hodges_lehmann([1, 2], [3, 5]) == 2.5
+    u, p = mann_whitney(list(range(30)), [x + 100 for x in range(30)])
+    assert u == 900 and p < 1e-9
