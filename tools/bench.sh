@@ -28,6 +28,14 @@ fi
 echo "== GPU-rate consumer (trainer stand-in at 2-20 ms steps)"
 if [[ "${BENCH_FULL:-0}" == 1 ]]; then "$PY" bench/gpu_rate.py --steps 150 --repeats 3
 else "$PY" bench/gpu_rate.py --steps 40 --repeats 1; fi
+if "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+  echo "== HydraGNN demo on this node's GPU (host batches, device: auto pinned and not; 1 and 2 ranks)"
+  OUT=run/gpu-demo bash tools/gpu_demo.sh && "$PY" bench/gpu_demo.py run/gpu-demo/epochs.log \
+    --machine "$(hostname), $("$PY" -c "import torch; print(torch.cuda.get_device_name(0))")" \
+    --date "$(date -u +%F)"
+else
+  echo "== HydraGNN demo on a GPU: skipped (no CUDA device; bench/results/gpu_demo.json keeps the last)"
+fi
 echo "== HydraGNN training"
 "$PY" bench/training.py "${full[@]}"
 echo "== scale on paper (model output)"
