@@ -394,8 +394,14 @@ class MDLoader:
         them and fetches those steps again, so the second ran more exchanges than the first: the
         collective backend's Alltoallv failed with MPI_ERR_TRUNCATE (or paired different steps)
         and the online check's per-step allreduce met a rank still fetching
-        (tests/mpi_scripts/takeover_mismatch.py). Either every rank takes over, or none."""
-        if self._agree_comm is None:
+        (tests/mpi_scripts/takeover_mismatch.py). Either every rank takes over, or none.
+
+        Asked only where steps are collective (a collective backend, or the online check's
+        per-step reduction), the same on every rank: a loader of one-sided Gets alone keeps
+        letting ranks iterate independently, as before."""
+        collective = "collective" in self._backends or (self._online is not None
+                                                         and self._online.active)
+        if self._agree_comm is None or not self.prefetch or not collective:
             return bool(mine)
         from .world import allreduce_number  # a pickled allreduce would hold the GIL (its doc)
 
