@@ -269,9 +269,11 @@ def drive(args) -> None:
 
 
 def _profile(shape: str, rate: str) -> str:
-    """The profile a user would have calibrated on this cluster (``bench/backend_choice.py``'s
-    per-shape ones, else ``bench/estimator_cluster.py``'s 2-host ones), else ``local``."""
-    for name in (f"profile-{shape}-{rate}.json",
+    """The profile a user would have calibrated on this cluster: one written by the current
+    ``mdloader calibrate`` (with its per-node stage, ``profile-SHAPE-RATE-node.json``), else
+    ``bench/backend_choice.py``'s per-shape ones, else ``bench/estimator_cluster.py``'s 2-host
+    ones, else ``local``."""
+    for name in (f"profile-{shape}-{rate}-node.json", f"profile-{shape}-{rate}.json",
                  f"profile-cluster-{rate}.json" if shape == "2x2" else None):
         if name and (RESULTS / name).exists():
             return str(RESULTS / name)

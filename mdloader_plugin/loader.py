@@ -195,6 +195,7 @@ class MDLoader:
         if self.producer == "process":
             self._helper = self._start_helper()
         self._comm = world.comm.Dup() if self.size > 1 else None
+        self._agree_comm = world.comm.Dup() if self.size > 1 else None  # main thread only
         self.group = store.group  # backends work inside it (mdloader_plugin.groups)
         self._group_comm = self.group.comm.Dup() if self.group and self.group.size > 1 else None
         if self.size > 1:
@@ -349,7 +350,7 @@ class MDLoader:
         self._last_iter_epoch = self.epoch
         guess = self.epoch + 1 if advances else self.epoch
         prod = self._producer
-        if prod is not None and start == 0 and prod.can_take_over(self.epoch):
+        if prod is not None and self._all_ranks(start == 0 and prod.can_take_over(self.epoch)):
             self.speculation["taken"] += 1
             stats = prod.take_over(guess)
         else:
@@ -382,6 +383,30 @@ class MDLoader:
             if served < len(self) - start:
                 prod.abandon()
 
+    def _all_ranks(self, mine: bool) -> bool:
+        """Whether `mine` holds on every rank (collective over the loader's own communicator for
+        this question, when a producer may have fetched ahead: the main thread's question never
+        interleaves with the producer thread's exchanges on the others).
+
+        Taking over the early next-epoch steps is rank-local knowledge (did this rank consume
+        the whole epoch?): a rank that read every batch would take them over while one that
+        abandoned the epoch (HydraGNN's graph-size scan stops at a data-dependent batch) drops
+        them and fetches those steps again, so the second ran more exchanges than the first: the
+        collective backend's Alltoallv failed with MPI_ERR_TRUNCATE (or paired different steps)
+        and the online check's per-step allreduce met a rank still fetching
+        (tests/mpi_scripts/takeover_mismatch.py). Either every rank takes over, or none.
+
+        Asked only where steps are collective (a collective backend, or the online check's
+        per-step reduction), the same on every rank: a loader of one-sided Gets alone keeps
+        letting ranks iterate independently, as before."""
+        collective = "collective" in self._backends or (self._online is not None
+                                                         and self._online.active)
+        if self._agree_comm is None or not self.prefetch or not collective:
+            return bool(mine)
+        from .world import allreduce_number  # a pickled allreduce would hold the GIL (its doc)
+
+        return bool(allreduce_number(self._agree_comm, int(bool(mine)), "min"))
+
     def _finish_producer(self) -> None:
         if self._producer is not None:
             self._producer.abandon()
@@ -409,10 +434,10 @@ class MDLoader:
         for b in self._backends.values():
             b.close()
         self._backends = {}
-        for comm in (self._comm, self._group_comm):
+        for comm in (self._comm, self._group_comm, self._agree_comm):
             if comm is not None:
                 comm.Free()
-        self._comm = self._group_comm = None
+        self._comm = self._group_comm = self._agree_comm = None
 
     def __enter__(self) -> "MDLoader":
         return self
@@ -818,10 +843,10 @@ class _OnlineSwitch:
         return self.check.backend_for_next_step()
 
     def record(self, seconds: float) -> None:
-        from mpi4py import MPI
+        from .world import allreduce_number
 
-        if not self.check.done:
-            self.check.record(self.loader._comm.allreduce(seconds, op=MPI.MAX))
+        if not self.check.done:  # not the pickled allreduce: its first call holds the GIL
+            self.check.record(allreduce_number(self.loader._comm, float(seconds), "max"))
 
     def _obey(self) -> None:
         ld = self.loader

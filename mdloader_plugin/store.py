@@ -190,7 +190,7 @@ class ShardStore:
         from . import groups, replicate
         from .budget import parse_bytes
         from .log import get_logger
-        from .world import agree
+        from .world import agree, allreduce_number
 
         t0 = time.perf_counter()
         kw["max_memory_per_rank"] = agree(world, parse_bytes, kw.get("max_memory_per_rank"))
@@ -209,7 +209,7 @@ class ShardStore:
         del block
         _trim_heap()
         if world is not None and world.size > 1:
-            total_read = world.comm.allreduce(meta["bytes_read"])
+            total_read = allreduce_number(world.comm, int(meta["bytes_read"]))  # GIL-free
         else:
             total_read = meta["bytes_read"]
         store.meta["load_s"] = time.perf_counter() - t0

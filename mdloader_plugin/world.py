@@ -154,6 +154,28 @@ def _world_size_env() -> int:
     return _env_int(_SIZE_VARS, 1)
 
 
+def allreduce_number(comm, value, op: str = "sum"):
+    """`value` (an int or a float) reduced over `comm` with ``"sum"``, ``"max"`` or ``"min"``, by
+    a buffer ``Allreduce``: the rank's other Python threads keep running while it waits.
+
+    mpi4py's pickle-based ``comm.allreduce`` (and ``reduce``/``scan``) creates a hidden duplicate
+    of the communicator on its first call there, collectively, **holding the GIL while it waits**
+    for the other ranks (measured, mpi4py 4.1.2 + Open MPI 5.0.11: another thread of the waiting
+    rank ran once in 1 s during the first call, ~900 times during later ones). A rank waiting
+    there freezes its producer thread, its progress thread and the trainer: if another rank needs
+    any of them before it can join (an exchange, a Get's target progress), the job hangs
+    (issue 16: one rank in its first ``Win.Get`` of a loader while the others sat in an
+    allreduce; tests/mpi_scripts/first_allreduce_gil.py)."""
+    from mpi4py import MPI
+
+    ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}
+    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    buf = np.array([value], dtype=np.int64 if is_int else np.float64)
+    out = np.empty_like(buf)
+    comm.Allreduce(buf, out, op=ops[op])
+    return int(out[0]) if is_int else float(out[0])
+
+
 def agree(world, fn, *args, **kwargs):
     """Run ``fn`` on every rank, then agree: if it failed anywhere, raise on every rank.
 

@@ -90,6 +90,7 @@ def _scale_bytes(args, rpn: int) -> dict:
 
 def run(args) -> int:
     from ..estimator import get_model
+    from ..estimator.choose import node_params
     from ..world import World, _world_size_env, agree
 
     # started by mpiexec on several ranks: one answer (or one error), rank 0's
@@ -109,7 +110,7 @@ def run(args) -> int:
     print(f"profile {prof.name}: P={w.world_size} ranks ({w.rpn} per node), B={w.batch_size}, "
           f"records {w.mean_bytes:.0f} +- {w.std_bytes:.0f} B")
     for name, seconds in sorted(d.predicted_s.items(), key=lambda kv: kv[1]):
-        terms = get_model(name).terms(w, prof.params)
+        terms = get_model(name).terms(w, node_params(prof, w.world_size, w.rpn))
         top = ", ".join(f"{k} {v * 1e6:.1f}" for k, v in
                         sorted(terms.items(), key=lambda kv: -kv[1])[:3])
         print(f"  {name:<11s} {seconds * 1e3:9.3f} ms/step   (largest terms, us: {top})")

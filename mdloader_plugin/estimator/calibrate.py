@@ -12,6 +12,14 @@ numbers include the contention a real step sees):
                                                                         coll.bw_*
 6. ``backends`` a few real steps of each backend at small batches    -> os.t_step, coll.t_step
                 (what the micro-benchmarks miss: the backends' own Python work per step)
+7. ``node``     across several nodes with >= 2 ranks on every node: stages 4-6 again on a
+                per-node sub-communicator (all nodes at once)        -> the profile's
+                ``node_params`` (:data:`NODE_KEYS`), what a job or replica group inside one
+                node sees: its window is the node's (shared memory), its Alltoallv has only
+                on-node peers. The whole-job series cannot identify these (issue 16: on 2 hosts
+                x 2 ranks every Alltoallv has one peer on the node and two across, so the fit's
+                split of the per-peer cost between them is arbitrary, and the intra Gets ran on a
+                window spanning the network). Its budget is ``NODE_SHARE`` of the run's.
 
 Time (``timing.py``): under ~60 s at any link rate. ``Plan.budget_s`` (default 45 s) is split over the stages
 (a stage that overran leaves the later ones less: ``timing.stage_scale``);
@@ -42,7 +50,7 @@ import datetime as _dt
 import platform
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -54,6 +62,10 @@ from .timing import SHARES, Plan, StageClock, max_array, max_over, median_time
 
 FLOOR_S, FLOOR_BW = 1e-8, 1e7
 BW_SLACK = 1.5  # a fitted bandwidth may exceed the best throughput a point reached by this much
+NODE_SHARE = 0.25  # of Plan.budget_s for the per-node stage (on top of the whole-job stages)
+#: what the per-node stage measures for a job inside one node (``Profile.node``)
+NODE_KEYS = ("os.t_step", "os.t_flush_intra", "os.t_get_intra", "os.t_block", "os.bw_intra",
+             "coll.t_step", "coll.t_sync", "coll.t_peer_intra", "coll.bw_intra", "coll.pairwise")
 
 
 @dataclass
@@ -86,6 +98,7 @@ def run(world, plan: Plan | None = None, log: Callable[[str], None] = print) -> 
         say(f"calibrate: [{i}/{len(stages)}] {name} done in {time.perf_counter() - ts:.1f} s"
             + (f" (its share scaled by {staged.scale:.2f}: earlier stages overran)"
                if staged.scale < 0.99 else ""))
+    node = _node_stage(world, plan, res, say)
     res = world.comm.bcast(res, root=0)  # rank 0's fit is the profile, for everyone
     validate_params(res.params, "calibration result")
     for w in res.warnings:
@@ -94,7 +107,61 @@ def run(world, plan: Plan | None = None, log: Callable[[str], None] = print) -> 
     say(f"calibrate: {seconds:.1f} s in all (budget {plan.budget_s:.0f} s); fit residuals "
         + ", ".join(f"{k} rms {v:.0%} worst {res.worst.get(k, 0):.0%}"
                     for k, v in res.quality.items()))
-    return _profile(world, res, seconds)
+    return _profile(world, res, seconds, node)
+
+
+# -- 7. inside one node --------------------------------------------------------------------------
+def wants_node_stage(node_of: np.ndarray) -> bool:
+    """Several nodes, and at least 2 ranks on every one (else nothing on a node to measure)."""
+    counts = np.bincount(np.asarray(node_of))
+    return counts.size > 1 and int(counts.min()) >= 2
+
+
+def _node_world(world):
+    """Collective. A World-like view of this rank's node (a :class:`~..groups.Group` on a
+    communicator split by node, ranks in world order)."""
+    from ..groups import Group
+
+    me = int(world.node_of[world.rank])
+    comm = world.comm.Split(color=me, key=world.rank)
+    n = comm.Get_size()
+    return Group(comm, comm.Get_rank(), n, np.zeros(n, dtype=np.int64), index=me,
+                 count=world.num_nodes, world_size=world.size, local_rank=comm.Get_rank(),
+                 local_size=n, owned=True)
+
+
+def _node_stage(world, plan: Plan, res: Result, say) -> "Result | None":
+    """Collective over `world`. Stages 4-6 on every node's sub-communicator at once; rank 0's
+    node's fit (None on a single node or with a node of one rank). Node-independent terms
+    (memcpy, plan scan, datatypes) are the whole run's."""
+    if not wants_node_stage(world.node_of):
+        return None
+    ts = time.perf_counter()
+    node = _node_world(world)
+    sub = replace(plan, budget_s=plan.budget_s * NODE_SHARE, scale=1.0)
+    out = Result()
+    for key in ("mem.t_sample", "mem.bw", "coll.t_plan_id", "os.t_dtype"):
+        out.set(key, res.params[key], res.sources[key])
+    try:
+        t0 = time.perf_counter()
+        for name, fn in (("get", _gets), ("alltoallv", _alltoallv), ("backends", _backends)):
+            fn(node, sub.for_stage(name, node.comm.bcast(time.perf_counter() - t0, root=0)), out)
+            node.comm.Barrier()
+    finally:
+        node.close()
+    world.comm.Barrier()
+    where = f"node sub-communicator of {node.size} ranks"
+    for key in NODE_KEYS:
+        out.sources[key] = f"{where}: {out.sources[key]}"
+    if node.size < 3:  # _is_pairwise needs 3 ranks to tell; the whole run's flag stands
+        out.params.pop("coll.pairwise")
+    res.quality.update({f"node_{k}": v for k, v in out.quality.items()})
+    res.worst.update({f"node_{k}": v for k, v in out.worst.items()})
+    res.warnings.extend(f"node: {w}" for w in out.warnings)
+    res.skipped.update({f"node_{k}": v for k, v in out.skipped.items()})
+    say(f"calibrate: [node] Gets, Alltoallv and backend steps on each node's {node.size} ranks "
+        f"done in {time.perf_counter() - ts:.1f} s")
+    return out
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -474,7 +541,7 @@ def _time_backend(world, backend, rng, n: int, batch: int, steps: int,
 
 
 # -- provenance --------------------------------------------------------------------------------
-def _profile(world, res: Result, seconds: float) -> Profile:
+def _profile(world, res: Result, seconds: float, node: "Result | None" = None) -> Profile:
     from mpi4py import MPI
 
     from .. import __version__
@@ -491,9 +558,16 @@ def _profile(world, res: Result, seconds: float) -> Profile:
             "fit_worst_rel": {k: round(v, 3) for k, v in res.worst.items()},
             "warnings": list(res.warnings), "points_skipped_for_time": dict(res.skipped)}
     name = f"calibrated-{hosts[0]}"
+    node = world.comm.bcast(node, root=0)
+    keys = [k for k in NODE_KEYS if node is not None and k in node.params]
+    if keys:
+        validate_params({**res.params, **{k: node.params[k] for k in keys}}, "node calibration")
+        prov["node_ranks"] = int(np.bincount(world.node_of).min())
     return Profile(name, res.params, res.sources,
                    f"measured by mdloader calibrate on {world.size} ranks, "
-                   f"{world.num_nodes} node(s)", prov)
+                   f"{world.num_nodes} node(s)", prov,
+                   node={k: node.params[k] for k in keys},
+                   node_sources={k: node.sources[k] for k in keys})
 
 
 __all__ = ["Plan", "run"]

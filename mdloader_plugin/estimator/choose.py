@@ -41,14 +41,25 @@ def _fmt(times: dict[str, float]) -> str:
 def node_params(prof: Profile, world_size: int, ranks_per_node: int) -> dict[str, float]:
     """`prof`'s parameters for a job (or replica group) of `world_size` ranks inside one node.
 
-    A profile calibrated across nodes with ``R`` ranks a node and ``P`` ranks in all (pairwise
-    Alltoallv) measured only ``(R-1) t_peer_intra + (P-R) t_peer_inter``: every calibration step
-    had the same mix of node and network peers, so the fit's split between the two is arbitrary
-    (issue 16: the 2x2 1gbit fit put all of it across, intra 6 us; the 200mbit one all on the
-    node). A group inside a node sees only the intra term; it is taken at its upper bound, the
-    whole measured per-peer cost on the node, so an unidentified term cannot rate the collective
-    hundreds of times cheaper than it measured (nor make the online check skip its probe)."""
+    A calibration across several hosts with more than one rank a host also measures the
+    same-host stages on a per-node sub-communicator (``calibrate.py``: Gets on a window of the
+    node's ranks, Alltoallv and real backend steps among them), stored as the profile's
+    ``node_params``: a group inside a node (``1 < world_size <= ranks_per_node``) uses those.
+
+    Without them (profiles written before): a profile calibrated across nodes with ``R`` ranks a
+    node and ``P`` ranks in all (pairwise Alltoallv) measured only ``(R-1) t_peer_intra +
+    (P-R) t_peer_inter``: every calibration step had the same mix of node and network peers, so
+    the fit's split between the two is arbitrary (issue 16: the 2x2 1gbit fit put all of it
+    across, intra 6 us; the 200mbit one all on the node). A group inside a node sees only the
+    intra term; it is taken at its upper bound, the whole measured per-peer cost on the node, so
+    an unidentified term cannot rate the collective hundreds of times cheaper than it measured
+    (nor make the online check skip its probe)."""
     p = dict(prof.params)
+    if not 1 < world_size <= ranks_per_node:
+        return p
+    if prof.node:
+        p.update(prof.node)
+        return p
     prov = prof.provenance or {}
     try:
         nodes, rc = int(prov.get("nodes") or 1), int(prov.get("ranks_per_node") or 1)
@@ -56,7 +67,7 @@ def node_params(prof: Profile, world_size: int, ranks_per_node: int) -> dict[str
     except (TypeError, ValueError):
         return p
     if (prov.get("kind") == "calibrated" and nodes >= 2 and rc >= 2 and pc > rc
-            and 1 < world_size <= ranks_per_node and p.get("coll.pairwise", 0) >= 0.5):
+            and p.get("coll.pairwise", 0) >= 0.5):
         measured = (rc - 1) * p["coll.t_peer_intra"] + (pc - rc) * p["coll.t_peer_inter"]
         p["coll.t_peer_intra"] = measured / (rc - 1)
     return p

@@ -20,10 +20,11 @@ and the cgroup's limit minus its usage), divided by the ranks on the node; the o
 left to the model, the batches and the framework. A budget no ``W`` fits is an error naming the
 fewest ranks that would fit.
 
-The online backend check (:mod:`.choose`) still runs inside the chosen ``W``: the loader's
-initial choice is :func:`~.choose.choose_initial` for ``W`` ranks, the same model as here except
-that inside one node it takes an unidentified per-peer split of a cross-node calibration at its
-node-side bound (:func:`~.choose.node_params`; the ranking of ``W`` here does not yet).
+A group inside a node (``1 < W <= R``) is priced with :func:`~.choose.node_params`: the
+profile's terms measured on a per-node sub-communicator when the calibration had them, else an
+unidentified per-peer split of a cross-node calibration at its node-side bound. The online
+backend check (:mod:`.choose`) still runs inside the chosen ``W``: the loader's initial choice is
+:func:`~.choose.choose_initial` for ``W`` ranks, the same model and parameters as here.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Callable, Sequence
 
 from ..budget import human
 from ..errors import MemoryBudgetError
+from .choose import node_params
 from .models import MODELS, Workload, predict
 from .profile import Profile, get_profile
 
@@ -88,8 +90,9 @@ def choose_layout(sizes: Sequence[int], ranks_per_node: int, batch_size: int, me
     for w in sorted(sizes):
         mem = int(memory_of(w))
         work = Workload(w, batch_size, mean_bytes, std_bytes, ranks_per_node)
+        params = node_params(prof, w, ranks_per_node)  # a group inside a node: its own terms
         for name in names:
-            cands.append(Candidate(name, w, predict(name, work, prof.params), mem,
+            cands.append(Candidate(name, w, predict(name, work, params), mem,
                                    budget is None or mem <= budget))
     fitting = [c for c in cands if c.fits]
     if not fitting:

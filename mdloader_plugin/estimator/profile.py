@@ -1,6 +1,10 @@
 """Machine profiles: the numbers the cost models read, as JSON data files.
 
-A profile is ``{"name", "description", "provenance", "params": {key: {"value", "source"}}}``.
+A profile is ``{"name", "description", "provenance", "params": {key: {"value", "source"}}}``,
+optionally with ``"node_params"`` (same shape, a subset of the keys): the same-host terms that a
+calibration across several hosts measured again on a per-node sub-communicator (``calibrate.py``,
+issue 16), which a job or replica group inside one node uses instead (``choose.node_params``).
+Profiles without it (every one written before) load unchanged.
 Shipped profiles live in ``estimator/profiles/`` (``perlmutter`` and ``frontier`` from published
 figures, ``local`` a fallback measured on a small x86 box); ``mdloader calibrate`` writes one for
 the machine it runs on. Every value carries its source, so a reader can tell a measured number
@@ -45,12 +49,18 @@ class Profile:
     description: str = ""
     provenance: dict = field(default_factory=dict)
     path: str = ""
+    node: dict[str, float] = field(default_factory=dict)  # measured inside one node (optional)
+    node_sources: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "description": self.description,
-                "provenance": self.provenance,
-                "params": {k: {"value": v, "source": self.sources.get(k, "")}
-                           for k, v in sorted(self.params.items())}}
+        doc = {"name": self.name, "description": self.description,
+               "provenance": self.provenance,
+               "params": {k: {"value": v, "source": self.sources.get(k, "")}
+                          for k, v in sorted(self.params.items())}}
+        if self.node:
+            doc["node_params"] = {k: {"value": v, "source": self.node_sources.get(k, "")}
+                                  for k, v in sorted(self.node.items())}
+        return doc
 
     def write(self, path: str | os.PathLike) -> None:
         Path(path).write_text(json.dumps(self.to_json(), indent=2) + "\n")
@@ -99,8 +109,25 @@ def from_dict(doc: object, where: str = "<profile>") -> Profile:
     for key, (unit, meaning) in required_params().items():
         params[key], sources[key] = _value(doc["params"], key, unit, meaning, where)
     name = str(doc.get("name") or Path(where).stem)
+    node, node_sources = _node_section(doc.get("node_params"), where)
     return Profile(name, params, sources, str(doc.get("description", "")),
-                   dict(doc.get("provenance") or {}), where)
+                   dict(doc.get("provenance") or {}), where, node, node_sources)
+
+
+def _node_section(entries: object, where: str) -> tuple[dict[str, float], dict[str, str]]:
+    """The optional ``node_params`` object: known keys only, each validated like ``params``."""
+    if entries is None:
+        return {}, {}
+    if not isinstance(entries, dict):
+        raise ProfileError(f"{where}: \"node_params\" must be an object of parameters")
+    known = required_params()
+    node, sources = {}, {}
+    for key in entries:
+        if key not in known:
+            raise ProfileError(f"{where}: node_params key {key!r} is not a cost-model parameter")
+        unit, meaning = known[key]
+        node[key], sources[key] = _value(entries, key, unit, meaning, f"{where} (node_params)")
+    return node, sources
 
 
 def validate_params(params: dict[str, float], where: str = "<profile>") -> None:
