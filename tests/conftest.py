@@ -19,6 +19,18 @@ def synth_file(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="session")
+def split_file(tmp_path_factory) -> str:
+    """A 40-graph HydraGNN-layout file with trainset (30), valset (5) and testset (5)."""
+    from mdloader_plugin.sources import synth
+    from mdloader_plugin.sources.adios import write_graphs
+
+    path = tmp_path_factory.mktemp("split") / "small.bp"
+    g = list(synth.generate("hydragnn", 3, 0, 40))
+    write_graphs(path, {"trainset": g[:30], "valset": g[30:35], "testset": g[35:]})
+    return str(path)
+
+
 @pytest.fixture
 def env():
     return mpi_env()

@@ -108,17 +108,6 @@ def test_copy_runs_on_a_side_stream_and_the_trainer_stream_waits_for_it():
 
 
 # -- the HydraGNN config's mdloader.device / mdloader.pin_memory -------------------------------
-@pytest.fixture(scope="module")
-def hydra_file(tmp_path_factory):
-    from mdloader_plugin.sources import synth
-    from mdloader_plugin.sources.adios import write_graphs
-
-    path = tmp_path_factory.mktemp("device") / "small.bp"
-    g = list(synth.generate("hydragnn", 3, 0, 20))
-    write_graphs(path, {"trainset": g[:16], "valset": g[16:18], "testset": g[18:]})
-    return str(path)
-
-
 def _hydra_loaders(path, *sets):
     from pathlib import Path
 
@@ -132,8 +121,8 @@ def _hydra_loaders(path, *sets):
 
 @pytest.mark.parametrize("sets,want", [((), None), (("mdloader.device=cpu",), "cpu"),
                                        (("mdloader.device=auto",), "cuda" if CUDA else None)])
-def test_hydragnn_config_device_reaches_the_loader(hydra_file, sets, want):
-    loaders, (ld,) = _hydra_loaders(hydra_file, *sets)
+def test_hydragnn_config_device_reaches_the_loader(split_file, sets, want):
+    loaders, (ld,) = _hydra_loaders(split_file, *sets)
     try:
         got = ld._device.device
         assert (got.type if got is not None else None) == want
@@ -146,8 +135,8 @@ def test_hydragnn_config_device_reaches_the_loader(hydra_file, sets, want):
 
 
 @pytest.mark.skipif(CUDA, reason="checks the CPU-only fallback")
-def test_hydragnn_config_pin_memory_without_accelerator_warns(hydra_file, caplog):
-    loaders, (ld,) = _hydra_loaders(hydra_file, "mdloader.pin_memory=true")
+def test_hydragnn_config_pin_memory_without_accelerator_warns(split_file, caplog):
+    loaders, (ld,) = _hydra_loaders(split_file, "mdloader.pin_memory=true")
     try:
         assert not ld._device.pin
         assert any("pin_memory=True but no accelerator" in r.getMessage() for r in caplog.records)
@@ -156,7 +145,7 @@ def test_hydragnn_config_pin_memory_without_accelerator_warns(hydra_file, caplog
 
 
 @pytest.mark.skipif(CUDA, reason="checks the CPU-only error")
-def test_hydragnn_config_cuda_without_cuda_names_the_key(hydra_file):
+def test_hydragnn_config_cuda_without_cuda_names_the_key(split_file):
     with pytest.raises(ConfigError, match=r"^mdloader.device: 'cuda' .* use `auto`") as exc:
-        _hydra_loaders(hydra_file, "mdloader.device=cuda")
+        _hydra_loaders(split_file, "mdloader.device=cuda")
     assert "\n" not in str(exc.value)

@@ -15,21 +15,11 @@ import pytest
 from mdloader_plugin.errors import ConfigError
 from mdloader_plugin.integrations.hydragnn import config
 from mdloader_plugin.options import SCALE, check_scale
-from mdloader_plugin.sources import synth
-from mdloader_plugin.sources.adios import write_graphs
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "recipes" / "hydragnn" / "demo.yaml"
 GROUPS = [ROOT / "recipes" / "fairchem" / "loader" / "mdloader.yaml",
           ROOT / "recipes" / "fairchem" / "multi" / "loader" / "mdloader.yaml"]
-
-
-@pytest.fixture(scope="module")
-def small_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("scale") / "small.bp"
-    g = list(synth.generate("hydragnn", 3, 0, 40))
-    write_graphs(path, {"trainset": g[:30], "valset": g[30:35], "testset": g[35:]})
-    return str(path)
 
 
 def _one_line(exc, *words):
@@ -67,10 +57,10 @@ def test_hydragnn_feistel_with_several_files_is_refused():
     _one_line(err, "mdloader.order: feistel is not available with several Dataset.path")
 
 
-def test_hydragnn_builder_passes_them_to_store_and_loader(small_file):
+def test_hydragnn_builder_passes_them_to_store_and_loader(split_file):
     from mdloader_plugin.integrations.hydragnn import loaders
 
-    cfg = config.load(DEMO, [f"Dataset.path={small_file}", "mdloader.order=feistel",
+    cfg = config.load(DEMO, [f"Dataset.path={split_file}", "mdloader.order=feistel",
                              "mdloader.index=full", "mdloader.prefetch=0"])
     built = loaders.build_mdloader(cfg, None, lambda rec: rec, labels=("trainset", "valset"))
     try:
@@ -80,7 +70,7 @@ def test_hydragnn_builder_passes_them_to_store_and_loader(small_file):
             assert ld.memory_report()["order"] == "feistel"
     finally:
         loaders.close(built)
-    cfg = config.load(DEMO, [f"Dataset.path={small_file}", "mdloader.prefetch=0"])
+    cfg = config.load(DEMO, [f"Dataset.path={split_file}", "mdloader.prefetch=0"])
     (ld,) = loaders.build_mdloader(cfg, None, lambda rec: rec, labels=("trainset",))
     try:  # the defaults: torch below 4M samples, the compact index
         assert ld.sampler_core.order == "torch" and ld.store.index.describe().startswith("compact")
@@ -110,12 +100,12 @@ def fairchem_loader(monkeypatch):
     fl.close_all()
 
 
-def test_fairchem_build_loader_passes_them(fairchem_loader, small_file):
-    ld = fairchem_loader.build_loader(small_file, collate_fn=list, batch_size=2, prefetch=0,
+def test_fairchem_build_loader_passes_them(fairchem_loader, split_file):
+    ld = fairchem_loader.build_loader(split_file, collate_fn=list, batch_size=2, prefetch=0,
                                       order="feistel", index="full")
     assert ld.loader.sampler_core.order == "feistel"
     assert ld.loader.store.index.describe().startswith("full")
-    ld = fairchem_loader.build_loader(small_file, collate_fn=list, batch_size=2, prefetch=0,
+    ld = fairchem_loader.build_loader(split_file, collate_fn=list, batch_size=2, prefetch=0,
                                       order="torch", index_share="rank")
     assert ld.loader.sampler_core.order == "torch"
     assert ld.loader.store.index.describe().startswith("compact")
@@ -127,9 +117,9 @@ def test_fairchem_build_loader_passes_them(fairchem_loader, small_file):
     ({"index": "full", "index_share": "node"}, ["loader.index_share: node needs the compact"]),
     ({"order": "feistel", "datasets": {"a": "a.bp"}}, ["loader.order: feistel is not available"]),
 ])
-def test_fairchem_bad_value_is_one_line_naming_the_key(fairchem_loader, small_file, kw, words):
+def test_fairchem_bad_value_is_one_line_naming_the_key(fairchem_loader, split_file, kw, words):
     with pytest.raises(ConfigError) as err:
-        fairchem_loader.build_loader(None if "datasets" in kw else small_file, collate_fn=list,
+        fairchem_loader.build_loader(None if "datasets" in kw else split_file, collate_fn=list,
                                      batch_size=2, **kw)
     _one_line(err, *words)
 

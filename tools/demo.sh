@@ -11,11 +11,7 @@ NP=${NP:-4}
 GRAPHS=${GRAPHS:-2000}
 DATA=${DATA:-data/demo.bp}
 CONFIG=recipes/hydragnn/demo.yaml
-export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1}
-export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
-export PRTE_MCA_rmaps_default_mapping_policy=${PRTE_MCA_rmaps_default_mapping_policy:-:oversubscribe}
-export OMPI_MCA_osc=${OMPI_MCA_osc:-^ucx}
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+source tools/mpi_env.sh
 
 if [ ! -e "$DATA" ]; then
   echo "[demo] making $DATA ($GRAPHS synthetic molecules, split 0.8/0.1/0.1)"

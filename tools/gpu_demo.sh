@@ -20,11 +20,7 @@ RUN_TIMEOUT=${RUN_TIMEOUT:-900}  # seconds a run may take before it is stopped
 DATA=${DATA:-data/gpu-demo-$GRAPHS.bp}
 OUTDIR=${OUT:-run/gpu-demo}
 CONFIG=recipes/hydragnn/demo.yaml
-export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1}
-export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
-export PRTE_MCA_rmaps_default_mapping_policy=${PRTE_MCA_rmaps_default_mapping_policy:-:oversubscribe}
-export OMPI_MCA_osc=${OMPI_MCA_osc:-^ucx}
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+source tools/mpi_env.sh
 mkdir -p "$OUTDIR" run
 
 "$BIN/python" - <<'EOF'
