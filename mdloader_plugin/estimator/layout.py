@@ -110,12 +110,28 @@ def choose_layout(sizes: Sequence[int], ranks_per_node: int, batch_size: int, me
         fitting = [c for c in fitting if c.group_size == least]
         note = ("no group inside a node fits and the profile is blind to the network, so the "
                 "fewest nodes; ")
+    if _lacks_node_terms(prof, sizes, ranks_per_node):
+        note += ("the profile has no node_params (calibrated across hosts before the per-node "
+                 "stage), so groups inside a node are priced with terms measured across hosts: "
+                 "re-run `mdloader calibrate`; ")
     fastest = min(c.predicted_s for c in fitting)
     tied = [c for c in fitting if c.predicted_s <= fastest * (1 + TIE)]
     best = min(tied, key=lambda c: (-c.group_size, c.predicted_s, c.backend))
     return LayoutDecision(best.backend, best.group_size, tuple(cands), budget, budget_source,
                           note + _reason(best, cands, prof.name))
 
+
+
+def _lacks_node_terms(prof, sizes, ranks_per_node: int) -> bool:
+    """A profile calibrated on several hosts with several ranks each, written before calibrate
+    measured the same-host terms on a per-node sub-communicator, weighing a group inside a node."""
+    prov = prof.provenance or {}
+    try:
+        nodes, rc = int(prov.get("nodes") or 1), int(prov.get("ranks_per_node") or 1)
+    except (TypeError, ValueError):
+        return False
+    return (not prof.node and prov.get("kind") == "calibrated" and nodes >= 2 and rc >= 2
+            and any(1 < w <= ranks_per_node for w in sizes))
 
 
 def layout_from_mean(ranks: int, ranks_per_node: int, batch_size: int, mean_bytes: float,
