@@ -28,6 +28,7 @@ version can honour (:func:`check_config`).
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
 from typing import Any, Callable
@@ -235,6 +236,14 @@ def export_rank_env(rank: int, size: int) -> None:
     os.environ["OMPI_COMM_WORLD_SIZE"] = str(size)
 
 
+def _leave_distributed() -> None:
+    """At exit: leave torch.distributed cleanly (NCCL warns of leaked resources otherwise)."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def init_distributed(comm, single_node: bool) -> None:
     """Initialise torch.distributed (gloo on CPU) on a port rank 0 picks, then HydraGNN's DDP.
 
@@ -255,4 +264,5 @@ def init_distributed(comm, single_node: bool) -> None:
             "nccl" if torch.cuda.is_available() else "gloo")
         dist.init_process_group(backend=backend, init_method=f"tcp://{addr}:{port}",
                                 rank=rank, world_size=size)
+        atexit.register(_leave_distributed)  # before MPI's own exit handler (registered earlier)
     get("setup_ddp")()  # finds the group initialised; records HydraGNN's environment only

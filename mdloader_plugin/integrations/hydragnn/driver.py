@@ -43,16 +43,7 @@ def main(args: argparse.Namespace) -> int:
         return code
     with abort_on_error(comm):
         train(cfg, comm)
-        _close_distributed()
     return 0
-
-
-def _close_distributed() -> None:
-    """Leave torch.distributed cleanly (NCCL warns of leaked resources otherwise)."""
-    import torch.distributed as dist
-
-    if dist.is_initialized():
-        dist.destroy_process_group()
 
 
 def _config_on_root(comm, args) -> tuple[dict | None, int]:
