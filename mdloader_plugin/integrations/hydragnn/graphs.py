@@ -33,6 +33,7 @@ import numpy as np
 from ...batching import ColumnTransform, pyg_sample
 from ...errors import ConfigError
 from ...sources.adios import GraphFile
+from ...world import allreduce_number
 
 _CHUNK = 65536  # graphs a read when scanning node counts
 
@@ -306,7 +307,7 @@ def avg_num_neighbors(path, comm, label: str = "trainset") -> float:
             key = _size_key(info)
             nodes += int(f.read_extents(label, key, lo, hi)[0].sum()) if hi > lo else 0
             edges += int(f.read_extents(label, "edge_index", lo, hi)[0].sum()) if hi > lo else 0
-    nodes, edges = (int(v) for v in _sum(comm, np.array([nodes, edges], dtype=np.int64)))
+    nodes, edges = allreduce_number(comm, nodes), allreduce_number(comm, edges)
     return edges / nodes if nodes else 0.0
 
 
@@ -346,10 +347,12 @@ def _file_pna_degree(path: str, comm, label: str) -> list[int]:
         lo, hi = _my_block(info.ndata, comm)
         hist = _block_degree_hist(f.read_block(label, lo, hi, keys=[_size_key(info), "edge_index"],
                                                info=info), _size_key(info))
-    width = int(_max(comm, np.array([len(hist)], dtype=np.int64))[0])
-    total = np.zeros(width, dtype=np.int64)
+    from mpi4py import MPI
+
+    total = np.zeros(allreduce_number(comm, len(hist), "max"), dtype=np.int64)
     total[:len(hist)] = hist
-    return [int(v) for v in _sum(comm, total)]
+    comm.Allreduce(MPI.IN_PLACE, total, op=MPI.SUM)  # a buffer reduction (allreduce_number's doc)
+    return [int(v) for v in total]
 
 
 def _block_degree_hist(block, size_key: str) -> np.ndarray:
@@ -361,20 +364,3 @@ def _block_degree_hist(block, size_key: str) -> np.ndarray:
     dst = block.arrays["edge_index"][1] + np.repeat(node_base, ecount)
     deg = np.bincount(dst, minlength=int(ncount.sum()))
     return np.bincount(deg).astype(np.int64)
-
-
-# Buffer reductions, not mpi4py's pickled ``allreduce``: the first pickled call on a communicator
-# holds the GIL while it waits for the other ranks, freezing this rank's other threads (a
-# loader's producer or progress thread) meanwhile (tests/test_loader_rank_order.py).
-def _sum(comm, arr: np.ndarray) -> np.ndarray:
-    from mpi4py import MPI
-
-    comm.Allreduce(MPI.IN_PLACE, arr, op=MPI.SUM)
-    return arr
-
-
-def _max(comm, arr: np.ndarray) -> np.ndarray:
-    from mpi4py import MPI
-
-    comm.Allreduce(MPI.IN_PLACE, arr, op=MPI.MAX)
-    return arr
