@@ -60,17 +60,27 @@ def node_params(prof: Profile, world_size: int, ranks_per_node: int) -> dict[str
     if prof.node:
         p.update(prof.node)
         return p
+    shape = cross_node_shape(prof)
+    if shape is not None and shape[2] > shape[1] and p.get("coll.pairwise", 0) >= 0.5:
+        _, rc, pc = shape
+        measured = (rc - 1) * p["coll.t_peer_intra"] + (pc - rc) * p["coll.t_peer_inter"]
+        p["coll.t_peer_intra"] = measured / (rc - 1)
+    return p
+
+
+def cross_node_shape(prof: Profile) -> "tuple[int, int, int] | None":
+    """(nodes, ranks a node, ranks) of a profile calibrated on several nodes with several ranks
+    on each (its provenance), else None: the calibrations whose same-host terms were measured
+    together with the network unless the profile also has ``node_params``."""
     prov = prof.provenance or {}
     try:
         nodes, rc = int(prov.get("nodes") or 1), int(prov.get("ranks_per_node") or 1)
         pc = int(prov.get("ranks") or nodes * rc)
     except (TypeError, ValueError):
-        return p
-    if (prov.get("kind") == "calibrated" and nodes >= 2 and rc >= 2 and pc > rc
-            and p.get("coll.pairwise", 0) >= 0.5):
-        measured = (rc - 1) * p["coll.t_peer_intra"] + (pc - rc) * p["coll.t_peer_inter"]
-        p["coll.t_peer_intra"] = measured / (rc - 1)
-    return p
+        return None
+    if prov.get("kind") == "calibrated" and nodes >= 2 and rc >= 2:
+        return nodes, rc, pc
+    return None
 
 
 def choose(workload: Workload, profile: "Profile | str | None" = None) -> Decision:

@@ -34,7 +34,7 @@ from typing import Callable, Sequence
 
 from ..budget import human
 from ..errors import MemoryBudgetError
-from .choose import node_params
+from .choose import cross_node_shape, node_params
 from .models import MODELS, Workload, predict
 from .profile import Profile, get_profile
 
@@ -125,12 +125,7 @@ def choose_layout(sizes: Sequence[int], ranks_per_node: int, batch_size: int, me
 def _lacks_node_terms(prof, sizes, ranks_per_node: int) -> bool:
     """A profile calibrated on several hosts with several ranks each, written before calibrate
     measured the same-host terms on a per-node sub-communicator, weighing a group inside a node."""
-    prov = prof.provenance or {}
-    try:
-        nodes, rc = int(prov.get("nodes") or 1), int(prov.get("ranks_per_node") or 1)
-    except (TypeError, ValueError):
-        return False
-    return (not prof.node and prov.get("kind") == "calibrated" and nodes >= 2 and rc >= 2
+    return (not prof.node and cross_node_shape(prof) is not None
             and any(1 < w <= ranks_per_node for w in sizes))
 
 
