@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+inf = float("inf")
+
 TEMPLATES = 48  # distinct synthetic graphs per rank, cycled (generating thousands costs minutes)
 
 
@@ -99,6 +101,22 @@ def more_rounds(steps: dict[str, list[float]], sizes: dict[str, list[int]],
     return res["winner"] is None and res["median_ratio"] > 1 + within
 
 
+def short_epoch(store, batch: int, steps: int) -> dict | None:
+    """An epoch of exactly the warm-up and `steps` full steps, its samples a seeded random subset
+    of the whole store (fairchem's ``explicit`` ratio with a data-set permutation), so a step
+    reads as cold and scattered as in a big epoch. Closing a collective loader early runs the
+    rest of its epoch's exchanges (the ranks' Alltoallvs must stay matched): with the store's
+    whole epoch a batch-1 round spent ~40 s draining 3000 steps nobody timed."""
+    from mdloader_plugin.sampling import DataSets
+
+    want = store.world.size * batch * (steps + 1)
+    n = store.num_samples
+    if want >= n:
+        return None
+    name = DataSets.of_store(store).names[0]
+    return {"type": "explicit", "ratios": {name: (want + 0.5) / n}, "dataset_seed": 7}
+
+
 def run_arms(world, store, job: dict, batch: int,
              round_sizes: dict | None = None) -> dict[str, list[float]]:
     """Each arm's steps, in round order; `round_sizes` (if given) gets each arm's step count a
@@ -115,18 +133,20 @@ def run_arms(world, store, job: dict, batch: int,
     t0 = time.perf_counter()
     for r in range(max(job["rounds"], job.get("max_rounds", 0))):
         spent = world.comm.bcast(time.perf_counter() - t0, root=0)
-        if r < job["rounds"]:
-            if r and spent > job.get("config_budget_s", float("inf")):
-                break  # every arm has at least one round; the same decision on every rank
-        elif not world.comm.bcast(world.rank == 0 and len(arms) == 2
-                                  and spent < job.get("seq_budget_s", float("inf"))
-                                  and more_rounds(out, sizes), root=0):
+        # the first `rounds` unless their budget is spent (every arm has at least one round);
+        # then sequential rounds while they are needed and their budget lasts. Rank 0 decides,
+        # every rank follows.
+        if not (r == 0 or (r < job["rounds"] and spent <= job.get("config_budget_s", inf))) \
+                and not world.comm.bcast(world.rank == 0 and len(arms) == 2
+                                         and spent < job.get("seq_budget_s", inf)
+                                         and more_rounds(out, sizes), root=0):
             break
         for a in (arms if r % 2 == 0 else arms[::-1]):
             old = _with_env(a.get("env", {}))
             try:
                 ld = MDLoader(store, batch_size=batch, backend=a["backend"], prefetch=0,
-                              seed=r, name=a["label"])
+                              seed=r, name=a["label"],
+                              sampling=short_epoch(store, batch, job["steps"]))
                 got = time_steps(world, ld, job["steps"], r, batch)
                 out[a["label"]] += got
                 sizes[a["label"]].append(len(got))
@@ -140,7 +160,8 @@ def run_auto(world, store, profile: str, batch: int, steps: int) -> dict:
     """What ``backend="auto"`` picks at start and after its online check (and re-check)."""
     from mdloader_plugin.loader import MDLoader
 
-    ld = MDLoader(store, batch_size=batch, backend="auto", prefetch=0, seed=99, profile=profile)
+    ld = MDLoader(store, batch_size=batch, backend="auto", prefetch=0, seed=99, profile=profile,
+                  sampling=short_epoch(store, batch, 5))
     first = ld.decision["backend"]
     epoch, served = 0, 0
     while served < steps:
@@ -168,8 +189,7 @@ def main(job: dict) -> None:
         n = world.size * max(job["batches"]) * (job.get("steps", 1) + 1) + world.size
         store = make_store(world, dist, n)
         sizes = store.nbytes
-        if job.get("arms"):  # a store's first loader pays one-off set-up (measured: 30-40 s at
-            # 2x3@100mbit), which left the first configuration one round inside its budget
+        if job.get("arms"):  # a store's first loaders pay one-off set-up: not in a timed round
             warm = {**job, "rounds": 1, "steps": 1, "config_budget_s": float("inf"),
                     "max_rounds": 0}
             run_arms(world, store, warm, min(job["batches"]))

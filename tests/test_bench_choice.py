@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 import pytest
 
 from mpirun import ROOT
@@ -148,3 +150,25 @@ def test_more_rounds_only_while_apart_and_not_told_apart():
         wanted += apart
     assert wanted >= 5  # the case the rule exists for does occur at this noise
     assert not choice_worker.more_rounds({"onesided": [1e-3]}, {"onesided": [1]})
+
+
+def test_a_configurations_epoch_is_its_timed_steps_drawn_from_the_whole_store():
+    """Closing a collective loader early runs the rest of its epoch (matched Alltoallvs): the
+    benchmark's epochs must be exactly warm-up + steps long, yet read the whole store."""
+    choice_worker = pytest.importorskip("choice_worker")
+    from mdloader_plugin.loader import MDLoader
+    from mdloader_plugin.world import World
+
+    world = World.detect()
+    store = choice_worker.make_store(world, "hydragnn", 600)
+    try:
+        spec = choice_worker.short_epoch(store, 4, 5)
+        ld = MDLoader(store, batch_size=4, backend="onesided", prefetch=0, collate=list,
+                      to_sample=lambda s: s, sampling=spec)
+        assert len(ld) == 6
+        ids = np.concatenate([np.ravel(ld.sampler_core.plan(0, k)) for k in range(6)])
+        ld.close()
+        assert ids.size == 24 and ids.max() > 300  # random ids of the store, not its head
+        assert choice_worker.short_epoch(store, 100, 5) is None  # the whole store is shorter
+    finally:
+        store.close()
