@@ -318,15 +318,22 @@ def _when(configs: list[dict]) -> str:
 def results_section(doc: dict) -> list[str]:
     """The bench/RESULTS.md section (report.py calls this)."""
     ev = doc["evaluation"]
-    rounds = sorted({(r.get("rounds", doc["rounds"]), r.get("steps", doc["steps"]))
-                     for r in doc["rows"]})
+    got = [max(map(len, r["round_sizes"].values())) for r in doc["rows"]
+           if r.get("round_sizes")]
+    plans = sorted({(r.get("rounds", doc["rounds"]), r.get("max_rounds") or 0,
+                     r.get("steps", doc["steps"])) for r in doc["rows"]})
     lines = [f"Grid: {', '.join(doc['clusters'])}; batch {doc['batches']}; "
              f"{', '.join(doc['dists'])}; "
-             + " or ".join(f"{r} interleaved rounds x {s}" for r, s in rounds)
-             + " steps a backend; step time to a ready batch, slowest rank. "
+             + " or ".join(f"{r}" + (f" (then sequential, up to {m})" if m > r else "")
+                           + f" interleaved rounds x {s}" for r, m, s in plans)
+             + " steps a backend"
+             + (f" (rounds a configuration got: median {int(np.median(got))}, "
+                f"{min(got)}-{max(got)})" if got else "")
+             + "; step time to a ready batch, slowest rank. "
              f"{'FULL grid' if doc['full'] else 'REDUCED slice (not the full grid)'}. The "
-             f"machine (2 cores) was shared with other engineers' jobs; the load beside each "
-             f"half is the 1-min load average at the start and end of its configurations. Online "
+             f"machine has 2 cores; the load beside each half is the 1-min load average at the "
+             f"start and end of its configurations (4-6 emulated ranks busy-polling make about "
+             f"4-13 of it themselves). Online "
              f"parameters chosen on the tune half: margin {ev['params']['margin']:.0%}, close "
              f"{ev['params']['close']:.0%}.", ""]
     for half, h in ev["halves"].items():
