@@ -54,7 +54,7 @@ FULL_BATCHES = [1, 4, 16, 64, 256, 512]
 ARMS = [{"label": "onesided", "backend": "onesided"},
         {"label": "collective", "backend": "collective"}]
 WITHIN = 0.03  # a pick within 3% of the faster backend counts as right
-TUNE_GRID = {"margin": (0.02, 0.05, 0.08), "close": (0.10, 0.20)}
+TUNE_GRID = {"margin": (0.02, 0.05, 0.08), "close": (0.10, 0.20), "alpha": (None, 0.05)}
 
 
 # -- measuring ---------------------------------------------------------------------------------
@@ -271,8 +271,8 @@ def tune(rows: list[dict]) -> dict:
     the resolved configurations first (fitting the parameters to unresolved noise is
     overfitting), then the strict right picks and regret."""
     best, key = None, None
-    for margin, close in itertools.product(TUNE_GRID["margin"], TUNE_GRID["close"]):
-        params = {"margin": margin, "close": close}
+    for margin, close, alpha in itertools.product(*TUNE_GRID.values()):
+        params = {"margin": margin, "close": close, "alpha": alpha}
         s = summarise(score(rows, params))
         if not s["configs"]:
             continue
@@ -281,7 +281,7 @@ def tune(rows: list[dict]) -> dict:
              -s["online"]["right_fraction"], s["online"]["regret_geomean"])
         if key is None or k < key:
             best, key = params, k
-    return best or {"margin": 0.05, "close": 0.15}
+    return best or {"margin": 0.05, "close": 0.15, "alpha": 0.05}
 
 
 def evaluate(rows: list[dict]) -> dict:
@@ -315,6 +315,18 @@ def _when(configs: list[dict]) -> str:
     return when
 
 
+def _shipped(params: dict) -> str:
+    """Whether `params` are ``OnlineCheck``'s defaults, which ``backend="auto"`` runs with."""
+    import inspect
+
+    from mdloader_plugin.estimator.online import OnlineCheck
+
+    sig = inspect.signature(OnlineCheck).parameters
+    diff = {k: sig[k].default for k, v in params.items() if sig[k].default != v}
+    return ("the shipped defaults" if not diff else "NOT the shipped defaults, which are "
+            + ", ".join(f"{k} {v}" for k, v in diff.items()))
+
+
 def results_section(doc: dict) -> list[str]:
     """The bench/RESULTS.md section (report.py calls this)."""
     ev = doc["evaluation"]
@@ -335,7 +347,9 @@ def results_section(doc: dict) -> list[str]:
              f"start and end of its configurations (4-6 emulated ranks busy-polling make about "
              f"4-13 of it themselves). Online "
              f"parameters chosen on the tune half: margin {ev['params']['margin']:.0%}, close "
-             f"{ev['params']['close']:.0%}.", ""]
+             f"{ev['params']['close']:.0%}, rank test "
+             + (f"alpha {ev['params']['alpha']}" if ev['params'].get('alpha') else "off")
+             + f" ({_shipped(ev['params'])}).", ""]
     for half, h in ev["halves"].items():
         lines.append(f"- {half}: {', '.join(h['clusters'])}: measured {_when(h['configs'])}.")
     lines += ["", "**Strict score** (as before: the faster median or mean wins, however close):",

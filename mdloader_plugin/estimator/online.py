@@ -22,8 +22,12 @@ touches cold buffers and caches)::
 Statistics: per backend, the mean of its counted steps without the slowest one (one stall is
 luck and forgiven; stalls that recur are paid by the trainer and so count); a step over
 ``stall_factor`` x the backend's median is reported as a stall. Rounds go on while the two
-estimates are within ``close`` of each other (up to ``max_rounds``). A switch needs the other
-backend faster by more than ``margin``. A probe is skipped when the model predicts the other
+estimates are within ``close`` of each other, or while a rank test of the two backends' counted
+steps (Mann-Whitney, two-sided, :func:`rank_test_p`) cannot tell them apart at ``alpha``: a
+difference inside the step-to-step noise needs more steps, not a decision (on a quiet 3-host
+cluster 5 steps of 3 ms read a tie as 1.48x). Up to ``max_rounds``, or ``cheap_rounds`` while the
+counted steps took less than ``probe_budget_s`` in all (cheap steps buy statistical power for
+almost nothing). A switch needs the other backend faster by more than ``margin``. A probe is skipped when the model predicts the other
 backend more than ``skip_ratio`` times slower (not when the profile never saw a network the job
 spans: :func:`blind_to_network`), and abandoned once two counted steps are *each* more than
 ``abandon_ratio`` times slower (one stall is no reason; no re-check then). Every decision is one
@@ -43,6 +47,27 @@ def robust_step(times) -> float:
     """Mean of `times` without the slowest one (all of them when fewer than 3)."""
     t = np.sort(np.asarray(times, dtype=np.float64))
     return float(t[:-1].mean() if t.size >= 3 else t.mean())
+
+
+def rank_test_p(a, b) -> float:
+    """Two-sided p-value of the Mann-Whitney rank-sum test of samples `a` and `b` (normal
+    approximation with the tie correction; 1.0 when there is nothing to rank). A rank test: one
+    stall moves it by one rank, not by its size."""
+    from math import erfc, sqrt
+
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    n1, n2 = x.size, y.size
+    n = n1 + n2
+    if not n1 or not n2:
+        return 1.0
+    both = np.concatenate([x, y])
+    _, inv, counts = np.unique(both, return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2.0)[inv]  # average ranks of ties
+    var = n1 * n2 / 12.0 * ((n + 1) - float(np.sum(counts ** 3 - counts)) / (n * (n - 1)))
+    if var <= 0:
+        return 1.0
+    z = (ranks[:n1].sum() - n1 * (n + 1) / 2.0) / sqrt(var)
+    return float(erfc(abs(z) / sqrt(2.0)))
 
 
 def stalls(times, factor: float) -> int:
@@ -78,15 +103,20 @@ class OnlineCheck:
     def __init__(self, decision: Decision, window: int = 6, margin: float = 0.05,
                  skip_ratio: float = 10.0, abandon_ratio: float = 3.0, *, warmup: int = 1,
                  close: float = 0.15, max_rounds: int = 4, recheck_after: int = 100,
-                 stall_factor: float = 4.0):
-        if window < warmup + 1 or warmup < 0 or not 0 <= margin < 1 or max_rounds < 1:
-            raise ValueError(f"need window > warmup >= 0, margin in [0, 1), max_rounds >= 1; "
-                             f"got window={window} warmup={warmup} margin={margin} "
-                             f"max_rounds={max_rounds}")
+                 stall_factor: float = 4.0, alpha: float | None = 0.05,
+                 cheap_rounds: int = 16, probe_budget_s: float = 2.0):
+        if window < warmup + 1 or warmup < 0 or not 0 <= margin < 1 or max_rounds < 1 \
+                or (alpha is not None and not 0 < alpha < 1):
+            raise ValueError(f"need window > warmup >= 0, margin in [0, 1), max_rounds >= 1, "
+                             f"alpha in (0, 1) or None; got window={window} warmup={warmup} "
+                             f"margin={margin} max_rounds={max_rounds} alpha={alpha}")
+        self.alpha, self.probe_budget_s = alpha, probe_budget_s
+        self.cheap_rounds = max(cheap_rounds, max_rounds)
         self.decision, self.window, self.warmup, self.margin = decision, window, warmup, margin
         self.skip_ratio, self.abandon_ratio, self.close = skip_ratio, abandon_ratio, close
         # rounds come in ABBA pairs after the first, so a drift cancels: a limit of 3 means 4
         max_rounds += max_rounds > 1 and max_rounds % 2
+        self.cheap_rounds += self.cheap_rounds > 1 and self.cheap_rounds % 2
         self.max_rounds, self.recheck_after, self.stall_factor = max_rounds, recheck_after, stall_factor
         self.current = decision.backend
         others = sorted(k for k in decision.predicted_s if k != self.current)
@@ -173,8 +203,8 @@ class OnlineCheck:
         # average than the kept backend's, and a drift of the machine's speed biases the ratio
         # (+2% at 1%/step; tests/test_estimator_online.py::test_abba_rounds_cancel_a_linear_drift).
         unpaired = self.rounds > 1 and self.rounds % 2
-        if (self.result is None and self.rounds < self.max_rounds
-                and (abs(ratio - 1) < self.close or unpaired)):
+        if self.result is None and (unpaired or (self.rounds < self._cap() and (
+                abs(ratio - 1) < self.close or not self._told_apart(keep, probe)))):
             first, second = (keep, probe) if self.rounds % 2 == 0 else (probe, keep)
             self._plan_round(first, second)
             return
@@ -194,6 +224,17 @@ class OnlineCheck:
                 loser = _other_of(winner, self.times)
                 self._plan_round(winner, loser)
                 self._plan_round(loser, winner)
+
+    def _told_apart(self, keep: str, probe: str) -> bool:
+        """The rank test separates the two backends' counted steps at ``alpha`` (always, when
+        ``alpha`` is None: the estimates alone decide)."""
+        return self.alpha is None or rank_test_p(self.times[keep], self.times[probe]) < self.alpha
+
+    def _cap(self) -> int:
+        """Rounds the first decision may take: ``cheap_rounds`` while the counted steps took
+        less than ``probe_budget_s``, else ``max_rounds``."""
+        spent = sum(sum(v) for v in self.times.values())
+        return self.cheap_rounds if spent < self.probe_budget_s else self.max_rounds
 
     def _reason(self, keep: str, probe: str, winner: str, est: dict, recheck: bool) -> str:
         what = "re-check" if recheck else "measured"
@@ -220,4 +261,4 @@ def _other_of(name: str, times: dict) -> str:
     return next(k for k in times if k != name)
 
 
-__all__ = ["OnlineCheck", "blind_to_network", "robust_step", "stalls"]
+__all__ = ["OnlineCheck", "blind_to_network", "rank_test_p", "robust_step", "stalls"]
