@@ -210,7 +210,7 @@ def test_noisy_steps_get_more_rounds_and_fewer_wrong_picks(model, ratio):
     ms, and 5 steps a backend read a tie as collective 1.48x faster: the estimates alone decided
     after one round and switched. Deciding only once a rank test tells the two apart (or the
     cap is reached) must make far fewer wrong picks of a backend 20% slower at that noise
-    (sigma 0.5), whichever backend the model picked (measured: 18-22% -> 1-5%)."""
+    (sigma 0.5), whichever backend the model picked (measured: 15-22% -> 1-5%)."""
     faster = "onesided" if ratio > 1 else "collective"
     wrong = {a: sum(_noisy_pick(a, s, ratio, 0.5, model) != faster for s in range(200))
              for a in (None, 0.05)}
