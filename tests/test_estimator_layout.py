@@ -273,8 +273,9 @@ def test_blind_profile_with_nothing_inside_a_node_spans_the_fewest_nodes():
     assert "fewest nodes" in d.reason
 
 
-PROFILE_2X2_1GBIT = str(__import__("pathlib").Path(__file__).resolve().parents[1]
-                        / "bench" / "results" / "profile-2x2-1gbit.json")
+# fixed copies: bench/results keeps each cluster's latest calibration, which moves with re-runs
+PROFILE_2X2_1GBIT = str(__import__("pathlib").Path(__file__).resolve().parent
+                        / "data" / "profile-2x2-1gbit-no-node.json")
 
 
 def test_a_2x2_calibration_cannot_split_per_peer_cost_between_node_and_network():
@@ -293,7 +294,8 @@ def test_a_2x2_calibration_cannot_split_per_peer_cost_between_node_and_network()
     assert predict("collective", group, q) > 100 * predict("collective", group, p)
 
 
-PROFILE_2X2_1GBIT_NODE = str(Path(PROFILE_2X2_1GBIT).with_name("profile-2x2-1gbit-node.json"))
+PROFILE_2X2_1GBIT_NODE = str(Path(__file__).resolve().parents[1] / "bench" / "results"
+                             / "profile-2x2-1gbit-node.json")
 
 
 # A fixed profile without node_params (2x2 @ 1gbit, calibrated 2026-12-04 13:30 UTC, before the
@@ -335,7 +337,7 @@ def test_inside_a_node_a_2x2_profile_keeps_the_probe_of_the_other_backend():
     # a profile measured with no node peer or published figures: unchanged
     from mdloader_plugin.estimator.models import predict_all
 
-    for prof in ("perlmutter", str(Path(PROFILE_2X2_1GBIT).with_name(
+    for prof in ("perlmutter", str(Path(PROFILE_2X2_1GBIT_NODE).with_name(
             "profile-cluster-200mbit.json"))):  # published; the split already all on the node
         work = Workload.from_sizes(2, 4, np.full(64, 6000), 2)
         assert choose_initial(2, 2, 4, np.full(64, 6000), prof).predicted_s == \

@@ -17,7 +17,7 @@ from mdloader_plugin.estimator.layout import choose_layout
 from mdloader_plugin.estimator.models import required_params
 from mpirun import mpirun
 
-OLD = "bench/results/profile-2x2-1gbit.json"  # written before node_params existed
+OLD = "tests/data/profile-2x2-1gbit-no-node.json"  # written before node_params existed
 
 
 def _with_node(tmp_path, node: dict, base="perlmutter", prov=None):

@@ -17,7 +17,7 @@ import pytest
 
 from mpirun import mpirun
 
-PROFILE = "bench/results/profile-2x2-1gbit.json"  # the model keeps the probe: the check is on
+PROFILE = "tests/data/profile-2x2-1gbit-no-node.json"  # the model keeps the probe: the check is on
 
 
 @pytest.mark.mpi
