@@ -5,7 +5,8 @@ TCP, ``tc tbf`` rate limit: ``mdloader cluster``), one MPI job (``--worker``) lo
 with every valid group size ``W`` (``ShardStore.from_file(..., group_size=W)``), serves ``steps``
 batches with each backend through a real :class:`MDLoader` (no prefetch, so the trainer's thread
 does every fetch and a step's time is its own) and records, per (W, backend): the median over
-steps of the slowest rank's fetch and whole step (fetch + batch), the bytes a step that crossed a
+steps of the slowest rank's fetch and whole step (fetch + batch), the slowest rank's step
+series (``step_s``: what the tie-aware score tests), the bytes a step that crossed a
 host (summed over ranks, counted in the backends) and the store's memory a rank. Then ``auto``
 runs as users run it: ``open_store(group_size="auto")`` (budget: half the node's free memory
 over its ranks) and ``backend="auto"`` (model + online check), and its (backend, W) and step are
@@ -107,7 +108,7 @@ def _measure(world, store, backend, batch, steps, w, MDLoader, MPI, mem, profile
                                   op=MPI.MAX)
     return {"group_size": w, "backend": backend, "chosen": chosen, "steps": int(fetch.size),
             "fetch_median_s": float(np.median(fetch)), "step_median_s": float(np.median(step)),
-            "crossed_bytes_per_step": crossed / max(1, fetch.size), "memory_per_rank": memory}
+            "step_s": [float(t) for t in step], "crossed_bytes_per_step": crossed / max(1, fetch.size), "memory_per_rank": memory}
 
 
 def loading_worker(path: str, w: int, rounds: int) -> None:
