@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ties import ALPHA, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -282,6 +283,7 @@ def _profile(shape: str, rate: str) -> str:
 
 
 TOLERANCE = 0.10  # a pick within 10% of the fastest measured step: inside this machine's noise
+WITHIN = 0.03  # the tie-aware score's tolerance (issue 15's): a pick within 3% counts as right
 
 
 LOCAL = "local copy"  # W = 1: both backends run the same code (a local gather, no MPI)
@@ -291,44 +293,80 @@ def _key(w: int, backend: str) -> tuple:
     return (w, LOCAL) if w == 1 else (w, backend)
 
 
-def _medians(rows: list[dict]) -> dict:
-    """(W, backend) -> median over rounds of the fixed rows' step medians; at W = 1 both
-    backends' rows are pooled as one configuration (``LOCAL``)."""
-    got: dict = {}
-    for r in rows:
-        if r["backend"] != "auto":
-            got.setdefault(_key(r["group_size"], r["backend"]), []).append(r["step_median_s"])
-    return {k: float(np.median(v)) for k, v in got.items()}
+def _fixed(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["backend"] != "auto"]
 
 
 def _rounds(rows: list[dict]) -> dict:
     """(W, backend) -> every round's step median of the fixed rows (W = 1 pooled)."""
     got: dict = {}
-    for r in rows:
-        if r["backend"] != "auto":
-            got.setdefault(_key(r["group_size"], r["backend"]), []).append(r["step_median_s"])
+    for r in _fixed(rows):
+        got.setdefault(_key(r["group_size"], r["backend"]), []).append(r["step_median_s"])
     return got
+
+
+def _medians(rows: list[dict]) -> dict:
+    """(W, backend) -> median over rounds of the fixed rows' step medians; at W = 1 both
+    backends' rows are pooled as one configuration (``LOCAL``)."""
+    return {k: float(np.median(v)) for k, v in _rounds(rows).items()}
+
+
+def _series(rows: list[dict]) -> dict:
+    """(W, backend) -> round -> the slowest rank's steps in that round (W = 1 pooled). A row
+    measured before ``step_s`` was kept stands for its median alone."""
+    got: dict = {}
+    for r in _fixed(rows):
+        by_round = got.setdefault(_key(r["group_size"], r["backend"]), {})
+        by_round.setdefault(r.get("round", 0), []).extend(r.get("step_s")
+                                                         or [r["step_median_s"]])
+    return got
+
+
+def compare(rows: list[dict], a: tuple, b: tuple) -> dict:
+    """:func:`ties.resolve` on two (W, backend) configurations' step series, round by round
+    (the rounds interleave every configuration measured in them); ``winner`` is a key or None."""
+    ser = _series(rows)
+    names = {f"W={k[0]} {k[1]}": k for k in (a, b)}
+    blocks = [{n: ser[k].get(rnd, []) for n, k in names.items()}
+              for rnd in sorted(set(ser[a]) | set(ser[b]))]
+    res = resolve(blocks)
+    return {**res, "winner": names.get(res["winner"])}
+
+
+def _ranked(rows: list[dict]) -> list[tuple]:
+    med = _medians(rows)
+    return sorted(med, key=med.get)
 
 
 def scores(run: dict) -> list[dict]:
     """One score per auto row: unconstrained, and under the budget that excludes W = 1."""
-    autos = [i for i, r in enumerate(run["rows"]) if r["backend"] == "auto"]
-    fixed = [r for r in run["rows"] if r["backend"] != "auto"]
     out = []
-    for i in autos:
-        auto = run["rows"][i]
-        rows = fixed if "budget" not in auto else [r for r in fixed if r["group_size"] > 1]
-        out.append({**score({**run, "rows": rows + [auto]}), "budget": auto.get("budget")})
+    for auto in (r for r in run["rows"] if r["backend"] == "auto"):
+        out.append({**score({**run, "rows": _fitting(run["rows"], auto) + [auto]}),
+                    "budget": auto.get("budget"),
+                    "name": f"{run['shape']}@{run['rate']} {run['kind']} B{run['batch']}"
+                            + (" (budget)" if "budget" in auto else "")})
     return out
+
+
+def _fitting(rows: list[dict], auto: dict) -> list[dict]:
+    """The fixed rows that fit auto's budget (W = 1 is the one a budget row excludes)."""
+    return [r for r in _fixed(rows) if "budget" not in auto or r["group_size"] > 1]
 
 
 def score(run: dict) -> dict:
     """Auto's (W, backend) against the fixed rows (its pick's own fixed row: auto's row adds the
-    online check's probe steps): strictly the fastest, or within ``TOLERANCE`` of it; and the
-    host-local (W = ranks a host) speed-up over the best W = P backend. At W = 1 the backend is
-    immaterial (``LOCAL``)."""
+    online check's probe steps). At W = 1 the backend is immaterial (``LOCAL``).
+
+    *strict*: the pick is the fastest by median over rounds. *tie_aware*: strict, or within
+    ``WITHIN`` of the fastest, or a **tie**: :func:`compare` cannot tell the pick's steps from
+    the fastest's. The test is the pick's against the fastest, or, where the pick is the fastest,
+    the fastest's against the runner-up: ``tie`` False means the measurement resolved whether the
+    pick is right. Also the older measures (``TOLERANCE``, ``within_noise``) and the host-local
+    (W = ranks a host) speed-up over the best W = P backend."""
     med = _medians(run["rows"])
-    best = min(med, key=med.get)
+    ranked = _ranked(run["rows"])
+    best = ranked[0]
     auto = run["rows"][-1]
     pick = _key(auto["group_size"], auto["chosen"])
     full = max(w for w, _ in med)
@@ -336,66 +374,101 @@ def score(run: dict) -> dict:
     rph = int(run["shape"].split("x")[1])
     local = [v for (w, _), v in med.items() if w == rph and w != full]
     raw: dict = {}  # without pooling W = 1's two backends
-    for r in run["rows"]:
-        if r["backend"] != "auto":
-            raw.setdefault((r["group_size"], r["backend"]), []).append(r["step_median_s"])
+    for r in _fixed(run["rows"]):
+        raw.setdefault((r["group_size"], r["backend"]), []).append(r["step_median_s"])
     raw_best = min(raw, key=lambda k: float(np.median(raw[k])))
     rounds = _rounds(run["rows"])
+    other = best if pick != best else (ranked[1] if len(ranked) > 1 else None)
+    test = compare(run["rows"], pick, other) if pick in med and other else None
+    within = med.get(pick, float("inf")) <= med[best] * (1 + WITHIN)
+    tie = bool(test and test["winner"] is None)
     return {"within_noise": pick == best or (pick in rounds and
                                              min(rounds[pick]) <= max(rounds[best])),
             "fastest": list(best), "fastest_s": med[best], "pick": list(pick),
             "unpooled_right": (auto["group_size"], auto["chosen"]) == raw_best,
             "pick_s": med.get(pick), "strict": pick == best,
+            "within_3pct": within, "tie": tie, "tie_aware": pick == best or within or tie,
+            "tested_against": list(other) if other else None,
+            "p_value": test["p"] if test else None,
+            "rounds": {f"W={k[0]} {k[1]}": len(v) for k, v in rounds.items()},
             "within_tolerance": med.get(pick, float("inf")) <= med[best] * (1 + TOLERANCE),
             "host_local_speedup": at_p / min(local) if local else None}
 
 
 def summary(runs: list[dict]) -> dict:
     sc = [s for r in runs for s in scores(r)]
+    res = [s for s in sc if not s["tie"]]
     return {"configs": len(sc), "strict_right": sum(s["strict"] for s in sc),
             "unpooled_right": sum(s.get("unpooled_right", False) for s in sc),
+            "tie_aware_right": sum(s["tie_aware"] for s in sc),
+            "ties": len(sc) - len(res), "resolved": len(res),
+            "resolved_right": sum(s["tie_aware"] for s in res), "within": WITHIN, "alpha": ALPHA,
+            "resolved_wrong": [s["name"] for s in res if not s["tie_aware"]],
             "tolerance_right": sum(s["within_tolerance"] for s in sc), "tolerance": TOLERANCE,
             "noise_right": sum(s.get("within_noise", s["strict"]) for s in sc)}
 
 
 def summary_text(s: dict) -> str:
     n = max(1, s["configs"])
-    return (f"auto picked the fastest fitting (backend, W) in {s['strict_right']} of "
-            f"{s['configs']} configurations ({s['strict_right'] / n:.0%}) strictly, "
-            f"{s['tolerance_right']} ({s['tolerance_right'] / n:.0%}) within "
-            f"{s['tolerance']:.0%} of the fastest (this machine's noise); counting W = 1's two "
-            f"backends (the same local copy) apart: {s['unpooled_right']} of {s['configs']}; "
-            f"right or within the run-to-run noise (the pick's fastest round no slower than "
-            f"the fastest's slowest round): {s.get('noise_right', '?')} of {s['configs']} "
-            f"({s.get('noise_right', 0) / n:.0%}). \"Right\" (strict, the target's measure): "
-            f"auto's (W, backend), W = 1's two backends pooled, is the fixed row with the "
-            f"smallest median over rounds of the slowest rank's step median, among the rows "
-            f"that fit the budget")
+
+    def pct(k):
+        return f"{s[k]} of {s['configs']} configurations ({s[k] / n:.0%})"
+
+    return (f"auto picked the fastest fitting (backend, W) in {pct('strict_right')} strictly "
+            f"(smallest median over rounds; W = 1's two backends, the same local copy, pooled); "
+            f"tie-aware (the fastest, within {s['within']:.0%} of it, or not told apart from it "
+            f"by a stratified Mann-Whitney test over the interleaved rounds, alpha "
+            f"{s['alpha']}): {pct('tie_aware_right')}, {s['resolved']} resolved of which "
+            f"{s['resolved_right']} right"
+            + (f" (wrong: {'; '.join(s['resolved_wrong'])})" if s["resolved_wrong"] else "")
+            + f", {s['ties']} ties; within {s['tolerance']:.0%}: {pct('tolerance_right')}; "
+            f"within the run-to-run noise: {pct('noise_right')}")
+
+
+def _verdict(sc: dict) -> str:
+    """A score in words: the tie-aware verdict with its test, then the older measures."""
+    p = f"p = {sc['p_value']:.2g}" if sc.get("p_value") is not None else "untested"
+    vs = sc.get("tested_against")
+    test = f"{p} against W={vs[0]} {vs[1]}" if vs else p
+    if sc["strict"]:
+        return f"right ({'a tie with the runner-up' if sc.get('tie') else 'resolved'}: {test})"
+    if sc.get("within_3pct"):
+        return f"within {WITHIN:.0%} ({test})"
+    if sc.get("tie"):
+        return f"a tie ({test})"
+    older = ("within the run-to-run noise" if sc.get("within_noise") else
+             f"within {TOLERANCE:.0%}" if sc["within_tolerance"] else "")
+    return f"WRONG, resolved ({test})" + (f"; by the older measures {older}" if older else "")
 
 
 def table(run: dict) -> str:
     rows = run["rows"]
     sc = score({**run, "rows": [r for r in rows if "budget" not in r]})
     la = run.get("loadavg")
+    done = run.get("rounds_done")
+    rounds = (f"{run.get('rounds', 1)} interleaved round(s) of {run.get('steps', '?')} steps"
+              + (f", then the contenders up to round {done}" if done and done > run["rounds"]
+                 else ""))
     lines = [f"### {run['shape']} @ {run['rate']}, {run['kind']}, batch {run['batch']} "
-             f"(auto's profile: {run.get('profile', 'local')}; {run.get('rounds', 1)} round(s); "
+             f"(auto's profile: {run.get('profile', 'local')}; {rounds}; "
              f"load average {la[0]:.1f}; {run.get('date', '?')})" if la else
              f"### {run['shape']} @ {run['rate']}, {run['kind']}, batch {run['batch']} "
              f"(auto's profile: {run.get('profile', 'local')})", "",
-             "| W | backend | fetch ms (median, slowest rank) | step ms | MB across hosts a step "
-             "| memory a rank MiB |", "|---|---|---|---|---|---|"]
+             "| W | backend | rounds | fetch ms (median, slowest rank) | step ms | MB across hosts "
+             "a step | memory a rank MiB |", "|---|---|---|---|---|---|---|"]
     merged = {}
     for r in rows:  # fixed rows: medians over rounds; auto's row as it is
         key = (r["group_size"], r["backend"], "budget" in r)
         merged.setdefault(key, []).append(r)
     agg = []
     for rs in merged.values():
-        agg.append({**rs[0], **{k: float(np.median([r[k] for r in rs])) for k in
-                                ("fetch_median_s", "step_median_s")}})
+        agg.append({**rs[0], "n": len(rs), **{k: float(np.median([r[k] for r in rs])) for k in
+                                              ("fetch_median_s", "step_median_s")}})
     for r in agg:
         name = r["backend"] if r["backend"] != "auto" else f"auto -> {r['chosen']}" + (
             " (budget)" if "budget" in r else "")
-        lines.append(f"| {r['group_size']} | {name} | {r['fetch_median_s'] * 1e3:.2f} | "
+        lines.append(f"| {r['group_size']} | {name} | {r['n'] if r['backend'] != 'auto' else '-'}"
+                     f" | {r['fetch_median_s'] * 1e3:.2f} | "
                      f"{r['step_median_s'] * 1e3:.2f} | {r['crossed_bytes_per_step'] / 1e6:.2f} "
                      f"| {r['memory_per_rank'] / 2**20:.1f} |")
     hl = sc["host_local_speedup"]
@@ -404,18 +477,14 @@ def table(run: dict) -> str:
               + (f"{hl:.1f}x faster than W = P" if hl else "n/a (one rank a host: W=1)")
               + f"; auto chose W={sc['pick'][0]} {sc['pick'][1]} ("
               + (f"its fixed row {sc['pick_s'] / sc['fastest_s']:.2f}x the fastest"
-                 if sc["pick_s"] else "no fixed row") + "): "
-              + ("right" if sc["strict"] else "within noise" if sc.get("within_noise")
-                 else "within 10%" if sc["within_tolerance"] else "wrong")]
+                 if sc["pick_s"] else "no fixed row") + "): " + _verdict(sc)]
     for b in (x for x in scores(run) if x["budget"]):
         lines.append(f"under a budget of {b['budget'] / 2**20:.1f} MiB a rank (W = 1 does not "
                      f"fit): fastest fitting W={b['fastest'][0]} {b['fastest'][1]} "
                      f"({b['fastest_s'] * 1e3:.1f} ms), auto chose W={b['pick'][0]} "
                      f"{b['pick'][1]} ("
                      + (f"{b['pick_s'] / b['fastest_s']:.2f}x" if b["pick_s"] else "no fixed row")
-                     + "): " + ("right" if b["strict"] else "within noise"
-                                if b.get("within_noise") else "within 10%"
-                                if b["within_tolerance"] else "wrong"))
+                     + "): " + _verdict(b))
     return "\n".join(lines)
 
 
