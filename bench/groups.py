@@ -38,7 +38,15 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 
 
-def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int = 1) -> None:
+BACKENDS = ("onesided", "collective")
+NEAR = 0.15  # a configuration within 15% of the best median is a contender for more rounds
+
+
+def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int = 4,
+           max_rounds: int = 12, budget_s: float = 150.0) -> None:
+    """`rounds` interleaved rounds of every (W, backend), auto (unconstrained and under a budget
+    that excludes W = 1), then more interleaved rounds of the :func:`contenders` while the score
+    is unresolved, up to `max_rounds` and `budget_s` seconds of the whole job."""
     from mpi4py import MPI
 
     from mdloader_plugin import budget as mem
@@ -49,16 +57,24 @@ def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int =
     from mdloader_plugin.world import World, abort_on_error
 
     world = World.detect()
+    t0 = time.perf_counter()
     rows = []
+
+    def one_round(rnd: int, keys: set) -> None:  # interleaved: each of `keys` once
+        sizes = sorted({w for w, _ in keys})
+        for w in (sizes if rnd % 2 == 0 else sizes[::-1]):
+            store = ShardStore.from_file(world, path, group_size=w)
+            order = BACKENDS if (rnd // 2) % 2 == 0 else BACKENDS[::-1]
+            for backend in (b for b in order if (w, b) in keys):
+                rows.append({**_measure(world, store, backend, batch, steps, w, MDLoader,
+                                        MPI, mem), "round": rnd})
+            store.close()
+
     with abort_on_error(world.comm):
         sizes = groups.valid_sizes(world.node_of)
-        for rnd in range(rounds):  # interleaved: every (W, backend) once a round
-            for w in (sizes if rnd % 2 == 0 else sizes[::-1]):
-                store = ShardStore.from_file(world, path, group_size=w)
-                for backend in ("onesided", "collective"):
-                    rows.append({**_measure(world, store, backend, batch, steps, w, MDLoader,
-                                            MPI, mem), "round": rnd})
-                store.close()
+        every = {(w, b) for w in sizes for b in BACKENDS}
+        for rnd in range(rounds):
+            one_round(rnd, every)
         # auto as open_store(group_size="auto") runs it, keeping the decision's predictions
         dec = choose_group_size(world, path, "trainset", None, batch, "auto", profile, None)
         store = ShardStore.from_file(world, path, group_size=dec.group_size)
@@ -68,7 +84,7 @@ def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int =
                              "predicted_s": c.predicted_s, "fits": c.fits}
                             for c in dec.candidates]
         row["layout_backend"] = dec.backend
-        rows.append(row)
+        autos = [row]
         store.close()
         # auto under a budget W = 1 does not fit (each rank 1.2x the W = 2 store): the choice
         # among the groups that need communication
@@ -83,10 +99,44 @@ def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int =
             row.update(budget=budget, layout_backend=dec.backend, predicted=[
                 {"backend": c.backend, "group_size": c.group_size,
                  "predicted_s": c.predicted_s, "fits": c.fits} for c in dec.candidates])
-            rows.append(row)
+            autos.append(row)
             store.close()
+        rnd = rounds
+        while rnd < max_rounds:  # sequential: more rounds only while the score is unresolved
+            late = time.perf_counter() - t0 >= budget_s
+            keys = sorted(contenders(rows, autos)) if world.rank == 0 and not late else []
+            keys = world.comm.bcast(keys, root=0)  # rank 0's clock and test decide for all
+            if not keys:
+                break
+            one_round(rnd, {(w, b) for k in keys for w, b in _unpool(k)})
+            rnd += 1
     if world.rank == 0:
-        print("ROWS " + json.dumps(rows), flush=True)
+        print("ROWS " + json.dumps(rows + autos), flush=True)
+
+
+def _unpool(key: tuple) -> list[tuple]:
+    return [(1, b) for b in BACKENDS] if key[1] == LOCAL else [key]
+
+
+def contenders(rows: list[dict], autos: list[dict], near: float = NEAR) -> set:
+    """The (W, backend) keys (W = 1 pooled) worth another interleaved round, or none: for each of
+    auto's picks, while the best fitting configuration is not resolved (:func:`compare`, more than
+    ``WITHIN`` apart) from the runner-up or from the pick, every fitting configuration within
+    `near` of the best median, and the pick, whatever its median."""
+    need: set = set()
+    for auto in autos:
+        fit = _fitting(rows, auto)
+        med = _medians(fit)
+        ranked = sorted(med, key=med.get)
+        pick = _key(auto["group_size"], auto["chosen"])
+        best = ranked[0]
+        others = [k for k in {ranked[1] if len(ranked) > 1 else None, pick} if k and k != best
+                  and k in med]
+        if any(med[k] > med[best] * (1 + WITHIN) and compare(fit, best, k)["winner"] is None
+               for k in others):
+            need |= {k for k in ranked if med[k] <= med[best] * (1 + near)}
+            need |= {pick} & set(med)
+    return need
 
 
 def _measure(world, store, backend, batch, steps, w, MDLoader, MPI, mem, profile=None) -> dict:
@@ -242,7 +292,8 @@ def drive(args) -> None:
                         t0 = time.perf_counter()
                         res = cl.run([sys.executable, "-m", "mpi4py", __file__, "--worker",
                                       str(data), str(batch), str(args.steps), prof,
-                                      str(args.rounds)],
+                                      str(args.rounds), str(args.max_rounds),
+                                      str(args.config_budget)],
                                      timeout=1800,
                                      capture_output=True, text=True, cwd=ROOT,
                                      env={"PYTHONUNBUFFERED": "1"})
@@ -253,6 +304,9 @@ def drive(args) -> None:
                                                if ln.startswith("ROWS ")))
                         run = {"shape": shape, "rate": rate, "kind": kind, "batch": batch,
                                "profile": Path(prof).name, "rows": rows, "rounds": args.rounds,
+                               "max_rounds": args.max_rounds,
+                               "config_budget_s": args.config_budget,
+                               "rounds_done": 1 + max(r.get("round", 0) for r in rows),
                                "steps": args.steps, "wall_s": time.perf_counter() - t0,
                                "loadavg": os.getloadavg(),
                                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
@@ -490,7 +544,8 @@ def table(run: dict) -> str:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
+        worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6]),
+               int(sys.argv[7]), float(sys.argv[8]))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--loading-worker":
         loading_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
@@ -506,7 +561,12 @@ def main() -> None:
                          "(--shapes may include local: 4 ranks on this host)")
     ap.add_argument("--graphs", type=int, default=2048, help="--loading: OC20-like graphs")
     ap.add_argument("--group", type=int, default=2, help="--loading: the group size W")
-    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
+    ap.add_argument("--rounds", type=int, default=4,
+                    help="interleaved rounds of every (W, backend), at least")
+    ap.add_argument("--max-rounds", type=int, default=12,
+                    help="more rounds of the contenders while the score is unresolved, up to")
+    ap.add_argument("--config-budget", type=float, default=150.0,
+                    help="no new round for a configuration after this many seconds")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other configurations already in results/groups.json")
     args = ap.parse_args()

@@ -72,3 +72,15 @@ def test_within_three_percent_is_right_and_a_budget_excludes_w1():
     assert not sc["strict"] and sc["within_3pct"] and sc["tie_aware"]
     [sc] = groups.scores(_run(BASE, (2, "onesided"), budget=True))  # W = 1 does not fit
     assert sc["strict"] and sc["fastest"] == [2, "onesided"] and sc["budget"] == 1
+
+
+def test_more_rounds_go_to_the_unresolved_contenders_and_the_pick_only():
+    rows = _run(BASE, (1, "onesided"))["rows"][:-1]
+    auto = {"group_size": 1, "backend": "auto", "chosen": "onesided"}
+    assert groups.contenders(rows, [auto]) == set()  # resolved: the local copy, clearly
+    close = {**BASE, (2, "onesided"): 1.08}  # 8% apart, noise 30%: unresolved in 4 rounds
+    rows = _run(close, (4, "collective"), noise=0.3, seed=5)["rows"][:-1]
+    auto = {"group_size": 4, "backend": "collective", "chosen": "collective"}
+    assert groups.contenders(rows, [auto]) == {(1, groups.LOCAL), (2, "onesided"),
+                                               (4, "collective")}  # the near ones and the pick
+    assert groups.contenders(rows, [{**auto, "budget": 1}]) == set()  # W = 2 clearly, then
