@@ -29,7 +29,8 @@ quiet machine and a few hours. The default is a reduced slice (``--shapes``, ``-
 Writes ``bench/results/backend_choice.json`` and ``bench/backend_choice.png``.
 
     python bench/backend_choice.py [--full] [--shapes 4x1@300mbit,2x3@100mbit,...]
-                                   [--batches 1,16,256] [--rounds 3] [--steps 5] [--auto-real]
+                                   [--batches 1,16,256] [--rounds 3] [--max-rounds 12]
+                                   [--steps 5] [--auto-real]
 """
 
 from __future__ import annotations
@@ -77,12 +78,14 @@ def measure_cluster(spec: str, args, profile_dir: Path) -> list[dict]:
         job = {"out": str(RESULTS / f".choice-{os.getpid()}.json"), "dists": args.dists,
                "batches": args.batches, "rounds": args.rounds, "steps": args.steps,
                "arms": ARMS, "config_budget_s": args.config_budget,
+               "max_rounds": args.max_rounds, "seq_budget_s": args.seq_budget,
                "auto": [str(prof), "local"] if args.auto_real else [],
                "auto_steps": args.auto_steps}
-        rows = run_worker(cl, job, timeout=args.cluster_timeout)
+        rows = run_worker(cl, job, timeout=args.cluster_timeout, keep_partial=True)
     return [{**r, "shape": f"{hosts}x{rph}", "rate": rate, "cluster": spec,
              "profile": str(prof.relative_to(ROOT)), "calibrate_s": round(cal_s, 1),
-             "rounds": args.rounds, "steps": args.steps} for r in rows]
+             "rounds": args.rounds, "max_rounds": args.max_rounds, "steps": args.steps}
+            for r in rows]
 
 
 # -- scoring -----------------------------------------------------------------------------------
@@ -356,7 +359,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--config-budget", type=float, default=60.0,
-                    help="no new round for a configuration after this many seconds")
+                    help="no new round of the first --rounds after this many seconds")
+    ap.add_argument("--max-rounds", type=int, default=12,
+                    help="sequential testing: after --rounds, more interleaved rounds while the "
+                         "backends' medians are >3%% apart and the test cannot tell them apart, "
+                         "up to this many (0: exactly --rounds)")
+    ap.add_argument("--seq-budget", type=float, default=240.0,
+                    help="no sequential round for a configuration after this many seconds")
     ap.add_argument("--cluster-timeout", type=float, default=1800)
     ap.add_argument("--auto-real", action="store_true",
                     help="also run a real backend=auto loader per configuration and profile")

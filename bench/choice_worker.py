@@ -8,7 +8,9 @@ rank's time. Every loader is made and closed inside its round, so nothing of one
 
 Job keys: ``out``; ``dists`` (``hydragnn``/``oc20``); ``batches``; ``rounds`` (interleaved, the
 order of the arms alternating; no new round once ``config_budget_s`` is spent); ``steps`` a
-round; ``arms``: list of ``{"label", "backend", "env": {...}}`` (env set only while that arm's
+round; ``max_rounds`` and ``seq_budget_s``: after ``rounds``, more interleaved rounds while
+:func:`more_rounds` says the two arms are apart but not yet told apart (sequential testing);
+``arms``: list of ``{"label", "backend", "env": {...}}`` (env set only while that arm's
 loader lives); ``auto``: list of profile paths for which ``backend="auto"`` runs ``auto_steps``
 steps and reports its initial and final choice.
 """
@@ -77,10 +79,32 @@ def time_steps(world, loader, steps: int, epoch: int, batch: int | None = None) 
     return times
 
 
+WITHIN = 0.03  # medians this close: either backend is a right pick, no more rounds needed
+ALPHA = 0.05
+
+
+def more_rounds(steps: dict[str, list[float]], sizes: dict[str, list[int]],
+                within: float = WITHIN, alpha: float = ALPHA) -> bool:
+    """Sequential testing: does a configuration need another interleaved round? Only while its
+    two arms are *apart* (medians more than `within` apart, so a pick could be wrong) and not
+    yet *told apart* (the stratified Mann-Whitney test of ``backend_choice.resolve`` over the
+    rounds so far does not reject at `alpha`). A winner found or a near-tie ends it; the cap is
+    the caller's. Stopping when the test first rejects makes a false winner more likely than
+    `alpha` (optional stopping): that can only count more picks wrong, never fewer."""
+    from backend_choice import resolve, strata
+
+    if len(steps) != 2 or not all(steps.values()):
+        return False
+    res = resolve(strata({"steps_s": steps, "round_sizes": sizes}), alpha)
+    return res["winner"] is None and res["median_ratio"] > 1 + within
+
+
 def run_arms(world, store, job: dict, batch: int,
              round_sizes: dict | None = None) -> dict[str, list[float]]:
     """Each arm's steps, in round order; `round_sizes` (if given) gets each arm's step count a
-    round, so the scoring can compare the arms round by round (drift cancels)."""
+    round, so the scoring can compare the arms round by round (drift cancels). After
+    ``job["rounds"]`` rounds, more while :func:`more_rounds` (rank 0 decides, every rank
+    follows) up to ``max_rounds`` and ``seq_budget_s`` seconds for the configuration."""
     from mdloader_plugin.loader import MDLoader
 
     arms = job["arms"]
@@ -89,10 +113,15 @@ def run_arms(world, store, job: dict, batch: int,
     for a in arms:
         sizes[a["label"]] = []
     t0 = time.perf_counter()
-    for r in range(job["rounds"]):
+    for r in range(max(job["rounds"], job.get("max_rounds", 0))):
         spent = world.comm.bcast(time.perf_counter() - t0, root=0)
-        if r and spent > job.get("config_budget_s", float("inf")):
-            break  # every arm has at least one round; the same decision on every rank
+        if r < job["rounds"]:
+            if r and spent > job.get("config_budget_s", float("inf")):
+                break  # every arm has at least one round; the same decision on every rank
+        elif not world.comm.bcast(world.rank == 0 and len(arms) == 2
+                                  and spent < job.get("seq_budget_s", float("inf"))
+                                  and more_rounds(out, sizes), root=0):
+            break
         for a in (arms if r % 2 == 0 else arms[::-1]):
             old = _with_env(a.get("env", {}))
             try:
@@ -141,7 +170,8 @@ def main(job: dict) -> None:
         sizes = store.nbytes
         if job.get("arms"):  # a store's first loader pays one-off set-up (measured: 30-40 s at
             # 2x3@100mbit), which left the first configuration one round inside its budget
-            warm = {**job, "rounds": 1, "steps": 1, "config_budget_s": float("inf")}
+            warm = {**job, "rounds": 1, "steps": 1, "config_budget_s": float("inf"),
+                    "max_rounds": 0}
             run_arms(world, store, warm, min(job["batches"]))
         for batch in job["batches"]:
             t0 = time.perf_counter()
@@ -158,9 +188,11 @@ def main(job: dict) -> None:
             row["load_avg"] = [round(load0[0], 2), round(os.getloadavg()[0], 2)]  # 1-min, start/end
             row["utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             rows.append(row)
-            if world.rank == 0:
+            if world.rank == 0:  # as it goes: a later failure or timeout keeps these rows
+                Path(job["out"]).write_text(json.dumps(rows))
                 print(f"  {dist} batch {batch}: " + ", ".join(
                     f"{k} {np.median(v) * 1e3:.2f} ms" for k, v in row["steps_s"].items())
+                    + f" ({max(map(len, row['round_sizes'].values()), default=0)} rounds)"
                     + "".join(f"; auto[{Path(p).stem}] {a['model']}->{a['final']}"
                               for p, a in row["auto"].items()), flush=True)
         store.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,16 +41,25 @@ def parse_shape(text: str) -> tuple[int, int, str]:
     return h, r, rate
 
 
-def run_worker(cl, job: dict, timeout: float) -> list[dict]:
-    res = cl.run([sys.executable, "-m", "mpi4py", str(WORKER), json.dumps(job)],
-                 timeout=timeout, text=True, cwd=ROOT, env={"PYTHONUNBUFFERED": "1"},
-                 capture_output=True)
-    print(res.stdout, end="", flush=True)
-    if res.returncode:
-        raise SystemExit(f"worker failed on {cl.describe()} (exit {res.returncode}):\n"
-                         f"{res.stderr[-2500:]}")
-    rows = json.loads(Path(job["out"]).read_text())
-    Path(job["out"]).unlink()
+def run_worker(cl, job: dict, timeout: float, keep_partial: bool = False) -> list[dict]:
+    """The worker's rows. It writes them as it goes, so with `keep_partial` a failed or timed-out
+    job still returns the configurations it finished (with a warning), instead of none."""
+    out = Path(job["out"])
+    try:
+        res = cl.run([sys.executable, "-m", "mpi4py", str(WORKER), json.dumps(job)],
+                     timeout=timeout, text=True, cwd=ROOT, env={"PYTHONUNBUFFERED": "1"},
+                     capture_output=True)
+        print(res.stdout, end="", flush=True)
+        failed = (f"exit {res.returncode}:\n{res.stderr[-2500:]}" if res.returncode else "")
+    except subprocess.TimeoutExpired:
+        failed = f"no end after {timeout:.0f} s"
+    if failed and not (keep_partial and out.exists()):
+        raise SystemExit(f"worker failed on {cl.describe()} ({failed})")
+    rows = json.loads(out.read_text())
+    out.unlink()
+    if failed:
+        print(f"WARNING: worker failed on {cl.describe()} ({failed.splitlines()[0]}); keeping "
+              f"the {len(rows)} configurations it finished", flush=True)
     return rows
 
 

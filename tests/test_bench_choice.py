@@ -125,3 +125,26 @@ def test_tie_aware_score_counts_ties_apart_and_needs_the_faster_where_resolved()
     assert t["online"]["regret_worst_resolved"] == pytest.approx(0.5)
     assert t["online"]["wrong"] == ["2x1@100mbit oc20 B16"]
     assert t["online_made_right_model_pick_slower"] == 1 and not t["targets_met"]
+
+
+# -- sequential testing in the worker (issue 15: more rounds only where a pick could be wrong) -
+def test_more_rounds_only_while_apart_and_not_told_apart():
+    import numpy as np
+
+    choice_worker = pytest.importorskip("choice_worker")
+    rng = np.random.default_rng(3)
+    clear = _rounds(rng, 4, 5, 1e-3, 1.5e-3, noise=0.05)  # resolved: stop
+    assert not choice_worker.more_rounds(clear["steps_s"], clear["round_sizes"])
+    near = _rounds(rng, 4, 5, 1e-3, 1.005e-3, noise=0.001)  # 0.5% apart: either pick right
+    assert not choice_worker.more_rounds(near["steps_s"], near["round_sizes"])
+    # 10% apart in the medians under heavy noise: 20 steps a backend cannot tell; go on
+    wanted = 0
+    for seed in range(20):
+        row = _rounds(np.random.default_rng(seed), 2, 5, 1e-3, 1.1e-3, noise=0.6)
+        med = {k: np.median(v) for k, v in row["steps_s"].items()}
+        res = backend_choice.resolve(backend_choice.strata(row))
+        apart = max(med.values()) / min(med.values()) > 1.03 and res["winner"] is None
+        assert choice_worker.more_rounds(row["steps_s"], row["round_sizes"]) == apart
+        wanted += apart
+    assert wanted >= 5  # the case the rule exists for does occur at this noise
+    assert not choice_worker.more_rounds({"onesided": [1e-3]}, {"onesided": [1]})
