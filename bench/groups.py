@@ -9,8 +9,8 @@ steps of the slowest rank's fetch and whole step (fetch + batch), the slowest ra
 series (``step_s``: what the tie-aware score tests), the bytes a step that crossed a
 host (summed over ranks, counted in the backends) and the store's memory a rank. Then ``auto``
 runs as users run it: ``open_store(group_size="auto")`` (budget: half the node's free memory
-over its ranks) and ``backend="auto"`` (model + online check), and its (backend, W) and step are
-set against the fastest measured row. Auto's profile is the one ``bench/estimator_cluster.py``
+over its ranks) and ``backend="auto"`` (model + online check, run for epochs until the check has
+decided: ``AUTO_EPOCHS``), and its (backend, W) and step are set against the fastest measured row. Auto's profile is the one ``bench/estimator_cluster.py``
 calibrated across the emulated hosts at that rate (``results/profile-cluster-RATE.json``) where
 there is one, as a user would calibrate first; else ``local`` (one node: blind to the network,
 so node-local groups are preferred).
@@ -139,27 +139,45 @@ def contenders(rows: list[dict], autos: list[dict], near: float = NEAR) -> set:
     return need
 
 
+AUTO_EPOCHS = 8  # auto runs up to this many epochs, until its online check has decided
+
+
 def _measure(world, store, backend, batch, steps, w, MDLoader, MPI, mem, profile=None) -> dict:
+    """One loader, one epoch (`steps` steps); ``auto`` runs epochs until its online check has
+    decided (a probe round is 2 x 6 steps: one 8-step epoch left the model's pick unchecked),
+    at most ``AUTO_EPOCHS``; its row's step median is its last epoch's."""
     loader = MDLoader(store, batch_size=batch, backend=backend, prefetch=0, collate=len,
                       name=f"W{w}-{backend}", profile=profile)
-    step_s = []
-    it = iter(loader)
-    for _ in range(len(loader)):
-        t0 = time.perf_counter()
-        next(it)
-        step_s.append(time.perf_counter() - t0)
-    fetch = np.array(loader.epoch_stats.step_fetch_s)
-    fetch = _max(world, fetch, MPI)
+    model = loader.decision["backend"]
+    step_s, fetch, last = [], [], 0
+    for epoch in range(AUTO_EPOCHS if backend == "auto" else 1):
+        loader.set_epoch(epoch)
+        last = len(step_s)
+        it = iter(loader)
+        for _ in range(len(loader)):
+            t0 = time.perf_counter()
+            next(it)
+            step_s.append(time.perf_counter() - t0)
+        fetch += list(loader.epoch_stats.step_fetch_s)
+        online = getattr(loader, "_online", None)
+        if online is None or online.check.result is not None:
+            break
+    fetch = _max(world, np.array(fetch), MPI)
     step = _max(world, np.array(step_s), MPI)
     traffic = loader.traffic()
     crossed = world.comm.allreduce(traffic["off_node"])
-    chosen = loader.backend_name
+    chosen = loader.decision["backend"] if backend == "auto" else loader.backend_name
+    decided = getattr(loader, "_online", None) is None or loader._online.check.result is not None
     loader.close()
     memory = world.comm.allreduce(store.buffer.nbytes + mem.index_bytes(store.num_samples),
                                   op=MPI.MAX)
-    return {"group_size": w, "backend": backend, "chosen": chosen, "steps": int(fetch.size),
-            "fetch_median_s": float(np.median(fetch)), "step_median_s": float(np.median(step)),
-            "step_s": [float(t) for t in step], "crossed_bytes_per_step": crossed / max(1, fetch.size), "memory_per_rank": memory}
+    row = {"group_size": w, "backend": backend, "chosen": chosen, "steps": int(fetch.size),
+           "fetch_median_s": float(np.median(fetch[last:])),
+           "step_median_s": float(np.median(step[last:])), "step_s": [float(t) for t in step],
+           "crossed_bytes_per_step": crossed / max(1, fetch.size), "memory_per_rank": memory}
+    if backend == "auto":
+        row.update(model_backend=model, online_decided=bool(decided))
+    return row
 
 
 def loading_worker(path: str, w: int, rounds: int) -> None:
@@ -520,7 +538,9 @@ def table(run: dict) -> str:
                                               ("fetch_median_s", "step_median_s")}})
     for r in agg:
         name = r["backend"] if r["backend"] != "auto" else f"auto -> {r['chosen']}" + (
-            " (budget)" if "budget" in r else "")
+            " (budget)" if "budget" in r else "") + (
+            f" (model: {r['model_backend']}; {'checked' if r['online_decided'] else 'unchecked'}"
+            f", {r['steps']} steps)" if "model_backend" in r else "")
         lines.append(f"| {r['group_size']} | {name} | {r['n'] if r['backend'] != 'auto' else '-'}"
                      f" | {r['fetch_median_s'] * 1e3:.2f} | "
                      f"{r['step_median_s'] * 1e3:.2f} | {r['crossed_bytes_per_step'] / 1e6:.2f} "
