@@ -89,11 +89,11 @@ def more_rounds(steps: dict[str, list[float]], sizes: dict[str, list[int]],
                 within: float = WITHIN, alpha: float = ALPHA) -> bool:
     """Sequential testing: does a configuration need another interleaved round? Only while its
     two arms are *apart* (medians more than `within` apart, so a pick could be wrong) and not
-    yet *told apart* (the stratified Mann-Whitney test of ``backend_choice.resolve`` over the
+    yet *told apart* (the stratified Mann-Whitney test of ``ties.resolve`` over the
     rounds so far does not reject at `alpha`). A winner found or a near-tie ends it; the cap is
     the caller's. Stopping when the test first rejects makes a false winner more likely than
     `alpha` (optional stopping): that can only count more picks wrong, never fewer."""
-    from backend_choice import resolve, strata
+    from ties import resolve, strata
 
     if len(steps) != 2 or not all(steps.values()):
         return False

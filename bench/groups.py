@@ -5,11 +5,12 @@ TCP, ``tc tbf`` rate limit: ``mdloader cluster``), one MPI job (``--worker``) lo
 with every valid group size ``W`` (``ShardStore.from_file(..., group_size=W)``), serves ``steps``
 batches with each backend through a real :class:`MDLoader` (no prefetch, so the trainer's thread
 does every fetch and a step's time is its own) and records, per (W, backend): the median over
-steps of the slowest rank's fetch and whole step (fetch + batch), the bytes a step that crossed a
+steps of the slowest rank's fetch and whole step (fetch + batch), the slowest rank's step
+series (``step_s``: what the tie-aware score tests), the bytes a step that crossed a
 host (summed over ranks, counted in the backends) and the store's memory a rank. Then ``auto``
 runs as users run it: ``open_store(group_size="auto")`` (budget: half the node's free memory
-over its ranks) and ``backend="auto"`` (model + online check), and its (backend, W) and step are
-set against the fastest measured row. Auto's profile is the one ``bench/estimator_cluster.py``
+over its ranks) and ``backend="auto"`` (model + online check, run for epochs until the check has
+decided: ``AUTO_EPOCHS``), and its (backend, W) and step are set against the fastest measured row. Auto's profile is the one ``bench/estimator_cluster.py``
 calibrated across the emulated hosts at that rate (``results/profile-cluster-RATE.json``) where
 there is one, as a user would calibrate first; else ``local`` (one node: blind to the network,
 so node-local groups are preferred).
@@ -31,12 +32,21 @@ import time
 from pathlib import Path
 
 import numpy as np
+from ties import ALPHA, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 
 
-def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int = 1) -> None:
+BACKENDS = ("onesided", "collective")
+NEAR = 0.15  # a configuration within 15% of the best median is a contender for more rounds
+
+
+def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int = 4,
+           max_rounds: int = 12, budget_s: float = 150.0) -> None:
+    """`rounds` interleaved rounds of every (W, backend), auto (unconstrained and under a budget
+    that excludes W = 1), then more interleaved rounds of the :func:`contenders` while the score
+    is unresolved, up to `max_rounds` and `budget_s` seconds of the whole job."""
     from mpi4py import MPI
 
     from mdloader_plugin import budget as mem
@@ -47,16 +57,24 @@ def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int =
     from mdloader_plugin.world import World, abort_on_error
 
     world = World.detect()
+    t0 = time.perf_counter()
     rows = []
+
+    def one_round(rnd: int, keys: set) -> None:  # interleaved: each of `keys` once
+        sizes = sorted({w for w, _ in keys})
+        for w in (sizes if rnd % 2 == 0 else sizes[::-1]):
+            store = ShardStore.from_file(world, path, group_size=w)
+            order = BACKENDS if (rnd // 2) % 2 == 0 else BACKENDS[::-1]
+            for backend in (b for b in order if (w, b) in keys):
+                rows.append({**_measure(world, store, backend, batch, steps, w, MDLoader,
+                                        MPI, mem), "round": rnd})
+            store.close()
+
     with abort_on_error(world.comm):
         sizes = groups.valid_sizes(world.node_of)
-        for rnd in range(rounds):  # interleaved: every (W, backend) once a round
-            for w in (sizes if rnd % 2 == 0 else sizes[::-1]):
-                store = ShardStore.from_file(world, path, group_size=w)
-                for backend in ("onesided", "collective"):
-                    rows.append({**_measure(world, store, backend, batch, steps, w, MDLoader,
-                                            MPI, mem), "round": rnd})
-                store.close()
+        every = {(w, b) for w in sizes for b in BACKENDS}
+        for rnd in range(rounds):
+            one_round(rnd, every)
         # auto as open_store(group_size="auto") runs it, keeping the decision's predictions
         dec = choose_group_size(world, path, "trainset", None, batch, "auto", profile, None)
         store = ShardStore.from_file(world, path, group_size=dec.group_size)
@@ -66,7 +84,7 @@ def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int =
                              "predicted_s": c.predicted_s, "fits": c.fits}
                             for c in dec.candidates]
         row["layout_backend"] = dec.backend
-        rows.append(row)
+        autos = [row]
         store.close()
         # auto under a budget W = 1 does not fit (each rank 1.2x the W = 2 store): the choice
         # among the groups that need communication
@@ -81,33 +99,85 @@ def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int =
             row.update(budget=budget, layout_backend=dec.backend, predicted=[
                 {"backend": c.backend, "group_size": c.group_size,
                  "predicted_s": c.predicted_s, "fits": c.fits} for c in dec.candidates])
-            rows.append(row)
+            autos.append(row)
             store.close()
+        rnd = rounds
+        while rnd < max_rounds:  # sequential: more rounds only while the score is unresolved
+            late = time.perf_counter() - t0 >= budget_s
+            keys = sorted(contenders(rows, autos)) if world.rank == 0 and not late else []
+            keys = world.comm.bcast(keys, root=0)  # rank 0's clock and test decide for all
+            if not keys:
+                break
+            one_round(rnd, {(w, b) for k in keys for w, b in _unpool(k)})
+            rnd += 1
     if world.rank == 0:
-        print("ROWS " + json.dumps(rows), flush=True)
+        print("ROWS " + json.dumps(rows + autos), flush=True)
+
+
+def _unpool(key: tuple) -> list[tuple]:
+    return [(1, b) for b in BACKENDS] if key[1] == LOCAL else [key]
+
+
+def contenders(rows: list[dict], autos: list[dict], near: float = NEAR) -> set:
+    """The (W, backend) keys (W = 1 pooled) worth another interleaved round, or none: for each of
+    auto's picks, while the best fitting configuration is not resolved (:func:`compare`, more than
+    ``WITHIN`` apart) from the runner-up or from the pick, every fitting configuration within
+    `near` of the best median, and the pick, whatever its median."""
+    need: set = set()
+    for auto in autos:
+        fit = _fitting(rows, auto)
+        med = _medians(fit)
+        ranked = sorted(med, key=med.get)
+        pick = _key(auto["group_size"], auto["chosen"])
+        best = ranked[0]
+        others = [k for k in {ranked[1] if len(ranked) > 1 else None, pick} if k and k != best
+                  and k in med]
+        if any(med[k] > med[best] * (1 + WITHIN) and compare(fit, best, k)["winner"] is None
+               for k in others):
+            need |= {k for k in ranked if med[k] <= med[best] * (1 + near)}
+            need |= {pick} & set(med)
+    return need
+
+
+AUTO_EPOCHS = 8  # auto runs up to this many epochs, until its online check has decided
 
 
 def _measure(world, store, backend, batch, steps, w, MDLoader, MPI, mem, profile=None) -> dict:
+    """One loader, one epoch (`steps` steps); ``auto`` runs epochs until its online check has
+    decided (a probe round is 2 x 6 steps: one 8-step epoch left the model's pick unchecked),
+    at most ``AUTO_EPOCHS``; its row's step median is its last epoch's."""
     loader = MDLoader(store, batch_size=batch, backend=backend, prefetch=0, collate=len,
                       name=f"W{w}-{backend}", profile=profile)
-    step_s = []
-    it = iter(loader)
-    for _ in range(len(loader)):
-        t0 = time.perf_counter()
-        next(it)
-        step_s.append(time.perf_counter() - t0)
-    fetch = np.array(loader.epoch_stats.step_fetch_s)
-    fetch = _max(world, fetch, MPI)
+    model = loader.decision["backend"]
+    step_s, fetch, last = [], [], 0
+    for epoch in range(AUTO_EPOCHS if backend == "auto" else 1):
+        loader.set_epoch(epoch)
+        last = len(step_s)
+        it = iter(loader)
+        for _ in range(len(loader)):
+            t0 = time.perf_counter()
+            next(it)
+            step_s.append(time.perf_counter() - t0)
+        fetch += list(loader.epoch_stats.step_fetch_s)
+        online = getattr(loader, "_online", None)
+        if online is None or online.check.result is not None:
+            break
+    fetch = _max(world, np.array(fetch), MPI)
     step = _max(world, np.array(step_s), MPI)
     traffic = loader.traffic()
     crossed = world.comm.allreduce(traffic["off_node"])
-    chosen = loader.backend_name
+    chosen = loader.decision["backend"] if backend == "auto" else loader.backend_name
+    decided = getattr(loader, "_online", None) is None or loader._online.check.result is not None
     loader.close()
     memory = world.comm.allreduce(store.buffer.nbytes + mem.index_bytes(store.num_samples),
                                   op=MPI.MAX)
-    return {"group_size": w, "backend": backend, "chosen": chosen, "steps": int(fetch.size),
-            "fetch_median_s": float(np.median(fetch)), "step_median_s": float(np.median(step)),
-            "crossed_bytes_per_step": crossed / max(1, fetch.size), "memory_per_rank": memory}
+    row = {"group_size": w, "backend": backend, "chosen": chosen, "steps": int(fetch.size),
+           "fetch_median_s": float(np.median(fetch[last:])),
+           "step_median_s": float(np.median(step[last:])), "step_s": [float(t) for t in step],
+           "crossed_bytes_per_step": crossed / max(1, fetch.size), "memory_per_rank": memory}
+    if backend == "auto":
+        row.update(model_backend=model, online_decided=bool(decided))
+    return row
 
 
 def loading_worker(path: str, w: int, rounds: int) -> None:
@@ -240,7 +310,8 @@ def drive(args) -> None:
                         t0 = time.perf_counter()
                         res = cl.run([sys.executable, "-m", "mpi4py", __file__, "--worker",
                                       str(data), str(batch), str(args.steps), prof,
-                                      str(args.rounds)],
+                                      str(args.rounds), str(args.max_rounds),
+                                      str(args.config_budget)],
                                      timeout=1800,
                                      capture_output=True, text=True, cwd=ROOT,
                                      env={"PYTHONUNBUFFERED": "1"})
@@ -251,6 +322,9 @@ def drive(args) -> None:
                                                if ln.startswith("ROWS ")))
                         run = {"shape": shape, "rate": rate, "kind": kind, "batch": batch,
                                "profile": Path(prof).name, "rows": rows, "rounds": args.rounds,
+                               "max_rounds": args.max_rounds,
+                               "config_budget_s": args.config_budget,
+                               "rounds_done": 1 + max(r.get("round", 0) for r in rows),
                                "steps": args.steps, "wall_s": time.perf_counter() - t0,
                                "loadavg": os.getloadavg(),
                                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
@@ -281,6 +355,7 @@ def _profile(shape: str, rate: str) -> str:
 
 
 TOLERANCE = 0.10  # a pick within 10% of the fastest measured step: inside this machine's noise
+WITHIN = 0.03  # the tie-aware score's tolerance (issue 15's): a pick within 3% counts as right
 
 
 LOCAL = "local copy"  # W = 1: both backends run the same code (a local gather, no MPI)
@@ -290,44 +365,80 @@ def _key(w: int, backend: str) -> tuple:
     return (w, LOCAL) if w == 1 else (w, backend)
 
 
-def _medians(rows: list[dict]) -> dict:
-    """(W, backend) -> median over rounds of the fixed rows' step medians; at W = 1 both
-    backends' rows are pooled as one configuration (``LOCAL``)."""
-    got: dict = {}
-    for r in rows:
-        if r["backend"] != "auto":
-            got.setdefault(_key(r["group_size"], r["backend"]), []).append(r["step_median_s"])
-    return {k: float(np.median(v)) for k, v in got.items()}
+def _fixed(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["backend"] != "auto"]
 
 
 def _rounds(rows: list[dict]) -> dict:
     """(W, backend) -> every round's step median of the fixed rows (W = 1 pooled)."""
     got: dict = {}
-    for r in rows:
-        if r["backend"] != "auto":
-            got.setdefault(_key(r["group_size"], r["backend"]), []).append(r["step_median_s"])
+    for r in _fixed(rows):
+        got.setdefault(_key(r["group_size"], r["backend"]), []).append(r["step_median_s"])
     return got
+
+
+def _medians(rows: list[dict]) -> dict:
+    """(W, backend) -> median over rounds of the fixed rows' step medians; at W = 1 both
+    backends' rows are pooled as one configuration (``LOCAL``)."""
+    return {k: float(np.median(v)) for k, v in _rounds(rows).items()}
+
+
+def _series(rows: list[dict]) -> dict:
+    """(W, backend) -> round -> the slowest rank's steps in that round (W = 1 pooled). A row
+    measured before ``step_s`` was kept stands for its median alone."""
+    got: dict = {}
+    for r in _fixed(rows):
+        by_round = got.setdefault(_key(r["group_size"], r["backend"]), {})
+        by_round.setdefault(r.get("round", 0), []).extend(r.get("step_s")
+                                                         or [r["step_median_s"]])
+    return got
+
+
+def compare(rows: list[dict], a: tuple, b: tuple) -> dict:
+    """:func:`ties.resolve` on two (W, backend) configurations' step series, round by round
+    (the rounds interleave every configuration measured in them); ``winner`` is a key or None."""
+    ser = _series(rows)
+    names = {f"W={k[0]} {k[1]}": k for k in (a, b)}
+    blocks = [{n: ser[k].get(rnd, []) for n, k in names.items()}
+              for rnd in sorted(set(ser[a]) | set(ser[b]))]
+    res = resolve(blocks)
+    return {**res, "winner": names.get(res["winner"])}
+
+
+def _ranked(rows: list[dict]) -> list[tuple]:
+    med = _medians(rows)
+    return sorted(med, key=med.get)
 
 
 def scores(run: dict) -> list[dict]:
     """One score per auto row: unconstrained, and under the budget that excludes W = 1."""
-    autos = [i for i, r in enumerate(run["rows"]) if r["backend"] == "auto"]
-    fixed = [r for r in run["rows"] if r["backend"] != "auto"]
     out = []
-    for i in autos:
-        auto = run["rows"][i]
-        rows = fixed if "budget" not in auto else [r for r in fixed if r["group_size"] > 1]
-        out.append({**score({**run, "rows": rows + [auto]}), "budget": auto.get("budget")})
+    for auto in (r for r in run["rows"] if r["backend"] == "auto"):
+        out.append({**score({**run, "rows": _fitting(run["rows"], auto) + [auto]}),
+                    "budget": auto.get("budget"),
+                    "name": f"{run['shape']}@{run['rate']} {run['kind']} B{run['batch']}"
+                            + (" (budget)" if "budget" in auto else "")})
     return out
+
+
+def _fitting(rows: list[dict], auto: dict) -> list[dict]:
+    """The fixed rows that fit auto's budget (W = 1 is the one a budget row excludes)."""
+    return [r for r in _fixed(rows) if "budget" not in auto or r["group_size"] > 1]
 
 
 def score(run: dict) -> dict:
     """Auto's (W, backend) against the fixed rows (its pick's own fixed row: auto's row adds the
-    online check's probe steps): strictly the fastest, or within ``TOLERANCE`` of it; and the
-    host-local (W = ranks a host) speed-up over the best W = P backend. At W = 1 the backend is
-    immaterial (``LOCAL``)."""
+    online check's probe steps). At W = 1 the backend is immaterial (``LOCAL``).
+
+    *strict*: the pick is the fastest by median over rounds. *tie_aware*: strict, or within
+    ``WITHIN`` of the fastest, or a **tie**: :func:`compare` cannot tell the pick's steps from
+    the fastest's. The test is the pick's against the fastest, or, where the pick is the fastest,
+    the fastest's against the runner-up: ``tie`` False means the measurement resolved whether the
+    pick is right. Also the older measures (``TOLERANCE``, ``within_noise``) and the host-local
+    (W = ranks a host) speed-up over the best W = P backend."""
     med = _medians(run["rows"])
-    best = min(med, key=med.get)
+    ranked = _ranked(run["rows"])
+    best = ranked[0]
     auto = run["rows"][-1]
     pick = _key(auto["group_size"], auto["chosen"])
     full = max(w for w, _ in med)
@@ -335,66 +446,103 @@ def score(run: dict) -> dict:
     rph = int(run["shape"].split("x")[1])
     local = [v for (w, _), v in med.items() if w == rph and w != full]
     raw: dict = {}  # without pooling W = 1's two backends
-    for r in run["rows"]:
-        if r["backend"] != "auto":
-            raw.setdefault((r["group_size"], r["backend"]), []).append(r["step_median_s"])
+    for r in _fixed(run["rows"]):
+        raw.setdefault((r["group_size"], r["backend"]), []).append(r["step_median_s"])
     raw_best = min(raw, key=lambda k: float(np.median(raw[k])))
     rounds = _rounds(run["rows"])
+    other = best if pick != best else (ranked[1] if len(ranked) > 1 else None)
+    test = compare(run["rows"], pick, other) if pick in med and other else None
+    within = med.get(pick, float("inf")) <= med[best] * (1 + WITHIN)
+    tie = bool(test and test["winner"] is None)
     return {"within_noise": pick == best or (pick in rounds and
                                              min(rounds[pick]) <= max(rounds[best])),
             "fastest": list(best), "fastest_s": med[best], "pick": list(pick),
             "unpooled_right": (auto["group_size"], auto["chosen"]) == raw_best,
             "pick_s": med.get(pick), "strict": pick == best,
+            "within_3pct": within, "tie": tie, "tie_aware": pick == best or within or tie,
+            "tested_against": list(other) if other else None,
+            "p_value": test["p"] if test else None,
+            "rounds": {f"W={k[0]} {k[1]}": len(v) for k, v in rounds.items()},
             "within_tolerance": med.get(pick, float("inf")) <= med[best] * (1 + TOLERANCE),
             "host_local_speedup": at_p / min(local) if local else None}
 
 
 def summary(runs: list[dict]) -> dict:
     sc = [s for r in runs for s in scores(r)]
+    res = [s for s in sc if not s["tie"]]
     return {"configs": len(sc), "strict_right": sum(s["strict"] for s in sc),
             "unpooled_right": sum(s.get("unpooled_right", False) for s in sc),
+            "tie_aware_right": sum(s["tie_aware"] for s in sc),
+            "ties": len(sc) - len(res), "resolved": len(res),
+            "resolved_right": sum(s["tie_aware"] for s in res), "within": WITHIN, "alpha": ALPHA,
+            "resolved_wrong": [s["name"] for s in res if not s["tie_aware"]],
             "tolerance_right": sum(s["within_tolerance"] for s in sc), "tolerance": TOLERANCE,
             "noise_right": sum(s.get("within_noise", s["strict"]) for s in sc)}
 
 
 def summary_text(s: dict) -> str:
     n = max(1, s["configs"])
-    return (f"auto picked the fastest fitting (backend, W) in {s['strict_right']} of "
-            f"{s['configs']} configurations ({s['strict_right'] / n:.0%}) strictly, "
-            f"{s['tolerance_right']} ({s['tolerance_right'] / n:.0%}) within "
-            f"{s['tolerance']:.0%} of the fastest (this machine's noise); counting W = 1's two "
-            f"backends (the same local copy) apart: {s['unpooled_right']} of {s['configs']}; "
-            f"right or within the run-to-run noise (the pick's fastest round no slower than "
-            f"the fastest's slowest round): {s.get('noise_right', '?')} of {s['configs']} "
-            f"({s.get('noise_right', 0) / n:.0%}). \"Right\" (strict, the target's measure): "
-            f"auto's (W, backend), W = 1's two backends pooled, is the fixed row with the "
-            f"smallest median over rounds of the slowest rank's step median, among the rows "
-            f"that fit the budget")
+
+    def pct(k):
+        return f"{s[k]} of {s['configs']} configurations ({s[k] / n:.0%})"
+
+    return (f"auto picked the fastest fitting (backend, W) in {pct('strict_right')} strictly "
+            f"(smallest median over rounds; W = 1's two backends, the same local copy, pooled); "
+            f"tie-aware (the fastest, within {s['within']:.0%} of it, or not told apart from it "
+            f"by a stratified Mann-Whitney test over the interleaved rounds, alpha "
+            f"{s['alpha']}): {pct('tie_aware_right')}, {s['resolved']} resolved of which "
+            f"{s['resolved_right']} right"
+            + (f" (wrong: {'; '.join(s['resolved_wrong'])})" if s["resolved_wrong"] else "")
+            + f", {s['ties']} ties; within {s['tolerance']:.0%}: {pct('tolerance_right')}; "
+            f"within the run-to-run noise: {pct('noise_right')}")
+
+
+def _verdict(sc: dict) -> str:
+    """A score in words: the tie-aware verdict with its test, then the older measures."""
+    p = f"p = {sc['p_value']:.2g}" if sc.get("p_value") is not None else "untested"
+    vs = sc.get("tested_against")
+    test = f"{p} against W={vs[0]} {vs[1]}" if vs else p
+    if sc["strict"]:
+        return f"right ({'a tie with the runner-up' if sc.get('tie') else 'resolved'}: {test})"
+    if sc.get("within_3pct"):
+        return f"within {WITHIN:.0%} ({test})"
+    if sc.get("tie"):
+        return f"a tie ({test})"
+    older = ("within the run-to-run noise" if sc.get("within_noise") else
+             f"within {TOLERANCE:.0%}" if sc["within_tolerance"] else "")
+    return f"WRONG, resolved ({test})" + (f"; by the older measures {older}" if older else "")
 
 
 def table(run: dict) -> str:
     rows = run["rows"]
     sc = score({**run, "rows": [r for r in rows if "budget" not in r]})
     la = run.get("loadavg")
+    done = run.get("rounds_done")
+    rounds = (f"{run.get('rounds', 1)} interleaved round(s) of {run.get('steps', '?')} steps"
+              + (f", then the contenders up to round {done}" if done and done > run["rounds"]
+                 else ""))
     lines = [f"### {run['shape']} @ {run['rate']}, {run['kind']}, batch {run['batch']} "
-             f"(auto's profile: {run.get('profile', 'local')}; {run.get('rounds', 1)} round(s); "
+             f"(auto's profile: {run.get('profile', 'local')}; {rounds}; "
              f"load average {la[0]:.1f}; {run.get('date', '?')})" if la else
              f"### {run['shape']} @ {run['rate']}, {run['kind']}, batch {run['batch']} "
              f"(auto's profile: {run.get('profile', 'local')})", "",
-             "| W | backend | fetch ms (median, slowest rank) | step ms | MB across hosts a step "
-             "| memory a rank MiB |", "|---|---|---|---|---|---|"]
+             "| W | backend | rounds | fetch ms (median, slowest rank) | step ms | MB across hosts "
+             "a step | memory a rank MiB |", "|---|---|---|---|---|---|---|"]
     merged = {}
     for r in rows:  # fixed rows: medians over rounds; auto's row as it is
         key = (r["group_size"], r["backend"], "budget" in r)
         merged.setdefault(key, []).append(r)
     agg = []
     for rs in merged.values():
-        agg.append({**rs[0], **{k: float(np.median([r[k] for r in rs])) for k in
-                                ("fetch_median_s", "step_median_s")}})
+        agg.append({**rs[0], "n": len(rs), **{k: float(np.median([r[k] for r in rs])) for k in
+                                              ("fetch_median_s", "step_median_s")}})
     for r in agg:
         name = r["backend"] if r["backend"] != "auto" else f"auto -> {r['chosen']}" + (
-            " (budget)" if "budget" in r else "")
-        lines.append(f"| {r['group_size']} | {name} | {r['fetch_median_s'] * 1e3:.2f} | "
+            " (budget)" if "budget" in r else "") + (
+            f" (model: {r['model_backend']}; {'checked' if r['online_decided'] else 'unchecked'}"
+            f", {r['steps']} steps)" if "model_backend" in r else "")
+        lines.append(f"| {r['group_size']} | {name} | {r['n'] if r['backend'] != 'auto' else '-'}"
+                     f" | {r['fetch_median_s'] * 1e3:.2f} | "
                      f"{r['step_median_s'] * 1e3:.2f} | {r['crossed_bytes_per_step'] / 1e6:.2f} "
                      f"| {r['memory_per_rank'] / 2**20:.1f} |")
     hl = sc["host_local_speedup"]
@@ -403,24 +551,21 @@ def table(run: dict) -> str:
               + (f"{hl:.1f}x faster than W = P" if hl else "n/a (one rank a host: W=1)")
               + f"; auto chose W={sc['pick'][0]} {sc['pick'][1]} ("
               + (f"its fixed row {sc['pick_s'] / sc['fastest_s']:.2f}x the fastest"
-                 if sc["pick_s"] else "no fixed row") + "): "
-              + ("right" if sc["strict"] else "within noise" if sc.get("within_noise")
-                 else "within 10%" if sc["within_tolerance"] else "wrong")]
+                 if sc["pick_s"] else "no fixed row") + "): " + _verdict(sc)]
     for b in (x for x in scores(run) if x["budget"]):
         lines.append(f"under a budget of {b['budget'] / 2**20:.1f} MiB a rank (W = 1 does not "
                      f"fit): fastest fitting W={b['fastest'][0]} {b['fastest'][1]} "
                      f"({b['fastest_s'] * 1e3:.1f} ms), auto chose W={b['pick'][0]} "
                      f"{b['pick'][1]} ("
                      + (f"{b['pick_s'] / b['fastest_s']:.2f}x" if b["pick_s"] else "no fixed row")
-                     + "): " + ("right" if b["strict"] else "within noise"
-                                if b.get("within_noise") else "within 10%"
-                                if b["within_tolerance"] else "wrong"))
+                     + "): " + _verdict(b))
     return "\n".join(lines)
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6]))
+        worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6]),
+               int(sys.argv[7]), float(sys.argv[8]))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--loading-worker":
         loading_worker(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
@@ -436,7 +581,12 @@ def main() -> None:
                          "(--shapes may include local: 4 ranks on this host)")
     ap.add_argument("--graphs", type=int, default=2048, help="--loading: OC20-like graphs")
     ap.add_argument("--group", type=int, default=2, help="--loading: the group size W")
-    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
+    ap.add_argument("--rounds", type=int, default=4,
+                    help="interleaved rounds of every (W, backend), at least")
+    ap.add_argument("--max-rounds", type=int, default=12,
+                    help="more rounds of the contenders while the score is unresolved, up to")
+    ap.add_argument("--config-budget", type=float, default=150.0,
+                    help="no new round for a configuration after this many seconds")
     ap.add_argument("--merge", action="store_true",
                     help="keep the other configurations already in results/groups.json")
     args = ap.parse_args()

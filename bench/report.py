@@ -412,8 +412,10 @@ def main() -> None:
     groups = _load("groups.json")
     if groups:
         lines += ["## Replica groups across hosts (emulated cluster, `bench/groups.py`)", "",
-                  f"Every group size W x backend, then `group_size: auto` with `backend: auto` as "
-                  f"users run it (its step median includes the online check's probe steps). "
+                  f"Every group size W x backend in interleaved rounds (more rounds for the "
+                  f"contenders while the score is unresolved), then `group_size: auto` with "
+                  f"`backend: auto` as users run it, for epochs until its online check has "
+                  f"decided (its step median: the last epoch's). "
                   f"{groups['note']}.", ""]
         import groups as groups_bench
 
