@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from ties import ALPHA, resolve, strata  # noqa: F401  (strata, resolve: tested here)
+from ties import ALPHA, WITHIN, resolve, strata  # noqa: F401  (strata, resolve: tested here)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -54,7 +54,6 @@ FULL_RATES = ["100mbit", "300mbit", "1gbit"]
 FULL_BATCHES = [1, 4, 16, 64, 256, 512]
 ARMS = [{"label": "onesided", "backend": "onesided"},
         {"label": "collective", "backend": "collective"}]
-WITHIN = 0.03  # a pick within 3% of the faster backend counts as right
 TUNE_GRID = {"margin": (0.02, 0.05, 0.08), "close": (0.10, 0.20), "alpha": (None, 0.05)}
 
 

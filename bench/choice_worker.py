@@ -81,20 +81,18 @@ def time_steps(world, loader, steps: int, epoch: int, batch: int | None = None) 
     return times
 
 
-WITHIN = 0.03  # medians this close: either backend is a right pick, no more rounds needed
-ALPHA = 0.05
-
-
 def more_rounds(steps: dict[str, list[float]], sizes: dict[str, list[int]],
-                within: float = WITHIN, alpha: float = ALPHA) -> bool:
+                within: float | None = None, alpha: float | None = None) -> bool:
     """Sequential testing: does a configuration need another interleaved round? Only while its
     two arms are *apart* (medians more than `within` apart, so a pick could be wrong) and not
     yet *told apart* (the stratified Mann-Whitney test of ``ties.resolve`` over the
     rounds so far does not reject at `alpha`). A winner found or a near-tie ends it; the cap is
     the caller's. Stopping when the test first rejects makes a false winner more likely than
     `alpha` (optional stopping): that can only count more picks wrong, never fewer."""
-    from ties import resolve, strata
+    from ties import ALPHA, WITHIN, resolve, strata
 
+    within = WITHIN if within is None else within
+    alpha = ALPHA if alpha is None else alpha
     if len(steps) != 2 or not all(steps.values()):
         return False
     res = resolve(strata({"steps_s": steps, "round_sizes": sizes}), alpha)

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from ties import ALPHA, resolve
+from ties import ALPHA, WITHIN, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -355,7 +355,6 @@ def _profile(shape: str, rate: str) -> str:
 
 
 TOLERANCE = 0.10  # a pick within 10% of the fastest measured step: inside this machine's noise
-WITHIN = 0.03  # the tie-aware score's tolerance (issue 15's): a pick within 3% counts as right
 
 
 LOCAL = "local copy"  # W = 1: both backends run the same code (a local gather, no MPI)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["ALPHA", "resolve", "strata"]
+__all__ = ["ALPHA", "WITHIN", "resolve", "strata"]
 
 ALPHA = 0.05  # significance level of the winner test (two-sided)
+WITHIN = 0.03  # a pick this close to the faster (3%, issue 15's tolerance) counts as right
 
 
 def strata(row: dict) -> list[dict[str, list[float]]]:
