@@ -49,7 +49,9 @@ def resolve(blocks: list[dict[str, list[float]]], alpha: float = ALPHA) -> dict:
     Returns ``p``, ``winner`` (the label with the lower median, or None: a **tie**, the series
     cannot tell the two apart at `alpha`), ``strata`` (rounds with both labels) and
     ``median_ratio`` (slower / faster median, all rounds pooled)."""
-    from scipy.stats import norm, rankdata
+    from scipy.stats import norm
+
+    from mdloader_plugin.estimator.online import rank_sum
 
     names = sorted({k for b in blocks for k in b})
     if len(names) != 2:
@@ -62,13 +64,11 @@ def resolve(blocks: list[dict[str, list[float]]], alpha: float = ALPHA) -> dict:
         n1, n2 = x.size, y.size
         if not n1 or not n2:
             continue
-        n, used = n1 + n2, used + 1
-        r = rankdata(np.concatenate([x, y]))
-        _, counts = np.unique(r, return_counts=True)
-        tie = 1 - float(np.sum(counts ** 3 - counts)) / (n ** 3 - n) if n > 1 else 0.0
-        w = 1.0 / (n + 1)
-        num += w * (r[:n1].sum() - n1 * (n + 1) / 2)
-        var += w * w * n1 * n2 * (n + 1) / 12 * tie
+        used += 1
+        d, v = rank_sum(x, y)  # the online check's statistic, weighted per round
+        w = 1.0 / (n1 + n2 + 1)
+        num += w * d
+        var += w * w * v
     p = float(2 * norm.sf(abs(num) / np.sqrt(var))) if var > 0 else 1.0
     med = {k: float(np.median([t for blk in blocks for t in blk.get(k, [])])) for k in names}
     fast = min(med, key=med.get)

@@ -49,25 +49,29 @@ def robust_step(times) -> float:
     return float(t[:-1].mean() if t.size >= 3 else t.mean())
 
 
+def rank_sum(a, b) -> tuple[float, float]:
+    """Mann-Whitney rank-sum statistic of samples `a` and `b`: the rank sum of `a` minus its
+    expectation, and its variance (average ranks for ties, with the tie correction; (0, 0) when
+    there is nothing to rank)."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    n1, n2 = x.size, y.size
+    n = n1 + n2
+    if not n1 or not n2:
+        return 0.0, 0.0
+    _, inv, counts = np.unique(np.concatenate([x, y]), return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2.0)[inv]  # average ranks of ties
+    var = n1 * n2 / 12.0 * ((n + 1) - float(np.sum(counts ** 3 - counts)) / (n * (n - 1)))
+    return float(ranks[:n1].sum() - n1 * (n + 1) / 2.0), max(var, 0.0)
+
+
 def rank_test_p(a, b) -> float:
     """Two-sided p-value of the Mann-Whitney rank-sum test of samples `a` and `b` (normal
     approximation with the tie correction; 1.0 when there is nothing to rank). A rank test: one
     stall moves it by one rank, not by its size."""
     from math import erfc, sqrt
 
-    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    n1, n2 = x.size, y.size
-    n = n1 + n2
-    if not n1 or not n2:
-        return 1.0
-    both = np.concatenate([x, y])
-    _, inv, counts = np.unique(both, return_inverse=True, return_counts=True)
-    ranks = (np.cumsum(counts) - (counts - 1) / 2.0)[inv]  # average ranks of ties
-    var = n1 * n2 / 12.0 * ((n + 1) - float(np.sum(counts ** 3 - counts)) / (n * (n - 1)))
-    if var <= 0:
-        return 1.0
-    z = (ranks[:n1].sum() - n1 * (n + 1) / 2.0) / sqrt(var)
-    return float(erfc(abs(z) / sqrt(2.0)))
+    d, var = rank_sum(a, b)
+    return float(erfc(abs(d) / sqrt(2.0 * var))) if var > 0 else 1.0
 
 
 def stalls(times, factor: float) -> int:
@@ -261,4 +265,5 @@ def _other_of(name: str, times: dict) -> str:
     return next(k for k in times if k != name)
 
 
-__all__ = ["OnlineCheck", "blind_to_network", "rank_test_p", "robust_step", "stalls"]
+__all__ = ["OnlineCheck", "blind_to_network", "rank_sum", "rank_test_p", "robust_step",
+           "stalls"]
