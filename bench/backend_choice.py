@@ -136,10 +136,20 @@ def score(rows: list[dict], params: dict) -> list[dict]:
                      best_mean=min(mean, key=mean.get), p_value=test["p"],
                      resolved_best=test["winner"], strata=test["strata"],
                      load_avg=r.get("load_avg"), utc=r.get("utc"))
-            if r.get("auto", {}).get(path if label == "own" else "local"):
-                c["auto_real"] = r["auto"][path if label == "own" else "local"]["final"]
+            real = _auto_real(r, path if label == "own" else "local")
+            if real:
+                c["auto_real"], c["auto_real_decided"] = real["final"], real["online_done"]
             out.append(c)
     return out
+
+
+def _auto_real(row: dict, profile: str) -> dict | None:
+    """The real auto loader's result for `profile` (the worker keys it by the path it was given,
+    absolute; the row's ``profile`` is relative to the repository)."""
+    for key, res in row.get("auto", {}).items():
+        if key == profile or Path(key).name == Path(profile).name:
+            return res
+    return None
 
 
 def summarise(configs: list[dict], metric: str = "median") -> dict:
