@@ -181,6 +181,28 @@ def test_rate_parsing():
         netns.parse_rate("1gb")
 
 
+@pytest.mark.parametrize("bits, limit", [(10**8, 16 * 2**20), (10**9, 10**9 // 8)])
+def test_links_queue_rather_than_drop(bits, limit):
+    """A 50 ms tbf queue dropped 10^5 packets a minute under the benchmarks' all-to-all traffic
+    (TCP timeouts, steps 2-4x slower); the queue holds a second of traffic, at least 16 MB."""
+    args = netns.tbf_args(bits)
+    assert args[args.index("rate") + 1] == f"{bits}bit"
+    assert int(args[args.index("limit") + 1]) == limit and "latency" not in args
+
+
+def test_ranks_yield_only_when_the_emulated_hosts_oversubscribe_this_machine(monkeypatch):
+    """Every emulated host claims its R slots, so Open MPI would busy-poll; more ranks than
+    cores must yield, or a spinning rank starves the peer it waits for (seconds-long stalls)."""
+    from mdloader_plugin.cluster import launch
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    argv = launch.mpiexec_argv(Path("agent.sh"), Path("hostfile"), "10.0.0.0/24", 6, "mpiexec")
+    i = argv.index("mpi_yield_when_idle")
+    assert argv[i - 1] == "--mca" and argv[i + 1] == "1" and argv.index("-n") > i
+    argv = launch.mpiexec_argv(Path("agent.sh"), Path("hostfile"), "10.0.0.0/24", 2, "mpiexec")
+    assert "mpi_yield_when_idle" not in argv
+
+
 @pytest.mark.cluster
 @pytest.mark.mpi
 @pytest.mark.slow
