@@ -54,7 +54,7 @@ FULL_RATES = ["100mbit", "300mbit", "1gbit"]
 FULL_BATCHES = [1, 4, 16, 64, 256, 512]
 ARMS = [{"label": "onesided", "backend": "onesided"},
         {"label": "collective", "backend": "collective"}]
-TUNE_GRID = {"margin": (0.02, 0.05, 0.08), "close": (0.10, 0.20), "alpha": (None, 0.05)}
+TUNE_GRID = {"margin": (0.02, 0.05, 0.08), "close": (0.10, 0.15, 0.20), "alpha": (None, 0.05)}
 
 
 # -- measuring ---------------------------------------------------------------------------------
@@ -221,19 +221,35 @@ def split(rows: list[dict]) -> tuple[list[dict], list[dict]]:
 def tune(rows: list[dict]) -> dict:
     """The online parameters that score best on `rows`: tie-aware right picks and regret over
     the resolved configurations first (fitting the parameters to unresolved noise is
-    overfitting), then the strict right picks and regret."""
-    best, key = None, None
+    overfitting), then the strict right picks and regret. Where the shipped defaults
+    (``OnlineCheck``'s) score as well as the best, they are the choice: a grid point that only
+    equals them on this half is no reason to report parameters nobody runs."""
+    shipped = _defaults()
+    best, key, keys = None, None, {}
     for margin, close, alpha in itertools.product(*TUNE_GRID.values()):
         params = {"margin": margin, "close": close, "alpha": alpha}
         s = summarise(score(rows, params))
         if not s["configs"]:
             continue
         t = s.get("tie_aware", {}).get("online", {})
-        k = (-t.get("right_fraction", 0), t.get("regret_geomean_resolved", 0),
-             -s["online"]["right_fraction"], s["online"]["regret_geomean"])
+        k = (-t.get("right_fraction", 0), round(t.get("regret_geomean_resolved", 0), 4),
+             -s["online"]["right_fraction"], round(s["online"]["regret_geomean"], 4))
+        keys[tuple(params.values())] = k
         if key is None or k < key:
             best, key = params, k
-    return best or {"margin": 0.05, "close": 0.15, "alpha": 0.05}
+    if keys.get(tuple(shipped.values())) == key:
+        return shipped
+    return best or shipped
+
+
+def _defaults() -> dict:
+    """``OnlineCheck``'s defaults of the tuned parameters (what ``backend="auto"`` runs)."""
+    import inspect
+
+    from mdloader_plugin.estimator.online import OnlineCheck
+
+    sig = inspect.signature(OnlineCheck).parameters
+    return {k: sig[k].default for k in TUNE_GRID}
 
 
 def evaluate(rows: list[dict]) -> dict:
@@ -269,12 +285,7 @@ def _when(configs: list[dict]) -> str:
 
 def _shipped(params: dict) -> str:
     """Whether `params` are ``OnlineCheck``'s defaults, which ``backend="auto"`` runs with."""
-    import inspect
-
-    from mdloader_plugin.estimator.online import OnlineCheck
-
-    sig = inspect.signature(OnlineCheck).parameters
-    diff = {k: sig[k].default for k, v in params.items() if sig[k].default != v}
+    diff = {k: v for k, v in _defaults().items() if params.get(k) != v}
     return ("the shipped defaults" if not diff else "NOT the shipped defaults, which are "
             + ", ".join(f"{k} {v}" for k, v in diff.items()))
 

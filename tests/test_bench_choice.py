@@ -35,6 +35,18 @@ def test_halves_are_disjoint_and_held_out_is_scored_with_tuned_params():
         assert c["best"] == "onesided" and c["online"] == "onesided"
 
 
+def test_tuning_keeps_the_shipped_defaults_when_nothing_scores_better():
+    """Every grid point picks onesided (2x faster): all score alike, so the tuned parameters
+    are the ones ``backend="auto"`` runs with, not the first grid point."""
+    rows = [_row(c, b, 1e-3, 2e-3) for c in ("2x1@100mbit", "4x1@1gbit") for b in (1, 16)]
+    shipped = backend_choice._defaults()
+    assert set(shipped) == set(backend_choice.TUNE_GRID)
+    assert all(v in backend_choice.TUNE_GRID[k] for k, v in shipped.items())
+    assert backend_choice.tune(rows) == shipped
+    assert backend_choice._shipped(shipped) == "the shipped defaults"
+    assert "NOT" in backend_choice._shipped({**shipped, "margin": 0.08})
+
+
 def test_summary_counts_a_wrong_pick_and_its_regret():
     configs = [{"measured_s": {"onesided": 1.0, "collective": 1.5}, "best": "onesided",
                 "model": "onesided", "online": "collective"},
