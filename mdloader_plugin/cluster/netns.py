@@ -11,16 +11,18 @@ A link rate is a ``tc ... tbf`` qdisc on *both* ends of every veth (bridge side 
 the host, namespace side traffic out of it), i.e. a full-duplex NIC of that rate. ``netem``
 (latency) is not available on these kernels, so only bandwidth is emulated; the latency is the
 kernel's veth path. The tbf burst is 4 ms of traffic at the rate (at least 32 KiB): a larger
-bucket lets more of a short message through at full speed. The queue holds one second of traffic at
-the rate (at least 16 MB), so the link is *lossless* as an HPC fabric's credit-based flow control
-is: with tbf's usual 50 ms queue, several TCP connections a host (each may queue up to
-``tcp_limit_output_bytes``, 4 MB) overflowed it, and the drops cost retransmission timeouts.
-Measured (2 hosts x 3 ranks, 100mbit, OC20-like batch 256, 20 steps a backend): 50 ms queue, 81k
-and 133k packets dropped, 0.9M segments retransmitted, 246 TCP timeouts, steps of 4-14 s; with the
-deep queue none dropped, 44 retransmitted, collective median 3.6 s (was 4.0-7.9 s). Measured (2 cores, 20 MB MPI Send
-between hosts): 1gbit 0.19 s (0.81-0.87 Gbit/s), 100mbit 1.70 s (0.094 Gbit/s), unlimited
-0.06-0.10 s (1.6-2.7 Gbit/s) on an idle machine; under heavy CPU load the TCP stack itself falls
-to ~0.8 Gbit/s and a 1gbit limit then barely binds (use 100mbit-500mbit to see the network).
+bucket lets more of a short message through at full speed. The queue holds one second of
+traffic at the rate (at least 16 MB), so the link is *lossless* as an HPC fabric's credit-based
+flow control is: with tbf's usual 50 ms queue, several TCP connections a host (each may queue up
+to ``tcp_limit_output_bytes``, 4 MB) overflowed it, and the drops cost retransmission timeouts.
+Measured (2 hosts x 3 ranks, 100mbit, OC20-like batch 256, 20 steps a backend): 50 ms queue,
+81k and 133k packets dropped, 0.9M segments retransmitted, 246 TCP timeouts, steps of 4-14 s;
+with the deep queue none dropped, 44 retransmitted, collective median 3.6 s (was 4.0-7.9 s).
+
+Measured (2 cores, 20 MB MPI Send between hosts): 1gbit 0.19 s (0.81-0.87 Gbit/s), 100mbit
+1.70 s (0.094 Gbit/s), unlimited 0.06-0.10 s (1.6-2.7 Gbit/s) on an idle machine; under heavy
+CPU load the TCP stack itself falls to ~0.8 Gbit/s and a 1gbit limit then barely binds (use
+100mbit-500mbit to see the network).
 
 Every namespace and link is recorded in the cluster's state file (see :class:`Cluster`) the
 moment it exists, so :func:`teardown` removes a half-built cluster as well as a whole one, and
