@@ -9,7 +9,8 @@ numbers include the contention a real step sees):
 4. ``get``      Gets from n owners, b blocks of m bytes, one Flush   -> os.t_flush_*, os.t_get_*,
                 (owners on this node, then on other nodes)              os.t_block, os.bw_*
 5. ``alltoallv`` on sub-communicators of 2..P ranks by bytes        -> coll.t_sync, coll.t_peer_*,
-                                                                        coll.bw_*
+                (bandwidth from the two largest sizes of each, up to    coll.bw_*
+                4 MiB a pair; latencies from the rest)
 6. ``backends`` a few real steps of each backend at small batches    -> os.t_step, coll.t_step
                 (what the micro-benchmarks miss: the backends' own Python work per step)
 7. ``node``     across several nodes with >= 2 ranks on every node: stages 4-6 again on a
@@ -171,13 +172,15 @@ def _fit_source(name: str, fit) -> str:
             f"worst {fit.rel_worst:.0%}{held}")
 
 
-def _note_fit(res: Result, key: str, fit, what: str) -> None:
-    """Record a fit's residuals; a poor one becomes a warning naming the worst point."""
+def _note_fit(res: Result, key: str, fit, what: str, why: str | None = None) -> None:
+    """Record a fit's residuals; a poor one becomes a warning naming the worst point (and
+    `why`, where the caller knows, else that the machine was probably busy)."""
     res.quality[key], res.worst[key] = fit.rel_rms, fit.rel_worst
     if fit.rel_rms > POOR_FIT:
+        why = why or ("the machine was probably busy: re-run calibrate on an idle machine "
+                      "before trusting this profile")
         res.warnings.append(f"poor {key} fit: relative rms {fit.rel_rms:.0%} (worst point "
-                            f"{what} off by {fit.rel_worst:.0%}); the machine was probably busy: "
-                            "re-run calibrate on an idle machine before trusting this profile")
+                            f"{what} off by {fit.rel_worst:.0%}); {why}")
 
 
 def _bw_floor(nbytes: np.ndarray, y: np.ndarray, cap: float | None = None) -> float:
@@ -423,13 +426,25 @@ def _a2a_world_sizes(world) -> list[int]:
 
 
 def _fit_a2a(res: Result, rows: list, pairwise: bool) -> None:
+    """Per-byte costs from the largest messages (:func:`_a2a_slopes`), then the sync and
+    per-peer costs on what is left of every point. One relative-error fit of all five terms
+    over all sizes let the small messages, which ride the links' buffers faster than the link
+    (4 KB at 2x a 200mbit link's rate), price the bytes: 33-50 MB/s on a 25 MB/s link whose
+    large Alltoallvs reached 11-23 MB/s, and multi-MB collective steps predicted 4x too fast
+    (issue 16, 4 hosts x 1 rank)."""
     p, intra, m, y = map(np.array, zip(*rows))
     inter = np.where(m > 0, (p - 1) - intra, 0.0)
-    floors = {"byte_intra": _bw_floor(intra * m, y, res.params.get("mem.bw")),
-              "byte_inter": _bw_floor(inter * m, y)}
-    fit = nnls_relative({"sync": np.ceil(np.log2(p)), "peer_intra": intra, "peer_inter": inter,
-                         "byte_intra": intra * m, "byte_inter": inter * m}, y, lower=floors)
-    src = _fit_source("Alltoallv", fit)
+    cols = {"sync": np.ceil(np.log2(p)), "peer_intra": intra, "peer_inter": inter,
+            "byte_intra": intra * m, "byte_inter": inter * m}
+    slopes = _a2a_slopes(p, intra, inter, m, y, res.params.get("mem.bw"))
+    if slopes is None:  # no size measured twice large: one fit of everything, bounded
+        floors = {"byte_intra": _bw_floor(intra * m, y, res.params.get("mem.bw")),
+                  "byte_inter": _bw_floor(inter * m, y)}
+        fit = nnls_relative(cols, y, lower=floors)
+    else:
+        fit = nnls_relative(cols, y, fixed=slopes)
+    src = _fit_source("Alltoallv" if slopes is None else "Alltoallv (per-byte: the two largest "
+                      "messages of each size; the rest on latency)", fit)
     res.set("coll.t_sync", positive(fit.coef["sync"], FLOOR_S), src)
     res.set("coll.pairwise", float(pairwise), "calibrate: an Alltoallv with one non-empty "
             f"message per rank costs {'about as much as' if pairwise else 'less than'} a dense one")
@@ -442,7 +457,37 @@ def _fit_a2a(res: Result, rows: list, pairwise: bool) -> None:
     for key in ("coll.t_peer", "coll.bw"):
         _fill_level(res, key)
     w = fit.worst_row
-    _note_fit(res, "alltoallv", fit, f"{p[w]} ranks, {m[w]} B a pair")
+    pred = sum((c or 0.0) * cols[k] for k, c in fit.coef.items())
+    small = slopes is not None and pred[w] > y[w] and m[w] < m.max()
+    _note_fit(res, "alltoallv", fit, f"{p[w]} ranks, {m[w]} B a pair",
+              "messages this small beat the large ones' rate (the links' buffers absorb them); "
+              "they are priced at that rate, an upper bound" if small else None)
+
+
+def _a2a_slopes(p, intra, inter, m, y, mem_bw: float | None) -> "dict[str, float] | None":
+    """Per-byte costs (on-node, across nodes) from the two largest message sizes measured on
+    each sub-communicator: the secant ``(t2 - t1) / (m2 - m1)`` is what one more byte a pair
+    costs once the links, not their buffers, set the pace, whatever the latency. Those slopes
+    (one a size p, over its ``intra`` and ``inter`` peers) are fitted by relative error; a
+    level no row has comes back None (filled from the other by the caller). None when no size
+    has two messages measured."""
+    slope_rows = []
+    for q in np.unique(p):
+        sel = np.flatnonzero((p == q) & (m > 0))
+        if sel.size < 2:
+            continue
+        a, b = sel[np.argsort(m[sel])[-2:]]
+        dy = (y[b] - y[a]) / (m[b] - m[a])
+        if dy > 0:
+            slope_rows.append((intra[b], inter[b], dy))
+    if not slope_rows:
+        return None
+    n_in, n_out, s = map(np.array, zip(*slope_rows))
+    fit = nnls_relative({"byte_intra": n_in, "byte_inter": n_out}, s,
+                        lower={"byte_intra": 1.0 / mem_bw} if mem_bw else None)
+    if all(v is None for v in fit.coef.values()):
+        return None
+    return {k: v for k, v in fit.coef.items() if v is not None}
 
 
 def _is_pairwise(world, plan: Plan, budget: float) -> bool:

@@ -40,12 +40,22 @@ POOR_FIT = 0.30  # relative rms above which a fit is reported as poor
 
 
 def nnls_relative(columns: dict[str, np.ndarray], y: np.ndarray,
-                  lower: dict[str, float] | None = None) -> Fit:
+                  lower: dict[str, float] | None = None,
+                  fixed: dict[str, float] | None = None) -> Fit:
     """Fit ``y ~ sum_j c_j * columns[j]`` with ``c_j >= lower.get(j, 0)`` minimising relative
-    error (a floor is met by fitting ``c_j - floor >= 0`` on ``y - floor * column``)."""
+    error (a floor is met by fitting ``c_j - floor >= 0`` on ``y - floor * column``). Columns in
+    `fixed` keep the given coefficient (measured apart): their share is subtracted from ``y``
+    and the others are fitted to the rest, still weighted by the whole ``y``."""
     y = np.asarray(y, dtype=np.float64)
     if np.any(y <= 0):
         raise ValueError("fit needs positive times")
+    if fixed:
+        if lower:
+            raise ValueError("fixed and lower columns cannot be combined")
+        known = sum(c * np.asarray(columns[k], dtype=np.float64) for k, c in fixed.items())
+        fit = _nnls_weighted({k: v for k, v in columns.items() if k not in fixed}, y - known,
+                             1.0 / y)
+        return _quality(columns, y, {k: fit.get(k, fixed.get(k)) for k in columns}, ())
     free = _quality(columns, y, _nnls_weighted(columns, y, 1.0 / y), ())
     lower = {k: v for k, v in (lower or {}).items()
              if v > 0 and free.coef.get(k) is not None and free.coef[k] < v}

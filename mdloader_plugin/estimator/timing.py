@@ -29,8 +29,9 @@ class Plan:
     reps: int = 15
     sizes: tuple[int, ...] = (256, 4096, 65536)
     blocks: tuple[int, ...] = (1, 16)
-    # up to 1 MiB a pair: across nodes the per-byte term must stand out of the per-peer latency
-    a2a_sizes: tuple[int, ...] = (0, 4096, 131072, 1 << 20)
+    # up to 4 MiB a pair: the per-byte cost is the slope between the two largest (calibrate's
+    # _a2a_slopes), which must be past what a link's buffers absorb (a multi-MB step's regime)
+    a2a_sizes: tuple[int, ...] = (0, 4096, 131072, 1 << 20, 4 << 20)
     steps: int = 12
     budget_s: float = 45.0  # whole run, split by SHARES (see the module docstring)
     max_step_s: float = 0.25  # a series' messages stop growing past a step this long
