@@ -44,6 +44,14 @@ def test_bandwidth_is_what_large_messages_reach(sizes):
     assert "copied" in res.sources["coll.bw_intra"]
 
 
+def test_an_outlying_communicator_size_does_not_set_the_rate():
+    """The 3-rank exchange ran at 22 MB/s a rank, the 2- and 4-rank ones at 12 (what the
+    backends' W=2 and W=4 steps saw): the fitted rate is the typical one, within 15%."""
+    res = _fit(_rows((0, 4096, 131072, 1 << 20, 4 << 20)))
+    rates = sorted((p - 1) * (3 << 20) / ((MS[p][-1] - MS[p][-2]) * 1e-3) for p in MS)
+    assert res.params["coll.bw_inter"] == pytest.approx(rates[1], rel=0.15), rates
+
+
 def test_multi_megabyte_steps_are_priced_within_a_factor_of_two():
     """What a step at OC20 batch 256 on W=2 moves (9 MB a rank): the fitted model's time is
     within 2x of the measured exchange (it was 4x under)."""

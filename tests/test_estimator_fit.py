@@ -4,7 +4,7 @@ the latency columns and come back as an absurd bandwidth."""
 import numpy as np
 import pytest
 
-from mdloader_plugin.estimator.fit import POOR_FIT, nnls_relative
+from mdloader_plugin.estimator.fit import POOR_FIT, lad_relative, nnls_relative
 
 
 def test_exact_data_fits_exactly_and_reports_no_residual():
@@ -43,3 +43,23 @@ def test_poor_fit_is_flagged_with_its_worst_point():
 def test_bad_times_rejected():
     with pytest.raises(ValueError):
         nnls_relative({"c": np.ones(2)}, np.array([1e-3, 0.0]))
+
+
+def test_absolute_deviation_fit_ignores_one_outlier():
+    """Three rows measure one per-byte cost; one is 2x off: least squares splits the
+    difference, least absolute relative deviation keeps the other two."""
+    x = np.array([1.0, 2.0, 3.0])
+    y = np.array([1.0, 1.0, 2.0]) * x * 1e-7  # the middle row runs at twice the rate
+    lsq = nnls_relative({"b": x}, y).coef["b"]
+    lad = lad_relative({"b": x}, y).coef["b"]
+    assert lad == pytest.approx(1e-7, rel=0.02)
+    assert abs(lsq / 1e-7 - 1) > 0.1
+
+
+def test_absolute_deviation_fit_is_exact_on_exact_data_and_keeps_floors():
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    y = 1e-3 + 2e-3 * x
+    fit = lad_relative({"a": np.ones(4), "b": x}, y)
+    assert fit.coef["a"] == pytest.approx(1e-3, rel=1e-6) and fit.rel_rms < 1e-6
+    held = lad_relative({"b": x}, 1e-9 * x, lower={"b": 1e-6})
+    assert held.coef["b"] == pytest.approx(1e-6) and held.bounded == ("b",)

@@ -67,6 +67,43 @@ def nnls_relative(columns: dict[str, np.ndarray], y: np.ndarray,
     return _quality(columns, y, coef, tuple(sorted(lower)))
 
 
+def lad_relative(columns: dict[str, np.ndarray], y: np.ndarray,
+                 lower: dict[str, float] | None = None, iters: int = 50) -> Fit:
+    """As :func:`nnls_relative` but minimising the sum of *absolute* relative errors
+    (iteratively reweighted least squares): one outlying row moves the fit far less, and with
+    one column the fit is the (weighted) median ratio. For a few rows that measure the same
+    thing, where one may be off by 2x (a communicator size whose traffic a machine happens to
+    carry faster)."""
+    y = np.asarray(y, dtype=np.float64)
+    if np.any(y <= 0):
+        raise ValueError("fit needs positive times")
+
+    def irls(target: np.ndarray) -> dict[str, float | None]:
+        w = 1.0 / y
+        coef = _nnls_weighted(columns, target, w)
+        for _ in range(iters):
+            pred = sum((c or 0.0) * np.asarray(columns[k], dtype=np.float64)
+                       for k, c in coef.items())
+            r = np.abs(pred - target) / y
+            w = 1.0 / (y * np.sqrt(np.maximum(r, 1e-6)))
+            new = _nnls_weighted(columns, target, w)
+            if all(abs((a or 0.0) - (b or 0.0)) <= 1e-12 * abs(a or 1.0)
+                   for a, b in zip(coef.values(), new.values())):
+                break
+            coef = new
+        return coef
+
+    free = irls(y)
+    floors = {k: v for k, v in (lower or {}).items()
+              if v > 0 and free.get(k) is not None and free[k] < v}
+    if not floors:
+        return _quality(columns, y, free, ())
+    base = sum(floors[k] * np.asarray(columns[k], dtype=np.float64) for k in floors)
+    fit = irls(y - base)
+    coef = {k: None if c is None else c + floors.get(k, 0.0) for k, c in fit.items()}
+    return _quality(columns, y, coef, tuple(sorted(floors)))
+
+
 def _nnls_weighted(columns: dict[str, np.ndarray], y: np.ndarray,
                    w: np.ndarray) -> dict[str, float | None]:
     names = list(columns)
