@@ -409,21 +409,24 @@ def main() -> None:
 
         lines += ["## HydraGNN on a GPU (`tools/gpu_demo.sh`, `bench/gpu_demo.py`)", ""] + \
             gpu_demo.table(demo) + [""]
-    groups = _load("groups.json")
-    if groups:
-        lines += ["## Replica groups across hosts (emulated cluster, `bench/groups.py`)", "",
+    for name, title in (("groups.json", "the issue's grid, the one the estimator was developed "
+                         "on"), ("groups_heldout.json", "held out: shapes and rates the "
+                                 "estimator was not developed on")):
+        groups = _load(name)
+        if not groups:
+            continue
+        import groups as groups_bench
+
+        lines += [f"## Replica groups across hosts: {title} (emulated cluster, "
+                  f"`bench/groups.py --out {name}`)", "",
                   f"Every group size W x backend in interleaved rounds (more rounds for the "
                   f"contenders while the score is unresolved), then `group_size: auto` with "
                   f"`backend: auto` as users run it, for epochs until its online check has "
                   f"decided (its step median: the last epoch's). "
                   f"{groups['note']}.", ""]
-        import groups as groups_bench
-
         for run in groups["runs"]:
             lines += [groups_bench.table(run) if "rounds" in run else run["table"], ""]
         if groups["runs"]:
-            import groups as groups_bench
-
             lines += [groups_bench.summary_text(groups_bench.summary(groups["runs"])) + ".", ""]
     loading = _load("groups_loading.json")
     if loading:  # bench/groups.py --loading (issue 16)

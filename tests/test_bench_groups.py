@@ -16,18 +16,20 @@ pytest.importorskip("scipy")
 
 
 def _run(base: dict, pick: tuple, rounds: int = 4, steps: int = 8, noise: float = 0.05,
-         seed: int = 0, budget: bool = False) -> dict:
+         seed: int = 0, budget: bool = False, fetch: dict | None = None) -> dict:
     """Interleaved rounds of every (W, backend) in `base` (seconds a step), lognormal noise;
-    then auto's row picking `pick`."""
+    then auto's row picking `pick`. `fetch`: each one's fetch a step (default: its step)."""
     rng = np.random.default_rng(seed)
     rows = []
     for rnd in range(rounds):
         for (w, backend), t in (base.items() if rnd % 2 == 0 else reversed(base.items())):
             s = list(t * rng.lognormal(0, noise, steps))
+            f = list((fetch or base)[w, backend] * rng.lognormal(0, noise, steps))
             rows.append({"group_size": w, "backend": backend, "chosen": backend, "round": rnd,
-                         "step_s": s, "step_median_s": float(np.median(s))})
+                         "step_s": s, "step_median_s": float(np.median(s)),
+                         "fetch_s": f, "fetch_median_s": float(np.median(f))})
     auto = {"group_size": pick[0], "backend": "auto", "chosen": pick[1], "step_s": [1.0],
-            "step_median_s": 1.0}
+            "step_median_s": 1.0, "fetch_s": [1.0], "fetch_median_s": 1.0}
     if budget:
         auto["budget"] = 1
     return {"shape": "2x2", "rate": "200mbit", "kind": "oc20", "batch": 32,
@@ -84,3 +86,16 @@ def test_more_rounds_go_to_the_unresolved_contenders_and_the_pick_only():
     assert groups.contenders(rows, [auto]) == {(1, groups.LOCAL), (2, "onesided"),
                                                (4, "collective")}  # the near ones and the pick
     assert groups.contenders(rows, [{**auto, "budget": 1}]) == set()  # W = 2 clearly, then
+
+
+def test_the_fetch_score_judges_what_the_layout_decides():
+    """Steps whose non-fetch part is scheduler noise (the same batch work for every layout) can
+    resolve a pick as wrong that the fetch series, what (backend, W) changes, call right."""
+    fetch = {k: v / 10 for k, v in BASE.items()}
+    steps = {**BASE, (2, "onesided"): 1.9, (2, "collective"): 1.6}
+    [sc] = groups.scores(_run(steps, (2, "onesided"), budget=True, fetch=fetch))
+    assert not sc["tie_aware"] and sc["fastest"] == [2, "collective"]
+    assert sc["by_fetch"]["strict"] and sc["by_fetch"]["fastest"] == [2, "onesided"]
+    s = groups.summary([_run(steps, (2, "onesided"), budget=True, fetch=fetch)])
+    assert (s["tie_aware_right"], s["fetch_strict_right"], s["fetch_resolved_wrong"]) == (0, 1, [])
+    assert "By the fetch alone" in groups.summary_text(s)
