@@ -4,7 +4,11 @@ For each link rate and layout (``H`` hosts x ``R`` ranks, network namespaces, re
 TCP, ``tc tbf`` rate limit: ``mdloader cluster``), one MPI job (``--worker``) loads the data set
 with every valid group size ``W`` (``ShardStore.from_file(..., group_size=W)``), serves ``steps``
 batches with each backend through a real :class:`MDLoader` (no prefetch, so the trainer's thread
-does every fetch and a step's time is its own) and records, per (W, backend): the median over
+does every fetch and a step's time is its own; a Barrier after each step, untimed, stands for
+the trainer's gradient allreduce, which starts every rank's step together: without it ranks
+drift apart and, 4-6 ranks on 2 cores, the slowest rank's step picked up whole scheduler time
+slices, 1 ms or 10-19 ms by turns around a 0.2 ms fetch) and records, per (W, backend): the
+median over
 steps of the slowest rank's fetch and whole step (fetch + batch), the slowest rank's step
 series (``step_s``: what the tie-aware score tests), the bytes a step that crossed a
 host (summed over ranks, counted in the backends) and the store's memory a rank. Then ``auto``
@@ -166,6 +170,7 @@ def _measure(world, store, backend, batch, steps, w, MDLoader, MPI, mem, profile
             t0 = time.perf_counter()
             next(it)
             step_s.append(time.perf_counter() - t0)
+            world.comm.Barrier()  # the trainer's gradient allreduce: ranks start steps together
         fetch += list(loader.epoch_stats.step_fetch_s)
         online = getattr(loader, "_online", None)
         if online is None or online.check.result is not None:
