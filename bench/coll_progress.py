@@ -72,7 +72,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=8)
     a = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from mdloader_plugin.cluster import Cluster
+    from mdloader_plugin.devtools.cluster import Cluster
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     rows, t0 = [], time.perf_counter()

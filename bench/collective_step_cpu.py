@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from mdloader_plugin.backends.base import exclusive_cumsum, gather_local
-from mdloader_plugin.store import ShardStore
+from mdloader_plugin.store.shard import ShardStore
 
 
 def step(st, plan, rank, size):

@@ -113,7 +113,7 @@ def _rss_mib() -> float:
 
 def load(world, n: int, sizes_p: Path, rec_p: Path, index: str, share: str):
     from mdloader_plugin import codec
-    from mdloader_plugin.store import ShardStore, block_bounds
+    from mdloader_plugin.store.shard import ShardStore, block_bounds
 
     lo, hi = (int(x) for x in block_bounds(n, world.size)[world.rank:world.rank + 2])
     atoms = np.load(sizes_p, mmap_mode="r")
@@ -131,7 +131,7 @@ def load(world, n: int, sizes_p: Path, rec_p: Path, index: str, share: str):
 
 
 def measure(world, n, sizes_p, rec_p, name, ref=None) -> dict:
-    from mdloader_plugin.sampler import GlobalSampler
+    from mdloader_plugin.sampling.sampler import GlobalSampler
 
     index, share, order = CONFIGS[name]
     world.comm.Barrier()
@@ -166,7 +166,7 @@ def measure(world, n, sizes_p, rec_p, name, ref=None) -> dict:
 
 
 def worker(a) -> None:
-    from mdloader_plugin.world import World
+    from mdloader_plugin.mpi.world import World
 
     import torch  # noqa: F401 - imported before any timing (the legacy table needs it)
 
@@ -198,9 +198,9 @@ def worker(a) -> None:
 def formula(r: dict, n: int, p: int, rpn: int) -> dict:
     """Per-rank bytes of `r`'s configuration at N = `n`, P = `p`, `rpn` ranks a node: the
     formulas of docs/scale.md (``r`` gives the code width and the mean record)."""
-    from mdloader_plugin.index import default_every
-    from mdloader_plugin.order import ROUNDS, TorchOrder
-    from mdloader_plugin.sampler import PLAN_POSITIONS
+    from mdloader_plugin.store.index import default_every
+    from mdloader_plugin.sampling.order import ROUNDS, TorchOrder
+    from mdloader_plugin.sampling.sampler import PLAN_POSITIONS
 
     small = 16 * (p + 1)  # block starts (+ their cum, compact)
     if r["index"].startswith("full"):
@@ -234,7 +234,7 @@ def extrapolate(rows: list[dict], feistel_plan_s: float) -> list[dict]:
 
 def feistel_plan_seconds(n: int = 10**9, p: int = 2048, b: int = BATCH) -> float:
     """One step's plan at N = 1e9, P = 2048 (every rank computes all ranks' ids): measured."""
-    from mdloader_plugin.sampler import GlobalSampler
+    from mdloader_plugin.sampling.sampler import GlobalSampler
 
     s = GlobalSampler(n, p, b, order="feistel")
     t0 = time.perf_counter()

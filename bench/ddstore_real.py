@@ -25,7 +25,7 @@ import numpy as np
 
 from baselines import PlanLoader
 from mdloader_plugin import codec
-from mdloader_plugin.loader import pyg_collate, pyg_sample
+from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
 
 LABEL = "trainset"
 

@@ -21,12 +21,12 @@ from mdloader_plugin.backends import onesided
 if len(sys.argv) > 3:
     onesided.LOCAL_GET_FROM = int(sys.argv[3])
 from mdloader_plugin.backends.onesided import OneSidedBackend
-from mdloader_plugin.sampler import GlobalSampler
-from mdloader_plugin.store import ShardStore
-from mdloader_plugin.world import World
-from mdloader_plugin.log import get_logger
+from mdloader_plugin.sampling.sampler import GlobalSampler
+from mdloader_plugin.store.shard import ShardStore
+from mdloader_plugin.mpi.world import World
+from mdloader_plugin.core.log import get_logger
 from mdloader_plugin import codec
-from mdloader_plugin.loader import pyg_collate, pyg_sample
+from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
 from loaders import DATASETS, WORK, memcpy_floor
 world = World.detect(); get_logger(world.rank).setLevel("WARNING")
 comm, rank = world.comm, world.rank

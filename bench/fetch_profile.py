@@ -62,15 +62,15 @@ def profile(world, path, batches, steps, out_rows, ds):
     from loaders import memcpy_floor
     from mdloader_plugin.backends.base import exclusive_cumsum, gather_local
     from mdloader_plugin.backends.onesided import OneSidedBackend
-    from mdloader_plugin.sampler import GlobalSampler
-    from mdloader_plugin.store import ShardStore
+    from mdloader_plugin.sampling.sampler import GlobalSampler
+    from mdloader_plugin.store.shard import ShardStore
 
     comm, rank = world.comm, world.rank
     store = ShardStore.from_file(world, str(path))
     be = OneSidedBackend(store, world)
     if BETWEEN_KIND[0] == "collate":  # as the loaders grid: a batch is collated between fetches
         from mdloader_plugin import codec
-        from mdloader_plugin.loader import pyg_collate, pyg_sample
+        from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
 
         lo = store.local_range[0]
         samples = [codec.decode(store.local_record(lo + i)) for i in range(max(batches))]
@@ -192,8 +192,8 @@ def main():
     ap.add_argument("--out", default=str(HERE / "results" / "fetch_profile.json"))
     a = ap.parse_args()
     from loaders import DATASETS, WORK
-    from mdloader_plugin.log import get_logger
-    from mdloader_plugin.world import World
+    from mdloader_plugin.core.log import get_logger
+    from mdloader_plugin.mpi.world import World
 
     BETWEEN_KIND[0] = a.between
     if a.small_step is not None:

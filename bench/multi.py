@@ -67,9 +67,9 @@ def _max():
 
 
 def main() -> None:
-    from mdloader_plugin.loader import MDLoader
-    from mdloader_plugin.store import ShardStore
-    from mdloader_plugin.world import World
+    from mdloader_plugin.loader.loader import MDLoader
+    from mdloader_plugin.store.shard import ShardStore
+    from mdloader_plugin.mpi.world import World
 
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=40)

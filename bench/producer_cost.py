@@ -42,8 +42,8 @@ def measure(path: str, batch: int, steps: int, producer: str = "thread") -> floa
     import torch
     import torch_geometric.data  # noqa: F401  (imported by any trainer)
 
-    from mdloader_plugin.loader import MDLoader
-    from mdloader_plugin.store import ShardStore
+    from mdloader_plugin.loader.loader import MDLoader
+    from mdloader_plugin.store.shard import ShardStore
 
     torch.set_num_threads(1)
     store = ShardStore.from_file(None, path)

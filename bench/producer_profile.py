@@ -56,9 +56,9 @@ def main() -> None:
 
     from gpu_rate import Trainer, measure
     from gpu_feeders import make
-    from mdloader_plugin.log import get_logger
-    from mdloader_plugin.store import ShardStore
-    from mdloader_plugin.world import World
+    from mdloader_plugin.core.log import get_logger
+    from mdloader_plugin.store.shard import ShardStore
+    from mdloader_plugin.mpi.world import World
 
     torch.set_num_threads(1)
     world = World.detect()

@@ -28,7 +28,7 @@ NOTES = [
     "memory, so a per-sample `Lock`/`Get`/`Unlock` costs a few microseconds and fetching alone "
     "is on par with MDLoader's coalesced Get. MDLoader's step is several times faster (7-8x at "
     "batch 256) because it joins each key of all records at once into the batch "
-    "(`mdloader_plugin/batching.py`), while the DDStore-style loader, like DDStore under "
+    "(`mdloader_plugin/batching/pyg.py`), while the DDStore-style loader, like DDStore under "
     "HydraGNN, builds one `Data` per sample and calls `Batch.from_data_list` (~0.1 ms a "
     "molecule, ~0.2 ms an OC20 slab). At batch 32 both steps are mostly fixed per-step costs "
     "(2-3 ms on these shared cores), so 10x is out of reach on one host; it is reached where "

@@ -18,9 +18,9 @@ import time
 import numpy as np
 
 from mdloader_plugin.backends.base import Fetched, exclusive_cumsum, gather_local
-from mdloader_plugin.batching import ColumnCollate, pyg_collate, pyg_sample
-from mdloader_plugin.sampler import GlobalSampler
-from mdloader_plugin.store import ShardStore
+from mdloader_plugin.batching.pyg import ColumnCollate, pyg_collate, pyg_sample
+from mdloader_plugin.sampling.sampler import GlobalSampler
+from mdloader_plugin.store.shard import ShardStore
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mdloader_plugin import codec, columns
-from mdloader_plugin.batching import ColumnCollate, cat_axis, pyg_collate, pyg_sample
+from mdloader_plugin.batching.pyg import ColumnCollate, cat_axis, pyg_collate, pyg_sample
 from pyg_equal import batch_diff
 
 F32, F64, I32, I64 = np.float32, np.float64, np.int32, np.int64

@@ -168,8 +168,8 @@ def test_a_configurations_epoch_is_its_timed_steps_drawn_from_the_whole_store():
     """Closing a collective loader early runs the rest of its epoch (matched Alltoallvs): the
     benchmark's epochs must be exactly warm-up + steps long, yet read the whole store."""
     choice_worker = pytest.importorskip("choice_worker")
-    from mdloader_plugin.loader import MDLoader
-    from mdloader_plugin.world import World
+    from mdloader_plugin.loader.loader import MDLoader
+    from mdloader_plugin.mpi.world import World
 
     world = World.detect()
     store = choice_worker.make_store(world, "hydragnn", 600)

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from mdloader_plugin.check import coverage, run_check
-from mdloader_plugin.sampler import GlobalSampler
+from mdloader_plugin.loader.verify import coverage, run_check
+from mdloader_plugin.sampling.sampler import GlobalSampler
 from mdloader_plugin.sources import synth
 from mdloader_plugin.sources.adios import write_graphs
-from mdloader_plugin.store import ShardStore
+from mdloader_plugin.store.shard import ShardStore
 from mpirun import ROOT, mdloader, mpirun
 
 

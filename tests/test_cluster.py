@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mdloader_plugin.cluster import STATE_ROOT, Cluster, ClusterError, netns
+from mdloader_plugin.devtools.cluster import STATE_ROOT, Cluster, ClusterError, netns
 from mdloader_plugin.estimator import Workload, get_profile, predict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -193,7 +193,7 @@ def test_links_queue_rather_than_drop(bits, limit):
 def test_ranks_yield_only_when_the_emulated_hosts_oversubscribe_this_machine(monkeypatch):
     """Every emulated host claims its R slots, so Open MPI would busy-poll; more ranks than
     cores must yield, or a spinning rank starves the peer it waits for (seconds-long stalls)."""
-    from mdloader_plugin.cluster import launch
+    from mdloader_plugin.devtools.cluster import launch
 
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     argv = launch.mpiexec_argv(Path("agent.sh"), Path("hostfile"), "10.0.0.0/24", 6, "mpiexec")

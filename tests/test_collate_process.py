@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from mdloader_plugin.collate_process import HelperError
-from mdloader_plugin.errors import ConfigError
-from mdloader_plugin.loader import MDLoader
+from mdloader_plugin.batching.process import HelperError
+from mdloader_plugin.core.errors import ConfigError
+from mdloader_plugin.loader.loader import MDLoader
 from mdloader_plugin.sources import synth
-from mdloader_plugin.store import ShardStore
+from mdloader_plugin.store.shard import ShardStore
 from mpirun import mpirun
 from pyg_equal import batch_diff
 
@@ -54,7 +54,7 @@ def test_process_producer_yields_the_thread_producers_batches(kind, n, batch):
 def test_hydragnn_to_sample_is_rebuilt_in_the_helper_without_pickle():
     """HydraGNN's to_sample (node-feature selection, min-max y, graph heads, float64) crosses
     to the helper as JSON (helper_spec) and builds the thread producer's batches exactly."""
-    from mdloader_plugin.collate_process import _rebuild, sample_spec
+    from mdloader_plugin.batching.process import _rebuild, sample_spec
     from mdloader_plugin.integrations.hydragnn.graphs import Heads, make_to_sample
 
     to_sample = make_to_sample([0, 2], (-1.5, 2.0), Heads(["graph"], [0], [1], [3]), "float64")
@@ -108,9 +108,9 @@ def test_a_dead_helper_is_an_error_not_a_hang():
 
 
 def test_the_helper_exits_when_its_loaders_process_dies(tmp_path):
-    code = ("import os, sys; from mdloader_plugin.loader import MDLoader; "
+    code = ("import os, sys; from mdloader_plugin.loader.loader import MDLoader; "
             "from mdloader_plugin.sources import synth; "
-            "from mdloader_plugin.store import ShardStore; "
+            "from mdloader_plugin.store.shard import ShardStore; "
             "s = ShardStore.from_samples(None, list(synth.generate('hydragnn', 3, 0, 20)), 20); "
             "ld = MDLoader(s, batch_size=4, backend='onesided', producer='process'); "
             "next(iter(ld)); print(ld._helper.proc.pid, flush=True); os._exit(0)")
@@ -142,7 +142,7 @@ def test_without_a_column_wise_path_the_thread_producer_is_used(caplog):
         columns = staticmethod(lambda arrays: arrays)
 
         def __call__(self, arrays):
-            from mdloader_plugin.batching import pyg_sample
+            from mdloader_plugin.batching.pyg import pyg_sample
             return pyg_sample(arrays)
 
     caplog.clear()

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from mdloader_plugin.cli import main
-from mdloader_plugin.epochlog import format_epoch_line
+from mdloader_plugin.core.epochlog import format_epoch_line
 
 # (wall_s, data_wait_s) per epoch
 MD = [(3.0, 0.3), (2.0, 0.1), (2.5, 0.2)]        # median 2.5, share 0.6 / 7.5 = 8.0%

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from mdloader_plugin.errors import DataError
+from mdloader_plugin.core.errors import DataError
 from mdloader_plugin.sources import convert
 from mdloader_plugin.sources.adios import GraphFile
 from mdloader_plugin.sources.graph import radius_graph

@@ -1,14 +1,14 @@
-"""pin_memory and the device copy (mdloader_plugin.device): shapes, dtypes and values survive;
+"""pin_memory and the device copy (mdloader_plugin.batching.device): shapes, dtypes and values survive;
 what needs CUDA is skipped on CPU-only torch, never faked."""
 
 import numpy as np
 import pytest
 import torch
 
-from mdloader_plugin.device import DeviceStage
-from mdloader_plugin.errors import ConfigError
-from mdloader_plugin.loader import MDLoader
-from mdloader_plugin.store import ShardStore
+from mdloader_plugin.batching.device import DeviceStage
+from mdloader_plugin.core.errors import ConfigError
+from mdloader_plugin.loader.loader import MDLoader
+from mdloader_plugin.store.shard import ShardStore
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device (pinned memory, streams)")
@@ -111,7 +111,7 @@ def test_copy_runs_on_a_side_stream_and_the_trainer_stream_waits_for_it():
 def _hydra_loaders(path, *sets):
     from pathlib import Path
 
-    from mdloader_plugin.batching import pyg_sample
+    from mdloader_plugin.batching.pyg import pyg_sample
     from mdloader_plugin.integrations.hydragnn import config, loaders
 
     demo = Path(__file__).resolve().parents[1] / "recipes" / "hydragnn" / "demo.yaml"

@@ -125,7 +125,7 @@ def test_every_environment_variable_is_documented(site):
 
     table = {o.name for o in options.ENV}
     assert in_code <= table, (f"{sorted(in_code - table)}: read by the package but not in "
-                              "mdloader_plugin/options.py ENV")
+                              "mdloader_plugin/core/options.py ENV")
     with pytest.raises(KeyError):
         options.env("MDLOADER_NOT_A_SETTING")
     slurm = set()

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from mdloader_plugin import budget as mem
-from mdloader_plugin.errors import MemoryBudgetError
+from mdloader_plugin.core.errors import MemoryBudgetError
 from mdloader_plugin.estimator import Workload, get_profile, predict
-from mdloader_plugin.estimator.layout import SHARE, TIE, choose_layout, detect_budget
+from mdloader_plugin.estimator.group_size import SHARE, TIE, choose_layout, detect_budget
 from mdloader_plugin.sources import synth
 from mdloader_plugin.sources.adios import write_graphs
-from mdloader_plugin.store import block_bounds
+from mdloader_plugin.store.shard import block_bounds
 from mpirun import mpirun
 
 SIZES = np.random.default_rng(0).integers(1000, 9000, size=1000)
@@ -177,7 +177,7 @@ def test_oc20_2m_picks_are_what_the_slurm_recipes_say(profile, ranks, backend, w
     32); a model change that moves them must update both."""
     import pathlib
 
-    from mdloader_plugin.estimator.layout import layout_from_mean
+    from mdloader_plugin.estimator.group_size import layout_from_mean
 
     dec = layout_from_mean(ranks, get_profile(profile).provenance["ranks_per_node"], 32,
                            70000.0, 20000.0, 2_000_000, profile)
@@ -209,7 +209,7 @@ def test_group_size_auto_counts_a_node_shared_index_once_a_node(mols):
     holding the whole index; a budget that W = 1 fits only with the shared index now admits it."""
     from types import SimpleNamespace
 
-    from mdloader_plugin.placement import _decide
+    from mdloader_plugin.loader.open import _decide
     from mdloader_plugin.sources.adios import GraphFile
 
     with GraphFile(mols) as f:
@@ -229,7 +229,7 @@ def test_group_size_auto_counts_a_node_shared_index_once_a_node(mols):
 
 
 def test_index_sharing_is_a_groups_ranks_on_one_node():
-    from mdloader_plugin.placement import index_sharing
+    from mdloader_plugin.loader.open import index_sharing
 
     two_nodes = np.array([0, 0, 0, 0, 1, 1, 1, 1])
     assert [index_sharing(two_nodes, w, "node") for w in (1, 2, 4, 8)] == [1, 2, 4, 4]

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from mdloader_plugin.errors import ConfigError
+from mdloader_plugin.core.errors import ConfigError
 from mdloader_plugin.estimator import MODELS, Workload, get_model, get_profile, predict
 from mdloader_plugin.estimator.models import expected_max_normal
 

@@ -13,7 +13,7 @@ from mdloader_plugin import budget as mem
 from mdloader_plugin.estimator import ProfileError, Workload, get_profile, predict
 from mdloader_plugin.estimator.calibrate import NODE_KEYS, wants_node_stage
 from mdloader_plugin.estimator.choose import choose_initial, node_params
-from mdloader_plugin.estimator.layout import choose_layout
+from mdloader_plugin.estimator.group_size import choose_layout
 from mdloader_plugin.estimator.models import required_params
 from mpirun import mpirun
 

@@ -149,8 +149,8 @@ def test_model_is_told_the_samples_a_rank_really_gets():
     """10 samples and batch_size 64: a step carries 10, and the model is asked about 10."""
     import numpy as np
 
-    from mdloader_plugin.loader import MDLoader
-    from mdloader_plugin.store import ShardStore
+    from mdloader_plugin.loader.loader import MDLoader
+    from mdloader_plugin.store.shard import ShardStore
 
     store = ShardStore.from_samples(None, [{"sid": np.array([i])} for i in range(10)], 10)
     with MDLoader(store, batch_size=64, backend="auto", prefetch=0) as ld:

@@ -58,7 +58,7 @@ def _train(n: int, oc20, tmp_path, names: list[str]) -> Path:
 
 
 def _epochs(runs: Path, name: str) -> list[dict]:
-    from mdloader_plugin.epochlog import parse_epoch_lines
+    from mdloader_plugin.core.epochlog import parse_epoch_lines
 
     return parse_epoch_lines((runs / name / "logs" / "train.log").read_text().splitlines())
 

@@ -21,10 +21,10 @@ pytest.importorskip("fairchem.core")
 
 from mdloader_plugin import codec  # noqa: E402
 from mdloader_plugin.integrations.fairchem.data import ToAtomicDataByDataset  # noqa: E402
-from mdloader_plugin.loader import MDLoader  # noqa: E402
-from mdloader_plugin.sampling import DataSets, get_mix  # noqa: E402
+from mdloader_plugin.loader.loader import MDLoader  # noqa: E402
+from mdloader_plugin.sampling.mixes import DataSets, get_mix  # noqa: E402
 from mdloader_plugin.sources import synth_atoms  # noqa: E402
-from mdloader_plugin.store import ShardStore  # noqa: E402
+from mdloader_plugin.store.shard import ShardStore  # noqa: E402
 
 RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "fairchem" / "multi"
 KEY_MAPPING = {"energy": "energy", "forces": "forces"}

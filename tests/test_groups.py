@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mdloader_plugin import groups
-from mdloader_plugin.errors import ConfigError
+from mdloader_plugin.core.errors import ConfigError
 from mdloader_plugin.sources import synth
 from mdloader_plugin.sources.adios import write_graphs
 from mpirun import mdloader
@@ -135,7 +135,7 @@ def test_host_local_groups_send_nothing_across_hosts(mols):
     import os
     import sys
 
-    from mdloader_plugin.cluster import Cluster
+    from mdloader_plugin.devtools.cluster import Cluster
     from mpirun import ROOT
 
     with Cluster.up(hosts=2, ranks_per_host=2, rate="1gbit",
@@ -153,7 +153,7 @@ def test_host_local_groups_send_nothing_across_hosts(mols):
 
 
 def test_one_process_without_mpi_takes_only_w_1():
-    from mdloader_plugin.store import ShardStore
+    from mdloader_plugin.store.shard import ShardStore
 
     samples = [{"a": np.arange(i + 1)} for i in range(5)]
     store = ShardStore.from_samples(None, samples, 5, group_size=1)

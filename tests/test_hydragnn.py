@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from mdloader_plugin.epochlog import parse_epoch_lines
-from mdloader_plugin.errors import ConfigError
+from mdloader_plugin.core.epochlog import parse_epoch_lines
+from mdloader_plugin.core.errors import ConfigError
 from mdloader_plugin.integrations.hydragnn import baseline, config, epochs, graphs
 from mdloader_plugin.sources import synth
 from mdloader_plugin.sources.adios import GraphFile, write_graphs

@@ -153,7 +153,7 @@ def test_fp64_batches_reach_the_model_as_float64(job):
 
 
 def test_batch_capped_epochs_still_write_their_lines(job):
-    from mdloader_plugin.epochlog import parse_epoch_lines
+    from mdloader_plugin.core.epochlog import parse_epoch_lines
 
     recs = parse_epoch_lines(job["runs"]["capped"]["log"].splitlines())
     assert [(r["epoch"], r["steps"], r["samples"]) for r in recs] == [(0, 2, 64), (1, 2, 64)]

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from mdloader_plugin.batching import ColumnCollate
-from mdloader_plugin.epochlog import parse_epoch_lines
-from mdloader_plugin.errors import ConfigError
+from mdloader_plugin.batching.pyg import ColumnCollate
+from mdloader_plugin.core.epochlog import parse_epoch_lines
+from mdloader_plugin.core.errors import ConfigError
 from mdloader_plugin.integrations.hydragnn import compat, config, epochs, graphs
 from mdloader_plugin.sources import synth
 from test_hydragnn import DEMO, _Loader, hydragnn_log, small_file  # noqa: F401 (fixture)
@@ -183,7 +183,7 @@ def test_column_wise_batch_equals_per_graph_batch_with_heads():
     from pyg_equal import batch_diff
     from test_batching import fetched_of, slow
 
-    from mdloader_plugin.batching import pyg_collate
+    from mdloader_plugin.batching.pyg import pyg_collate
 
     fetched = fetched_of(_two_feature_graphs(5))
     for heads in (graphs.Heads(["graph", "graph"], [1, 0], [1, 1], [1, 1, 1]),

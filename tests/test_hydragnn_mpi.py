@@ -59,9 +59,9 @@ def _job(data: str, out: str) -> None:
 def _scan_then_epoch(data: str, comm) -> dict:
     """HydraGNN's real graph-size scan over collective MDLoaders, then one full epoch."""
     from mdloader_plugin.integrations.hydragnn import compat, graphs
-    from mdloader_plugin.loader import MDLoader
-    from mdloader_plugin.store import ShardStore
-    from mdloader_plugin.world import World
+    from mdloader_plugin.loader.loader import MDLoader
+    from mdloader_plugin.store.shard import ShardStore
+    from mdloader_plugin.mpi.world import World
 
     world = World.detect(comm)
     to_sample = graphs.make_to_sample(None, None)
@@ -105,7 +105,7 @@ pytestmark = [pytest.mark.mpi]
 @pytest.mark.slow
 @pytest.mark.timeout(1600)
 def test_every_run_trains_and_logs_epoch_lines(job):
-    from mdloader_plugin.epochlog import parse_epoch_lines
+    from mdloader_plugin.core.epochlog import parse_epoch_lines
 
     assert job["version"] == job["want_version"]  # the job ran the HydraGNN it was meant to
     for name, run in job["runs"].items():

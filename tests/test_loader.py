@@ -44,8 +44,8 @@ def test_prefetch_queue_is_bounded_by_steps_and_by_bytes(prefetch_mib, ahead):
 
     import numpy as np
 
-    from mdloader_plugin.loader import MDLoader
-    from mdloader_plugin.store import ShardStore
+    from mdloader_plugin.loader.loader import MDLoader
+    from mdloader_plugin.store.shard import ShardStore
 
     made = []
     store = ShardStore.from_samples(None, [{"sid": np.array([i])} for i in range(64)], 64)
@@ -67,9 +67,9 @@ def test_prefetch_queue_is_bounded_by_steps_and_by_bytes(prefetch_mib, ahead):
 def test_prefetch_mib_must_be_positive(monkeypatch):
     import numpy as np
 
-    from mdloader_plugin.errors import ConfigError
-    from mdloader_plugin.loader import MDLoader
-    from mdloader_plugin.store import ShardStore
+    from mdloader_plugin.core.errors import ConfigError
+    from mdloader_plugin.loader.loader import MDLoader
+    from mdloader_plugin.store.shard import ShardStore
 
     store = ShardStore.from_samples(None, [{"sid": np.array([i])} for i in range(8)], 8)
     with pytest.raises(ConfigError, match="prefetch_mib must be a number of MiB > 0"):

@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 import torch
 
-from mdloader_plugin.errors import ConfigError, DataError
-from mdloader_plugin.loader import MDLoader
-from mdloader_plugin.sampler import GlobalSampler
-from mdloader_plugin.sampling import DataSets, get_mix
-from mdloader_plugin.sampling.hydragnn import chunk_bounds, process_counts
+from mdloader_plugin.core.errors import ConfigError, DataError
+from mdloader_plugin.loader.loader import MDLoader
+from mdloader_plugin.sampling.sampler import GlobalSampler
+from mdloader_plugin.sampling.mixes import DataSets, get_mix
+from mdloader_plugin.sampling.mixes.hydragnn import chunk_bounds, process_counts
 from mdloader_plugin.sources import synth
 from mdloader_plugin.sources.adios import GraphFile, write_graphs
 from mdloader_plugin.sources.multi import MultiSource, merge_pna_deg
-from mdloader_plugin.store import ShardStore
+from mdloader_plugin.store.shard import ShardStore
 
 SIZES = {"qm": 37, "oc": 21, "mp": 9}
 
@@ -227,7 +227,7 @@ def test_group_size_auto_sizes_several_files_as_the_sum_of_their_records(files):
     from types import SimpleNamespace
 
     from mdloader_plugin import budget as mem
-    from mdloader_plugin.placement import _decide, open_store
+    from mdloader_plugin.loader.open import _decide, open_store
 
     paths = [f"{n}={files[n]}" for n in SIZES]
     store = ShardStore.from_files(None, paths)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from mdloader_plugin.order import FeistelOrder, TorchOrder, epoch_order, resolve
+from mdloader_plugin.sampling.order import FeistelOrder, TorchOrder, epoch_order, resolve
 
 Z_MAX = 4.5
 

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdloader_plugin.sampler import GlobalSampler, SamplerState, resume_position
+from mdloader_plugin.sampling.sampler import GlobalSampler, SamplerState, resume_position
 
 cases = st.fixed_dictionaries({
     "n": st.integers(1, 240), "p_old": st.integers(1, 8), "b_old": st.integers(1, 40),
@@ -110,8 +110,8 @@ def test_resume_twice_composes(c, p3, b3, step2):
 
 # -- the loader's state on one rank (serial) ------------------------------------------------------
 def _loader(n=23, batch=4):
-    from mdloader_plugin.loader import MDLoader
-    from mdloader_plugin.store import ShardStore
+    from mdloader_plugin.loader.loader import MDLoader
+    from mdloader_plugin.store.shard import ShardStore
 
     store = ShardStore.from_samples(None, [{"sid": np.array([i])} for i in range(n)], n)
     return MDLoader(store, batch_size=batch, seed=3, backend="onesided", prefetch=0,
@@ -121,7 +121,7 @@ def _loader(n=23, batch=4):
 def test_state_dict_round_trip_and_bad_states():
     import pytest
 
-    from mdloader_plugin.errors import ConfigError
+    from mdloader_plugin.core.errors import ConfigError
 
     ld = _loader()
     ld.set_epoch(2)

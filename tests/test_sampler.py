@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.utils.data import DistributedSampler
 
-from mdloader_plugin.sampler import GlobalSampler, SamplerState
+from mdloader_plugin.sampling.sampler import GlobalSampler, SamplerState
 
 configs = st.fixed_dictionaries({
     "n": st.integers(1, 300), "p": st.integers(1, 9), "b": st.integers(1, 70),

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from mdloader_plugin.errors import ConfigError
+from mdloader_plugin.core.errors import ConfigError
 from mdloader_plugin.integrations.hydragnn import config
-from mdloader_plugin.options import SCALE, check_scale
+from mdloader_plugin.core.options import SCALE, check_scale
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "recipes" / "hydragnn" / "demo.yaml"
@@ -164,7 +164,7 @@ def test_check_scale_fills_defaults_and_names_the_key():
 def test_a_wrapped_user_error_is_reported_as_its_one_line(capsys):
     """Hydra wraps build_loader's ConfigError in an InstantiationException: the CLI still prints
     the ConfigError's line (exit 2), not the wrapper's message with a traceback."""
-    from mdloader_plugin.world import report_error
+    from mdloader_plugin.mpi.world import report_error
 
     try:
         try:

@@ -214,7 +214,7 @@ def test_local_hydragnn_recipe_on_real_slurm(request, tmp_path, small_hydragnn_f
 
     loaders = ("hydragnn", "mdloader")  # baseline first: speed-ups are against it
     logs = [tmp_path / "logs" / f"hydragnn-{job_id}-{loader}" / "run.log" for loader in loaders]
-    from mdloader_plugin.epochlog import parse_epoch_lines
+    from mdloader_plugin.core.epochlog import parse_epoch_lines
 
     for log, loader in zip(logs, loaders):
         recs = parse_epoch_lines(log.read_text().splitlines())

@@ -11,7 +11,7 @@ import adios2
 import numpy as np
 import pytest
 
-from mdloader_plugin.errors import DataError
+from mdloader_plugin.core.errors import DataError
 from mdloader_plugin.sources.adios import GraphFile
 from mdloader_plugin.sources.writer import write_graphs
 
@@ -146,7 +146,7 @@ def test_slightly_truncated_never_hangs(tmp_path):
 
 
 def test_empty_label(tmp_path):
-    from mdloader_plugin.store import ShardStore
+    from mdloader_plugin.store.shard import ShardStore
 
     path = tmp_path / "empty.bp"
     write_graphs(path, {"trainset": graphs(5), "valset": []})

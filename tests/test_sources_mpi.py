@@ -11,8 +11,8 @@ from mpirun import mpirun
 SCRIPT = r'''
 import json, sys
 import numpy as np
-from mdloader_plugin.world import World
-from mdloader_plugin.store import ShardStore, block_bounds
+from mdloader_plugin.mpi.world import World
+from mdloader_plugin.store.shard import ShardStore, block_bounds
 from mdloader_plugin.sources.adios import GraphFile, _ADIOS_TYPES
 
 path = sys.argv[1]

@@ -3,7 +3,7 @@
 A page asks for generated text with one HTML comment on its own line:
 
 * ``<!-- generated: config -->``: every setting, from the code's own tables
-  (``mdloader_plugin/options.py``, ``integrations/hydragnn/config.py``, the fairchem ``loader``
+  (``mdloader_plugin/core/options.py``, ``integrations/hydragnn/config.py``, the fairchem ``loader``
   group ``recipes/fairchem/loader/mdloader.yaml``, the signatures and ``Args:`` of ``MDLoader``
   and of fairchem's ``build_loader``);
 * ``<!-- generated: cli -->``: every ``mdloader`` command and option, from the argparse parsers;
@@ -146,7 +146,7 @@ def config_rows() -> dict[str, list[tuple]]:
     from mdloader_plugin import options
     from mdloader_plugin.integrations.fairchem.loader import build_loader
     from mdloader_plugin.integrations.hydragnn import config as hconfig
-    from mdloader_plugin.loader import MDLoader
+    from mdloader_plugin.loader.loader import MDLoader
 
     rows = lambda table: [(o.name, o.default, o.meaning) for o in table]  # noqa: E731
     return {
@@ -165,7 +165,7 @@ def config_reference() -> str:
     r = config_rows()
     return "\n\n".join([
         "## Python: `MDLoader(store, ...)`",
-        "Keyword arguments of `mdloader_plugin.loader.MDLoader` (signature and `Args:` of its "
+        "Keyword arguments of `mdloader_plugin.loader.loader.MDLoader` (signature and `Args:` of its "
         "docstring).",
         _table(r["mdloader"], ("argument", "default", "meaning")),
         "## HydraGNN config: MDLoader's keys",
@@ -189,7 +189,7 @@ def config_reference() -> str:
         "be set as `loader.train_dataloader.ARG=VALUE`:",
         _table(r["fairchem.build_loader"], ("argument", "default", "meaning")),
         "## Environment variables",
-        "Read by the package (`mdloader_plugin/options.py`, `ENV`). The Slurm recipes' own "
+        "Read by the package (`mdloader_plugin/core/options.py`, `ENV`). The Slurm recipes' own "
         "variables (`MDLOADER_LOADER`, `MDLOADER_CONFIG`, ...) are on the "
         "[Slurm page](../slurm.md#site-parameters).",
         _table(r["env"], ("variable", "default", "meaning")),

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import progress as _progress
+from ..mpi import progress as _progress
 from .base import Backend, Fetched, exclusive_cumsum, gather_local
 
 

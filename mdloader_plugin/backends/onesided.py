@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import progress as _progress
+from ..mpi import progress as _progress
 from .base import Backend, Fetched, exclusive_cumsum, gather_local
-from .progress import ProgressThread
+from ..mpi.progress import ProgressThread
 
 SMALL_STEP = 64  # records a step up to which the step is planned in plain Python (_fetch_small)
 

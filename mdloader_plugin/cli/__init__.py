@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..world import report_error
+    from ..mpi.world import report_error
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -122,7 +122,7 @@ def wants_node_stage(node_of: np.ndarray) -> bool:
 def _node_world(world):
     """Collective. A World-like view of this rank's node (a :class:`~..groups.Group` on a
     communicator split by node, ranks in world order)."""
-    from ..groups import Group
+    from ..mpi.groups import Group
 
     me = int(world.node_of[world.rank])
     comm = world.comm.Split(color=me, key=world.rank)
@@ -536,7 +536,7 @@ def _time_a2a(sub, p: int, m: int, reps: int, budget: float, only_next: bool = F
 # -- 6. real backends: the per-step software intercept -----------------------------------------
 def _backends(world, plan: Plan, res: Result) -> None:
     from ..backends import get_backend
-    from ..store import ShardStore
+    from ..store.shard import ShardStore
 
     mean = 2048
     n = 64 * world.size
@@ -560,7 +560,7 @@ def _backends(world, plan: Plan, res: Result) -> None:
 
 
 def _block_len(n: int, world) -> int:
-    from ..store import block_bounds
+    from ..store.shard import block_bounds
 
     b = block_bounds(n, world.size)
     return int(b[world.rank + 1] - b[world.rank])

@@ -23,8 +23,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..options import env
+from ..core.errors import ConfigError
+from ..core.options import env
 from .models import required_params
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"

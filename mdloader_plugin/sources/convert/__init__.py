@@ -26,7 +26,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ...errors import ConfigError, DataError
+from ...core.errors import ConfigError, DataError
 from ..graph import radius_graph
 from ..synth import split_counts
 from ..writer import GraphWriter

@@ -26,8 +26,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from . import codec
-from .errors import DataError, MemoryBudgetError
+from ..records import codec
+from ..core.errors import DataError, MemoryBudgetError
 
 
 def block_bounds(num_samples: int, size: int) -> np.ndarray:
@@ -48,7 +48,7 @@ class ShardStore:
         nbytes: ``[N]`` record length of every sample (likewise).
         meta: label, keys, path and global attributes of the source.
         digests: ``[N]`` 8-byte digest of every record (only if built with ``digests=True``).
-        group: this rank's replica group (:class:`~mdloader_plugin.groups.Group`), None on one
+        group: this rank's replica group (:class:`~mdloader_plugin.mpi.groups.Group`), None on one
             process without MPI.
         index: the global index answering both (:mod:`.index`); made from `offsets` and
             `nbytes` when not given.
@@ -120,10 +120,10 @@ class ShardStore:
         `group_size`: an int, None for all ranks, or a :class:`~.groups.Group`). `index`:
         ``"compact"`` or ``"full"``; `index_share`: ``"rank"`` or ``"node"`` (one compact copy a
         node in shared memory), see :mod:`.index`."""
-        from . import groups
+        from ..mpi import groups
         from .budget import parse_bytes
         from .index import allgather_blocks, build_index, check_choice
-        from .world import agree
+        from ..mpi.world import agree
 
         group = groups.make(world, group_size)
         holder = world if group is None else group
@@ -148,7 +148,7 @@ class ShardStore:
     def from_samples(cls, world, local_samples: Iterable[Mapping[str, np.ndarray]],
                      num_samples: int, progress: bool = False, **kw) -> "ShardStore":
         """Collective. Store this rank's samples (dicts of arrays), e.g. a block read from a file."""
-        from .world import agree
+        from ..mpi.world import agree
 
         samples = list(local_samples)
         sizes = agree(world, _record_sizes, samples)
@@ -174,7 +174,7 @@ class ShardStore:
         (:mod:`.sources.multi`): data set ``d`` holds ids ``meta["dataset_starts"][d]..``, every
         sample carries its id in ``dataset_name``; keys are the common set (`required` ones
         must be in every file)."""
-        from .sources.multi import parse_specs
+        from ..sources.multi import parse_specs
 
         specs = parse_specs(specs)
         what = f"{len(specs)} data sets [{label}]"
@@ -187,10 +187,11 @@ class ShardStore:
         of this rank's block; store them and log what was loaded."""
         import time
 
-        from . import groups, replicate
+        from ..mpi import groups
+        from . import replicate
         from .budget import parse_bytes
-        from .log import get_logger
-        from .world import agree, allreduce_number
+        from ..core.log import get_logger
+        from ..mpi.world import agree, allreduce_number
 
         t0 = time.perf_counter()
         kw["max_memory_per_rank"] = agree(world, parse_bytes, kw.get("max_memory_per_rank"))
@@ -230,7 +231,7 @@ class ShardStore:
         """Collective. Read once, copy across groups (:mod:`.replicate`): block ``i`` is read by
         rank ``i`` of one group and broadcast to rank ``i`` of the others."""
         from . import replicate
-        from .world import agree
+        from ..mpi.world import agree
 
         comm, root = replicate.cross(world, group)
         reader = group.index == root
@@ -355,7 +356,7 @@ def _read_block(world, path, label, keys, budget=None, digests=False, index=None
     """Rank-local: read this rank's block of `label` (one bulk read per key), after checking the
     predicted store size against `budget`."""
     from . import budget as mem
-    from .sources.adios import GraphFile
+    from ..sources.adios import GraphFile
 
     with GraphFile(path) as f:
         info = f.info(label)
@@ -384,7 +385,7 @@ def _read_multi_block(world, specs, label, keys, required, budget=None, digests=
     """Rank-local: this rank's block of the global ids of several files (:mod:`.sources.multi`),
     after checking the predicted store size against `budget`; dropped keys are logged once."""
     from . import budget as mem
-    from .sources.multi import MultiSource
+    from ..sources.multi import MultiSource
 
     with MultiSource(specs, label, keys, required) as src:
         n = src.num_samples
@@ -404,7 +405,7 @@ def _read_multi_block(world, specs, label, keys, required, budget=None, digests=
                 "dataset_names": list(src.names), "dataset_starts": src.starts.tolist(),
                 "dataset_weights": [s.weight for s in specs], "dropped_keys": src.dropped}
     if src.dropped and r == 0:
-        from .log import get_logger
+        from ..core.log import get_logger
 
         get_logger(0).warning("; ".join(f"key {k!r} dropped: missing from {', '.join(v)}"
                                         for k, v in src.dropped.items()))

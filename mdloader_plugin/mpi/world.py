@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import MDLoaderError
+from ..core.errors import MDLoaderError
 
 
 def _mpi():

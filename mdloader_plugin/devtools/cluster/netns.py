@@ -41,7 +41,7 @@ import signal
 import subprocess
 import time
 
-from ..errors import MDLoaderError
+from ...core.errors import MDLoaderError
 
 SUBNET_POOL = "10.77.{}.0/24"
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,5}$")

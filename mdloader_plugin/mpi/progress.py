@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ..options import env
+from ..core.options import env
 
 OFF_VALUES = ("0", "", "false", "no", "off")
 
@@ -77,7 +77,7 @@ def start(world, wanted: bool, who: str, why: str, without: str) -> ProgressThre
         return None
     from mpi4py import MPI
 
-    from ..log import get_logger
+    from ..core.log import get_logger
 
     log = get_logger(world.rank)
     if MPI.Query_thread() < MPI.THREAD_MULTIPLE:

@@ -7,7 +7,7 @@ a step for every loader.
 
 Fast path (:class:`ColumnCollate`): the records of a step share one schema, so their headers are
 read as one ``[records, header]`` array and each key is joined over all records with one gather
-(:mod:`~mdloader_plugin.columns`); the sample transform runs once on each joined
+(:mod:`~mdloader_plugin.records.columns`); the sample transform runs once on each joined
 column; the ``DataBatch`` is then assembled with the same keys, tensors, ``batch``/``ptr``
 vectors and ``_slice_dict``/``_inc_dict`` that ``Batch.from_data_list`` would build. Cost: a few
 numpy calls a key plus one slice a record and key: 5-9x less at batch 256. The result owns its
@@ -27,8 +27,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from . import codec
-from .columns import Columns, Gather, part_starts
+from ..records import codec
+from ..records.columns import Columns, Gather, part_starts
 
 _DATA_FIRST = ("x", "edge_index", "edge_attr", "y", "pos")  # Data.__init__'s own arguments
 _N_KEYS = ("x", "feat", "pos", "batch", "node_type", "n_id", "tf")  # PyG's node-count keys
@@ -63,7 +63,7 @@ def pyg_sample(arrays: dict[str, np.ndarray]):
 
 
 pyg_sample.columns = lambda arrays: arrays  # its column-wise twin: nothing to transform
-# how a collate helper process rebuilds it (mdloader_plugin.collate_process.sample_spec)
+# how a collate helper process rebuilds it (mdloader_plugin.batching.process.sample_spec)
 pyg_sample.helper_spec = lambda: {"factory": f"{__name__}:pyg_sample", "call": False}
 
 

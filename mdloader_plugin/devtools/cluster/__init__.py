@@ -32,7 +32,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..options import env
+from ...core.options import env
 from . import launch, netns
 from .netns import ClusterError
 

@@ -12,7 +12,7 @@ already done.
 Defaults: nothing moves (``device=None``, ``pin_memory=False``): batches stay on the host, as
 before. ``device="cuda"`` pins by default; ``pin_memory=True`` without an accelerator (CPU-only
 torch) warns once and does not pin, as PyTorch's ``DataLoader`` does; ``device="cuda"`` without
-CUDA is a :class:`~mdloader_plugin.errors.ConfigError`. A device that is not CUDA
+CUDA is a :class:`~mdloader_plugin.core.errors.ConfigError`. A device that is not CUDA
 (``"cpu"``, ...) is a plain synchronous ``.to(device)``.
 
 Batches need ``.to(device, non_blocking=...)`` and, to be pinned, ``.pin_memory()`` (PyG
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 
 class DeviceStage:

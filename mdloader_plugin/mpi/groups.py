@@ -11,7 +11,7 @@ Groups are aligned with nodes: a group lies inside one node, or is made of whole
 is a divisor or a multiple of the ranks per node where every node has as many ranks, and ``W``
 divides ``P``). Anything else is refused with the list of valid values.
 
-:class:`Group` looks like a :class:`~mdloader_plugin.world.World` (``comm``, ``rank``, ``size``,
+:class:`Group` looks like a :class:`~mdloader_plugin.mpi.world.World` (``comm``, ``rank``, ``size``,
 ``node_of``, ...) restricted to the group, so the store and the backends work on it unchanged:
 the store allocates its window and exchanges its index on the group's communicator, the
 one-sided backend reads windows of its group, the collective backend's Alltoallv spans the group.
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 ALIASES = ("group_size", "width")  # DDStore's users call it width (--ddstore_width)
 
@@ -143,7 +143,7 @@ def make(world, group_size=None) -> Group | None:
         return None
     if w == "auto":
         raise AssertionError("Internal error: group_size auto must be resolved by the "
-                             "estimator before the store is built (mdloader_plugin.placement)")
+                             "estimator before the store is built (mdloader_plugin.loader.open)")
     from .world import agree
 
     w = world.size if w is None else w

@@ -1,15 +1,15 @@
 """Where the data set lives: resolve ``group_size`` (``auto`` asks the estimator), then load.
 
 :func:`open_store` is what the integrations and the CLI call instead of
-:meth:`ShardStore.from_file <mdloader_plugin.store.ShardStore.from_file>` when the group size may
+:meth:`ShardStore.from_file <mdloader_plugin.store.shard.ShardStore.from_file>` when the group size may
 be ``auto``, one file or several (:meth:`ShardStore.from_files
-<mdloader_plugin.store.ShardStore.from_files>`). ``auto`` needs the record sizes before any data is
-read: rank 0 reads them from the file's count arrays (:func:`~mdloader_plugin.budget.record_sizes`,
+<mdloader_plugin.store.shard.ShardStore.from_files>`). ``auto`` needs the record sizes before any data is
+read: rank 0 reads them from the file's count arrays (:func:`~mdloader_plugin.store.budget.record_sizes`,
 16 bytes a sample a key; with several files every file's, in global id order, each record with its
-``dataset_name`` tag: :func:`~mdloader_plugin.budget.multi_record_sizes`, so the sizing is the sum
+``dataset_name`` tag: :func:`~mdloader_plugin.store.budget.multi_record_sizes`, so the sizing is the sum
 over the files' records plus the one index), every
 rank detects its node's budget (the smallest wins), rank 0 runs
-:func:`~mdloader_plugin.estimator.layout.choose_layout` and logs every candidate, and the chosen
+:func:`~mdloader_plugin.estimator.group_size.choose_layout` and logs every candidate, and the chosen
 ``W`` is broadcast; then every rank reads its block of ``W``. An explicit ``W`` (or none: all
 ranks) skips all of that.
 """
@@ -18,22 +18,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import groups
+from ..mpi import groups
 
 
 def open_store(world, path, label: str = "trainset", *, group_size=None,
                batch_size: int | None = None, backend: str = "auto", profile=None,
                max_memory_per_rank=None, keys=None, digests: bool = False, required=(),
                index: str = "compact", index_share: str = "rank", replicate=None):
-    """Collective. The :class:`~mdloader_plugin.store.ShardStore` of ``path[label]`` with
+    """Collective. The :class:`~mdloader_plugin.store.shard.ShardStore` of ``path[label]`` with
     `group_size` ``None``/``"all"`` (all ranks), an int, or ``"auto"`` (needs `batch_size`).
     `path` is one file, or a list of data sets (what ``ShardStore.from_files`` takes; `required`:
     keys every file must have); `index` and `index_share` as :meth:`ShardStore.from_records
-    <mdloader_plugin.store.ShardStore.from_records>` takes them; `replicate`: how the groups get
-    their copies (:mod:`~mdloader_plugin.replicate`)."""
-    from .budget import parse_bytes
-    from .store import ShardStore
-    from .world import agree
+    <mdloader_plugin.store.shard.ShardStore.from_records>` takes them; `replicate`: how the groups get
+    their copies (:mod:`~mdloader_plugin.store.replicate`)."""
+    from ..store.budget import parse_bytes
+    from ..store.shard import ShardStore
+    from ..mpi.world import agree
 
     w = agree(world, groups.parse, group_size)
     if w == "auto":
@@ -59,9 +59,9 @@ def choose_group_size(world, path, label, keys, batch_size, backend, profile, bu
     """Collective. The estimator's (backend, W) for this file (or list of data sets) and job,
     the same on every rank; the memory a rank counts the index as the store will hold it
     (`index`, `index_share`: a node-shared index once a node)."""
-    from .estimator.layout import detect_budget
-    from .log import get_logger
-    from .world import agree
+    from ..estimator.group_size import detect_budget
+    from ..core.log import get_logger
+    from ..mpi.world import agree
 
     source = "max_memory_per_rank"
     if budget is None:
@@ -89,11 +89,11 @@ def choose_group_size(world, path, label, keys, batch_size, backend, profile, bu
 
 def _decide(world, path, label, keys, batch_size, backend, profile, budget, source, digests,
             required=(), index="compact", index_share="rank"):
-    from . import budget as mem
-    from .errors import ConfigError
-    from .estimator.layout import choose_layout
-    from .estimator.online import blind_to_network
-    from .estimator.profile import get_profile
+    from ..store import budget as mem
+    from ..core.errors import ConfigError
+    from ..estimator.group_size import choose_layout
+    from ..estimator.online import blind_to_network
+    from ..estimator.profile import get_profile
 
     if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
         raise ConfigError(f"group_size auto needs the batch size (samples per rank per step), "
@@ -127,9 +127,9 @@ def index_sharing(node_of: np.ndarray, w: int, index_share: str = "rank") -> int
 
 def _record_sizes(path, label, keys, required) -> np.ndarray:
     """Every sample's exact record size, in global id order (one file, or several)."""
-    from . import budget as mem
-    from .sources.adios import GraphFile
-    from .sources.multi import MultiSource, parse_specs
+    from ..store import budget as mem
+    from ..sources.adios import GraphFile
+    from ..sources.multi import MultiSource, parse_specs
 
     if _several(path):
         with MultiSource(parse_specs(path), label, keys, required) as src:

@@ -50,7 +50,7 @@ SCALE = (
 def check_scale(values: Mapping[str, Any], label: Callable[[str], str] = str) -> dict:
     """The :data:`SCALE` settings of `values` (missing ones at their defaults), validated.
 
-    A bad value raises a one-line :class:`~mdloader_plugin.errors.ConfigError` naming the key
+    A bad value raises a one-line :class:`~mdloader_plugin.core.errors.ConfigError` naming the key
     as `label` spells it (``"cfg.yaml: mdloader.order"``, ``"--index-share"``) and the choices."""
     from .errors import ConfigError
 
@@ -70,8 +70,8 @@ def check_scale(values: Mapping[str, Any], label: Callable[[str], str] = str) ->
 def scale_choices() -> dict:
     """``{setting: valid values}`` of the :data:`SCALE` settings (from the modules that
     implement them)."""
-    from .index import KINDS, SHARES
-    from .order import CHOICES
+    from ..store.index import KINDS, SHARES
+    from ..sampling.order import CHOICES
 
     return {"order": CHOICES, "index": KINDS, "index_share": SHARES}
 

@@ -276,7 +276,7 @@ def bound_bytes(num_samples: int, digests: bool = False, kind: str = "compact",
 # -- building (collective) -------------------------------------------------------------------
 def check_choice(kind: str, share: str) -> None:
     """A bad ``index``/``index_share`` is a ConfigError naming the valid choices."""
-    from .errors import ConfigError
+    from ..core.errors import ConfigError
 
     if kind not in KINDS:
         raise ConfigError(f"index must be one of {', '.join(KINDS)}; got {kind!r}")
@@ -296,7 +296,7 @@ def build_index(world, sizes: np.ndarray, block_starts: np.ndarray, kind: str = 
     sizes = np.asarray(sizes, dtype=np.int64)
     n = int(block_starts[-1])
     if kind == "full":
-        from .store import exclusive_offsets
+        from .shard import exclusive_offsets
 
         offs = allgather_blocks(world, exclusive_offsets(sizes), n)
         return FullIndex(block_starts, offs, allgather_blocks(world, sizes, n))

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from .options import env, env_default
+from ..core.options import env, env_default
 
 ENV_VAR = "MDLOADER_FETCH_TIMEOUT"
 DEFAULT_TIMEOUT_S = float(env_default(ENV_VAR))
@@ -34,7 +34,7 @@ def fetch_timeout() -> float:
     try:
         return float(raw) if raw.strip() else DEFAULT_TIMEOUT_S
     except ValueError:
-        from .errors import ConfigError
+        from ..core.errors import ConfigError
 
         raise ConfigError(f"{ENV_VAR}={raw!r} is not a number of seconds; unset it or give e.g. "
                           "600 (0 turns the watchdog off)") from None

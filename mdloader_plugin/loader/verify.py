@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import codec
+from ..records import codec
 
 
 @dataclass
@@ -126,7 +126,7 @@ def _exactly_once(store, loader, epoch, rank) -> Mismatch | None:
 
 def coverage(world, core, epoch: int, rank: int, served: np.ndarray) -> Mismatch | None:
     """Collective: do the ids every rank `served` in `epoch` cover the data set as `core` (a
-    :class:`~mdloader_plugin.sampler.SamplerCore`) defines? The same answer on every rank.
+    :class:`~mdloader_plugin.sampling.sampler.SamplerCore`) defines? The same answer on every rank.
 
     Exact, and ``O(N / P)`` a rank: the id space is cut into ``P`` blocks (as the store's), each
     rank sends every id it served to the rank counting that id's block (one ``Alltoallv`` of
@@ -134,7 +134,7 @@ def coverage(world, core, epoch: int, rank: int, served: np.ndarray) -> Mismatch
     padding: at least once; several data sets: as often as the expanded epoch holds it), and
     the served total is one ``Allreduce``. So a duplicated, missing or out-of-range id is found
     and named (the smallest offending id), with no rank holding ``N`` counts or ids."""
-    from .store import block_bounds
+    from ..store.shard import block_bounds
 
     size = 1 if world is None else world.size
     n = int(core.num_ids)

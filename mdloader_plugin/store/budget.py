@@ -22,8 +22,8 @@ import re
 
 import numpy as np
 
-from . import codec
-from .errors import ConfigError, MemoryBudgetError
+from ..records import codec
+from ..core.errors import ConfigError, MemoryBudgetError
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
           "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30,
@@ -87,7 +87,7 @@ def multi_record_sizes(src, lo: int = 0, hi: int | None = None) -> np.ndarray:
     """Exact record size of each of global ids ``lo..hi-1`` (default: all) of several files
     (a :class:`~mdloader_plugin.sources.multi.MultiSource`), the ``dataset_name`` tag every
     sample carries included; reads only the count arrays."""
-    from .sources.multi import ID_KEY
+    from ..sources.multi import ID_KEY
 
     hi = src.num_samples if hi is None else hi
     parts = [np.zeros(0, dtype=np.int64)]
@@ -110,7 +110,7 @@ def per_rank_bytes(sizes: np.ndarray, shards: int, digests: bool = False, *,
     """The store's size on its fullest rank when records of `sizes` (every sample, in id order)
     are sharded over `shards` ranks as the store does (``block_bounds``): records + index
     (`kind`, and `ranks_sharing` ranks a node-shared copy: :func:`index_bytes`)."""
-    from .store import block_bounds
+    from .shard import block_bounds
 
     cum = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))])
     b = block_bounds(len(sizes), shards)
@@ -157,7 +157,7 @@ def scale_bytes(num_samples: int, *, index: str = "compact", index_share: str = 
     codes; a node-shared index counted ``1 / ranks_per_node``) and ``order`` (a ``torch`` list
     or a ``feistel`` order's keys; the run of step plans is not included)."""
     from .index import bound_bytes
-    from .order import order_class, resolve
+    from ..sampling.order import order_class, resolve
 
     share = ranks_per_node if index_share == "node" else 1
     return {"index": bound_bytes(num_samples, digests, index, share),

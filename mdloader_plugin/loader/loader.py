@@ -39,13 +39,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import codec
-from .backends import BACKENDS, get_backend
-from .batching import ColumnCollate, pyg_collate, pyg_sample
-from .device import DeviceStage
-from .errors import ConfigError
-from .log import get_logger
-from .sampler import GlobalSampler, SamplerState, resume_position
+from ..records import codec
+from ..backends import BACKENDS, get_backend
+from ..batching.pyg import ColumnCollate, pyg_collate, pyg_sample
+from ..batching.device import DeviceStage
+from ..core.errors import ConfigError
+from ..core.log import get_logger
+from ..sampling.sampler import GlobalSampler, SamplerState, resume_position
 
 _DONE = object()
 _IDLE_EXIT_S = 2.0  # a producer thread with nothing to do for this long ends (restarted on demand)
@@ -119,7 +119,7 @@ class LocalSamples(Sequence):
 
 
 class MDLoader:
-    """Batches of random samples from a :class:`~mdloader_plugin.store.ShardStore`.
+    """Batches of random samples from a :class:`~mdloader_plugin.store.shard.ShardStore`.
 
     Args:
         store: the loaded data set (collective construction).
@@ -173,7 +173,7 @@ class MDLoader:
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
         self.size = 1 if world is None else world.size
-        from .world import agree  # the same arguments everywhere: rank 0 reports once
+        from ..mpi.world import agree  # the same arguments everywhere: rank 0 reports once
 
         self.sampler_core = agree(world, _checked_sampler, store.num_samples, self.size,
                                   batch_size, prefetch, backend, profile, prefetch_mib,
@@ -196,7 +196,7 @@ class MDLoader:
             self._helper = self._start_helper()
         self._comm = world.comm.Dup() if self.size > 1 else None
         self._agree_comm = world.comm.Dup() if self.size > 1 else None  # main thread only
-        self.group = store.group  # backends work inside it (mdloader_plugin.groups)
+        self.group = store.group  # backends work inside it (mdloader_plugin.mpi.groups)
         self._group_comm = self.group.comm.Dup() if self.group and self.group.size > 1 else None
         if self.size > 1:
             self._check_threads()
@@ -225,7 +225,7 @@ class MDLoader:
     def _start_helper(self):
         """The collate helper process, or None (with one warning) when batches cannot be
         built column-wise there: the thread producer then runs as usual."""
-        from .collate_process import CollateHelper, sample_spec
+        from ..batching.process import CollateHelper, sample_spec
 
         why, spec = None, None
         if not self._column_collate.enabled:
@@ -240,7 +240,7 @@ class MDLoader:
                     why = "to_sample has no helper_spec() saying how the helper rebuilds it"
         if why:
             self.log.warning(f"[{self.name}] producer='process' needs the column-wise batches "
-                             f"of mdloader_plugin.batching; {why}: the thread producer is used")
+                             f"of mdloader_plugin.batching.pyg; {why}: the thread producer is used")
             self.producer = "thread"
             return None
         return CollateHelper(spec)
@@ -311,7 +311,7 @@ class MDLoader:
     def load_state_dict(self, state: dict) -> None:
         """Continue from `state`, also when it was saved on another number of ranks or batch
         size: the rest of that epoch then serves every not-yet-served sample (see
-        :func:`~mdloader_plugin.sampler.resume_position`)."""
+        :func:`~mdloader_plugin.sampling.sampler.resume_position`)."""
         core = self.sampler_core
         try:
             st = SamplerState.from_dict(state)
@@ -403,7 +403,7 @@ class MDLoader:
                                                          and self._online.active)
         if self._agree_comm is None or not self.prefetch or not collective:
             return bool(mine)
-        from .world import allreduce_number  # a pickled allreduce would hold the GIL (its doc)
+        from ..mpi.world import allreduce_number  # a pickled allreduce would hold the GIL (its doc)
 
         return bool(allreduce_number(self._agree_comm, int(bool(mine)), "min"))
 
@@ -503,14 +503,14 @@ class MDLoader:
             if not fast.enabled:  # said once: the path is off for good
                 self.log.info(f"[{self.name}] batches are collated sample by sample (the "
                               "records do not fit the column-wise path: see "
-                              "mdloader_plugin.batching)")
+                              "mdloader_plugin.batching.pyg)")
         samples = [self.to_sample(codec.decode(fetched.buf, int(o), int(n)))
                    for o, n in zip(fetched.offsets, fetched.nbytes)]
         return self.collate(samples)
 
 
 def _producer_kind(producer: str | None) -> str:
-    from .options import env
+    from ..core.options import env
 
     src = "producer"
     if producer is None:
@@ -521,7 +521,7 @@ def _producer_kind(producer: str | None) -> str:
 
 
 def _prefetch_bytes(mib: float | None) -> int:
-    from .options import env
+    from ..core.options import env
 
     src = "prefetch_mib"
     if mib is None:
@@ -550,7 +550,7 @@ def _checked_sampler(num_samples: int, size: int, batch_size, prefetch, backend:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     else:
-        from .estimator.profile import get_profile
+        from ..estimator.profile import get_profile
 
         get_profile(profile)  # a missing or absurd profile fails here, before any collective
     try:
@@ -562,7 +562,7 @@ def _checked_sampler(num_samples: int, size: int, batch_size, prefetch, backend:
 
 def _mix(sampling, store, size: int):
     """The store's data-set mix for `sampling` (None: plain single-order epochs)."""
-    from .sampling import DataSets, get_mix
+    from ..sampling.mixes import DataSets, get_mix
 
     if sampling is None and "dataset_starts" not in store.meta:
         return None
@@ -699,7 +699,7 @@ class _Producer:
             ld._column_collate.enabled = False
             ld.log.info(f"[{ld.name}] batches are collated sample by sample in the producer "
                         "thread (the records do not fit the column-wise path: see "
-                        "mdloader_plugin.batching)")
+                        "mdloader_plugin.batching.pyg)")
             batch = ld._build_batch(fetched, backend)
         else:
             backend.buffers.give(fetched.buf)
@@ -803,8 +803,8 @@ class _Producer:
 
 def _choose_initial(loader: MDLoader, profile) -> dict:
     """Backend from the cost model and machine profile (``estimator``)."""
-    from .estimator.choose import choose_initial
-    from .estimator.profile import get_profile
+    from ..estimator.choose import choose_initial
+    from ..estimator.profile import get_profile
 
     prof = get_profile(profile)
     # a rank gets fewer than batch_size samples a step when the data set is small: the model is
@@ -823,7 +823,7 @@ class _OnlineSwitch:
     the identical decision at the same step (a collective decision, never a divergent one)."""
 
     def __init__(self, loader: MDLoader):
-        from .estimator.online import OnlineCheck, blind_to_network
+        from ..estimator.online import OnlineCheck, blind_to_network
 
         self.loader = loader
         nodes = loader.world.num_nodes if loader.world is not None else 1
@@ -843,7 +843,7 @@ class _OnlineSwitch:
         return self.check.backend_for_next_step()
 
     def record(self, seconds: float) -> None:
-        from .world import allreduce_number
+        from ..mpi.world import allreduce_number
 
         if not self.check.done:  # not the pickled allreduce: its first call holds the GIL
             self.check.record(allreduce_number(self.loader._comm, float(seconds), "max"))

@@ -18,7 +18,7 @@ back in a fresh ``memfd`` (anonymous shared memory: no name in ``/dev/shm``, so 
 when either side dies; the kernel frees it with the last mapping). The batch's tensors are views
 of that mapping, which lives exactly as long as any of them.
 
-Lifetime: the helper is started (``python -m mdloader_plugin.collate_process``, a fresh
+Lifetime: the helper is started (``python -m mdloader_plugin.batching.process``, a fresh
 interpreter: no fork of the MPI process) when the loader is made, imports only numpy, torch,
 torch_geometric and this package's batching modules (never mpi4py), and exits on ``close()``, on
 end of file on its socket (the loader's process ended) or when its parent changes. A helper
@@ -110,7 +110,7 @@ class CollateHelper:
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in (env.get("PYTHONPATH"),) if p])
         env.setdefault("OMP_NUM_THREADS", "1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mdloader_plugin.collate_process", str(child.fileno()),
+            [sys.executable, "-m", "mdloader_plugin.batching.process", str(child.fileno()),
              str(os.getpid())], pass_fds=[child.fileno()], env=env, stdin=subprocess.DEVNULL)
         child.close()
         self._slots: list = [None] * _SLOTS  # (mmap, ndarray view, size)
@@ -195,7 +195,7 @@ class CollateHelper:
 
 
 def _pack(batch) -> tuple[int, mmap.mmap, list, int]:
-    """A batch built by :class:`~mdloader_plugin.batching.ColumnCollate` -> one memfd holding
+    """A batch built by :class:`~mdloader_plugin.batching.pyg.ColumnCollate` -> one memfd holding
     every tensor (keys in order, then the slice and increment tables) and its table."""
     mapping = batch._store._mapping
     parts = [("m", k, v) for k, v in mapping.items()]
@@ -221,7 +221,7 @@ def _unpack(fd: int, table: list, size: int, count: int):
     import torch
     from torch_geometric.data import Batch, Data
 
-    from .batching import _empty_batch
+    from .pyg import _empty_batch
 
     try:
         mm = mmap.mmap(fd, size, mmap.MAP_SHARED | _POPULATE)
@@ -244,7 +244,7 @@ def _serve(sock: socket.socket, parent: int) -> None:
     """The helper's loop: one reply a request, in order."""
     import torch
 
-    from .batching import ColumnCollate, pyg_collate
+    from .pyg import ColumnCollate, pyg_collate
 
     torch.set_num_threads(1)
     msg, _, _ = _recv(sock)

@@ -132,7 +132,7 @@ class GlobalSampler:
         weights: optional per-sample cost (e.g. atoms). Each step's ids are then re-dealt among
             the ranks so their summed weights are about equal (:func:`balance_plan`); the ids of
             a step, and so of an epoch, do not change, only which rank takes which.
-        mix: a :class:`~mdloader_plugin.sampling.Mix` over the store's data sets (None: every
+        mix: a :class:`~mdloader_plugin.sampling.mixes.Mix` over the store's data sets (None: every
             sample once an epoch).
     """
 

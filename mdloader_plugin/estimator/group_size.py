@@ -4,7 +4,7 @@ A group of ``W`` ranks holds the whole data set, so a rank holds ``N / W`` recor
 (``memory_of(W)``: the store's own sizing, exact when the record sizes are known) and fetches
 only inside its group: the step is the backend's cost model evaluated for a job of ``W`` ranks
 (``Workload(W, B, mu, sigma, min(R, W))``; groups are node-aligned, so a group of ``W <= R``
-ranks is one node). Every valid ``W`` (:func:`~mdloader_plugin.groups.valid_sizes`) and every
+ranks is one node). Every valid ``W`` (:func:`~mdloader_plugin.mpi.groups.valid_sizes`) and every
 backend is a candidate; :func:`choose_layout` keeps those whose memory fits the budget and
 picks the fastest predicted step; candidates within ``TIE`` (2%) of it count as tied, below the
 models' resolution, and a tie goes to the larger ``W`` (less memory for the same speed). Each candidate and the verdict are logged (``MDLOADER-LAYOUT`` lines).
@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..budget import human
-from ..errors import MemoryBudgetError
+from ..store.budget import human
+from ..core.errors import MemoryBudgetError
 from .choose import cross_node_shape, node_params
 from .models import MODELS, Workload, predict
 from .profile import Profile, get_profile
@@ -139,12 +139,12 @@ def layout_from_mean(ranks: int, ranks_per_node: int, batch_size: int, mean_byte
     profile's node memory (``provenance.node_memory_bytes``) over its ranks, else this node's
     (:func:`detect_budget`). `group_size` ``"auto"`` weighs every valid ``W``; an int weighs it
     against ``W = P`` only. `fixed_bytes`: what a rank holds whatever ``W`` (index + order for
-    the scale options chosen, :func:`~mdloader_plugin.budget.scale_bytes`); default the compact
+    the scale options chosen, :func:`~mdloader_plugin.store.budget.scale_bytes`); default the compact
     index's bound."""
     import numpy as np
 
-    from .. import groups
-    from ..budget import fewest_ranks, index_bytes
+    from ..mpi import groups
+    from ..store.budget import fewest_ranks, index_bytes
 
     prof = get_profile(profile)
     node_of = np.arange(ranks) // max(1, ranks_per_node)

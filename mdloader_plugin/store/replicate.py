@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 MODES = ("read", "copy")
 CHUNK = 1 << 28  # bytes a broadcast (MPI counts are 32-bit)
