@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.blocks import exclusive_offsets
+
 _GROW = 1.1           # a new buffer has room for steps this much larger (a step's bytes vary
                       # by a few % at batch >= 32: the sum of many random record sizes)
 _ROUND = 1 << 20      # capacities are whole MiB
@@ -113,9 +115,4 @@ def gather_local(buf: np.ndarray, src_offsets: np.ndarray, nbytes: np.ndarray,
         dst[d:d + n] = src[s:s + n]
 
 
-def exclusive_cumsum(a: np.ndarray) -> np.ndarray:
-    """Start offsets of consecutive sizes: ``[0, a0, a0+a1, ...]`` (int64, one a size)."""
-    out = np.zeros(a.size, dtype=np.int64)
-    if a.size > 1:
-        np.cumsum(a[:-1], out=out[1:])
-    return out
+exclusive_cumsum = exclusive_offsets  # the name the backends and benches use

@@ -56,6 +56,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..core.blocks import block_bounds
+
 from .fit import POOR_FIT, lad_relative, nnls_relative, positive
 from .models import Workload, get_model
 from .profile import Profile, validate_params
@@ -560,8 +562,6 @@ def _backends(world, plan: Plan, res: Result) -> None:
 
 
 def _block_len(n: int, world) -> int:
-    from ..store.shard import block_bounds
-
     b = block_bounds(n, world.size)
     return int(b[world.rank + 1] - b[world.rank])
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.blocks import block_bounds, exclusive_offsets
+
 from ..records import codec
 
 
@@ -134,8 +136,6 @@ def coverage(world, core, epoch: int, rank: int, served: np.ndarray) -> Mismatch
     padding: at least once; several data sets: as often as the expanded epoch holds it), and
     the served total is one ``Allreduce``. So a duplicated, missing or out-of-range id is found
     and named (the smallest offending id), with no rank holding ``N`` counts or ids."""
-    from ..store.shard import block_bounds
-
     size = 1 if world is None else world.size
     n = int(core.num_ids)
     bounds = block_bounds(n, size)
@@ -170,8 +170,7 @@ def _route(comm, ids: np.ndarray, cuts: np.ndarray) -> np.ndarray:
     recv = np.empty_like(send)
     comm.Alltoall(send, recv)
     got = np.empty(int(recv.sum()), dtype=np.int64)
-    rdispl = np.zeros_like(recv)
-    np.cumsum(recv[:-1], out=rdispl[1:])
+    rdispl = exclusive_offsets(recv)
     comm.Alltoallv([ids, (send, cuts[:-1]), MPI.INT64_T], [got, (recv, rdispl), MPI.INT64_T])
     return got
 

@@ -20,6 +20,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ..core.blocks import inclusive_bounds
+
 from .codec import _DTYPES, _ENTRY, _FIXED, MAGIC, VERSION
 
 AxisOf = Callable[[str, int], int]
@@ -180,6 +182,4 @@ def gather_columns(buf: np.ndarray, offsets: Sequence[int], nbytes: Sequence[int
 
 def part_starts(sizes) -> np.ndarray:
     """[0, s0, s0+s1, ..., sum]: where each part starts, plus the end (int64)."""
-    out = np.zeros(len(sizes) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=out[1:])
-    return out
+    return inclusive_bounds(sizes)

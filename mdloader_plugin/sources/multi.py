@@ -24,6 +24,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from ..core.blocks import inclusive_bounds, owner_of
+
 from ..core.errors import ConfigError, DataError
 from .adios import GraphFile, LabelInfo
 
@@ -81,7 +83,7 @@ class MultiSource:
             self.close()
             raise
         self.sizes = np.array([i.ndata for i in self.infos], dtype=np.int64)
-        self.starts = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        self.starts = inclusive_bounds(self.sizes)
 
     def __enter__(self) -> "MultiSource":
         return self
@@ -99,7 +101,7 @@ class MultiSource:
 
     def dataset_of(self, ids) -> np.ndarray:
         """Data set id of every global id in `ids`."""
-        return np.searchsorted(self.starts, np.asarray(ids), side="right") - 1
+        return owner_of(self.starts, np.asarray(ids))
 
     def pieces(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
         """``(dataset, start, stop)`` file-local ranges making up global ids ``lo..hi-1``."""

@@ -31,6 +31,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from ..core.blocks import exclusive_offsets
+
 from .graph import radius_graph
 
 # (Z, covalent radius in A, valence, per-atom energy in eV)
@@ -81,7 +83,7 @@ def molecule_chunk(seed: int, chunk: int, cutoff: float = 1.9) -> list[dict[str,
 
     rng = np.random.default_rng([seed, chunk])
     sizes = molecule_sizes(rng, CHUNK)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    starts = exclusive_offsets(sizes)
     graph = np.repeat(np.arange(CHUNK), sizes)
     local = np.arange(len(graph)) - starts[graph]
     el = _ELEMENTS[rng.choice(len(_ELEMENTS), size=len(graph), p=_ELEMENT_P)]

@@ -22,6 +22,8 @@ import re
 
 import numpy as np
 
+from ..core.blocks import block_bounds, inclusive_bounds
+
 from ..records import codec
 from ..core.errors import ConfigError, MemoryBudgetError
 
@@ -110,9 +112,7 @@ def per_rank_bytes(sizes: np.ndarray, shards: int, digests: bool = False, *,
     """The store's size on its fullest rank when records of `sizes` (every sample, in id order)
     are sharded over `shards` ranks as the store does (``block_bounds``): records + index
     (`kind`, and `ranks_sharing` ranks a node-shared copy: :func:`index_bytes`)."""
-    from .shard import block_bounds
-
-    cum = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))])
+    cum = inclusive_bounds(sizes)
     b = block_bounds(len(sizes), shards)
     return int((cum[b[1:]] - cum[b[:-1]]).max()) + \
         index_bytes(len(sizes), digests, kind=kind, ranks_sharing=ranks_sharing)

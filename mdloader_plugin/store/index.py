@@ -41,6 +41,8 @@ from typing import Callable
 
 import numpy as np
 
+from ..core.blocks import exclusive_offsets, owner_of
+
 KINDS = ("compact", "full")
 SHARES = ("rank", "node")
 CHECKPOINT_EVERY = 64  # K: a checkpoint costs 8/K bytes a sample, a lookup reads < K codes
@@ -112,7 +114,7 @@ class FullIndex:
         self.num_samples = int(offsets.size)
 
     def owner_of(self, ids: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.block_starts, ids, side="right") - 1
+        return owner_of(self.block_starts, ids)
 
     def memory_bytes(self) -> dict:
         return {"index_bytes": int(self.offsets.nbytes + self.nbytes.nbytes
@@ -155,7 +157,7 @@ class CompactIndex:
         self.offsets = Column(self.offsets_of, self.num_samples)
 
     def owner_of(self, ids: np.ndarray) -> np.ndarray:
-        return np.searchsorted(self.block_starts, ids, side="right") - 1
+        return owner_of(self.block_starts, ids)
 
     def nbytes_of(self, ids: np.ndarray) -> np.ndarray:
         out = self.codes[ids].astype(np.int64)
@@ -296,8 +298,6 @@ def build_index(world, sizes: np.ndarray, block_starts: np.ndarray, kind: str = 
     sizes = np.asarray(sizes, dtype=np.int64)
     n = int(block_starts[-1])
     if kind == "full":
-        from .shard import exclusive_offsets
-
         offs = allgather_blocks(world, exclusive_offsets(sizes), n)
         return FullIndex(block_starts, offs, allgather_blocks(world, sizes, n))
     every = default_every(n) if every is None else int(every)
@@ -337,7 +337,7 @@ def allgather_blocks(world, local: np.ndarray, num_samples: int,
 
     glob = np.empty(num_samples, dtype=local.dtype) if out is None else out
     mpitype = from_numpy_dtype(local.dtype)  # counts in elements: below 2**31 up to 2e9 samples
-    displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
+    displs = exclusive_offsets(counts).tolist()
     world.comm.Allgatherv([np.ascontiguousarray(local), mpitype],
                           [glob, (counts, displs), mpitype])
     return glob

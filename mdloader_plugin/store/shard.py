@@ -26,14 +26,9 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..core.blocks import block_bounds, exclusive_offsets, owner_of
 from ..records import codec
 from ..core.errors import DataError, MemoryBudgetError
-
-
-def block_bounds(num_samples: int, size: int) -> np.ndarray:
-    """``size + 1`` block starts: rank ``r`` owns ``[b[r], b[r+1])`` (sizes differ by <= 1)."""
-    r = np.arange(size + 1, dtype=np.int64)
-    return (r * num_samples) // size
 
 
 @dataclass
@@ -85,7 +80,7 @@ class ShardStore:
 
     def owner_of(self, ids: np.ndarray) -> np.ndarray:
         """Rank (inside this rank's group) that holds each of `ids`."""
-        return np.searchsorted(self.block_starts, ids, side="right") - 1
+        return owner_of(self.block_starts, ids)
 
     def local_record(self, sample_id: int) -> np.ndarray:
         lo, hi = self.local_range
@@ -342,14 +337,6 @@ def _groups(group) -> str:
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
-
-
-def exclusive_offsets(sizes: np.ndarray) -> np.ndarray:
-    """Start offsets of records of the given sizes laid end to end: ``[0, s0, s0+s1, ...]``."""
-    offs = np.zeros(sizes.size, dtype=np.int64)
-    if sizes.size > 1:
-        np.cumsum(sizes[:-1], out=offs[1:])
-    return offs
 
 
 def _read_block(world, path, label, keys, budget=None, digests=False, index=None):

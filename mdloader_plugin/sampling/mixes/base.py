@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...core.blocks import inclusive_bounds
+
 
 @dataclass(frozen=True)
 class DataSets:
@@ -24,7 +26,7 @@ class DataSets:
 
     @property
     def starts(self) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        return inclusive_bounds(self.sizes)
 
     @classmethod
     def of_store(cls, store) -> "DataSets":
