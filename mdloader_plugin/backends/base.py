@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.blocks import exclusive_offsets
+from ..sampling.plan import StepPlan
 
 _GROW = 1.1           # a new buffer has room for steps this much larger (a step's bytes vary
                       # by a few % at batch >= 32: the sum of many random record sizes)
@@ -81,12 +82,18 @@ class Backend:
         # bytes this rank received from other ranks, split by whether they crossed a node
         self.traffic = {"on_node": 0, "off_node": 0}
 
-    def fetch(self, plan: np.ndarray) -> Fetched:
-        if plan.ndim != 2 or plan.shape[0] != self.size:
-            raise AssertionError(f"Internal error: plan shape {plan.shape} for {self.size} ranks")
+    def fetch(self, plan) -> Fetched:
+        """This rank's records of a step: `plan` is this rank's
+        :class:`~mdloader_plugin.sampling.plan.StepPlan` (its row, and its sends on demand), or
+        the whole ``[W, b]`` table of its group (the reference path: scanned, ``O(W b)``)."""
+        if isinstance(plan, np.ndarray):
+            if plan.ndim != 2 or plan.shape[0] != self.size:
+                raise AssertionError(f"Internal error: plan shape {plan.shape} for {self.size} "
+                                     "ranks")
+            plan = StepPlan.from_table(plan, self.rank, *self.store.local_range)
         return self._fetch(plan)
 
-    def _fetch(self, plan: np.ndarray) -> Fetched:
+    def _fetch(self, plan: StepPlan) -> Fetched:
         raise NotImplementedError
 
     def _count(self, from_rank: np.ndarray) -> None:

@@ -2,7 +2,10 @@
 
 The plan of every rank is known everywhere (the sampler is a pure function of seed, epoch and
 step) and so are all record sizes (the global index): send and receive counts are computed
-locally, there is no request round. Owners pack the records each destination needs (a memcpy a
+locally, there is no request round. A rank never builds the world's ``[P, b]`` table: its sends
+(which of its own samples each rank takes this step) come from the epoch order's inverse over
+its block (:mod:`mdloader_plugin.sampling.plan`), ``O(b)`` a step; the only ``O(P)`` arrays are
+the counts and displacements ``Alltoallv`` itself needs, built by ``bincount``/``cumsum``. Owners pack the records each destination needs (a memcpy a
 record), one Alltoallv moves them, and the receiver reads its records in place, grouped by owner.
 
 Cost: ``t_sync(P) + (P - 1) * t_peer + max_rank_bytes / bw`` — it grows with the number of ranks
@@ -61,9 +64,9 @@ class CollectiveBackend(Backend):
             self._progress.close()
             self._progress = None
 
-    def _fetch(self, plan: np.ndarray) -> Fetched:
+    def _fetch(self, plan) -> Fetched:
         st = self.store
-        ids = plan[self.rank]
+        ids = plan.ids
         nb = st.nbytes[ids]
         owners = st.owner_of(ids)
         order = np.argsort(owners, kind="stable")
@@ -74,7 +77,7 @@ class CollectiveBackend(Backend):
             gather_local(st.buffer, st.offsets[ids], nb, out, dst)
             return Fetched(ids, out, dst, nb)
         recvcounts = np.bincount(owners, weights=nb, minlength=self.size).astype(np.int64)
-        sendbuf, sendcounts = self._pack(plan)
+        sendbuf, sendcounts = self._pack(*plan.sends())
         self._count(recvcounts)
         MPI = self._MPI
         self.comm.Alltoallv(
@@ -82,14 +85,10 @@ class CollectiveBackend(Backend):
             [out, (recvcounts, exclusive_cumsum(recvcounts)), MPI.BYTE])
         return Fetched(ids, out, dst, nb)
 
-    def _pack(self, plan: np.ndarray):
-        """Records every rank needs from this one, grouped by destination, in plan order."""
+    def _pack(self, wanted: np.ndarray, dest: np.ndarray):
+        """This rank's records the others take (`wanted`, grouped by destination `dest`, in
+        their plan order: :meth:`StepPlan.sends`), packed, and the bytes for each rank."""
         st = self.store
-        lo, hi = st.local_range
-        flat = plan.reshape(-1)
-        mask = (flat >= lo) & (flat < hi)
-        wanted = flat[mask]
-        dest = np.repeat(np.arange(plan.shape[0]), plan.shape[1])[mask]  # row-major: grouped
         nb = st.nbytes[wanted]
         sendbuf = np.empty(int(nb.sum()), dtype=np.uint8)
         gather_local(st.buffer, st.offsets[wanted], nb, sendbuf, exclusive_cumsum(nb))

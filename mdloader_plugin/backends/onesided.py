@@ -82,8 +82,8 @@ class OneSidedBackend(Backend):
         if self._progress is not None:
             (self._progress.resume if active else self._progress.pause)()
 
-    def _fetch(self, plan: np.ndarray) -> Fetched:
-        ids = plan[self.rank]
+    def _fetch(self, plan) -> Fetched:
+        ids = plan.ids
         st = self.store
         nb = st.nbytes[ids]
         src = st.offsets[ids]

@@ -198,6 +198,9 @@ class MDLoader:
         self._agree_comm = world.comm.Dup() if self.size > 1 else None  # main thread only
         self.group = store.group  # backends work inside it (mdloader_plugin.mpi.groups)
         self._group_comm = self.group.comm.Dup() if self.group and self.group.size > 1 else None
+        self._planner = self.sampler_core.planner(  # this rank's row and sends: O(b) a step
+            self.rank, *store.local_range, self.group.first_rank if self.group else 0,
+            self.group.size if self.group else None)
         if self.size > 1:
             self._check_threads()
         self._backends = self._make_backends(backend, progress)
@@ -277,7 +280,7 @@ class MDLoader:
         ``prefetch_cap_bytes`` (the most that batches waiting in the prefetch queue may hold)."""
         rep = self.store.memory_report()
         return {"records_bytes": rep["records_bytes"], "index_bytes": rep["index_bytes"],
-                "order_bytes": self.sampler_core.order_bytes,
+                "order_bytes": self.sampler_core.order_bytes + self._planner.nbytes,
                 "buffers_bytes": sum(b.buffers.held_bytes() for b in self._backends.values()),
                 "prefetch_cap_bytes": self.prefetch_bytes if self.prefetch else 0,
                 "samples_global": rep["samples_global"], "order": self.sampler_core.order,
@@ -460,7 +463,7 @@ class MDLoader:
             g = self.group
             if backend.name == "collective":
                 return [r for r in g.world_ranks(range(g.size)).tolist() if r != self.rank]
-            owners = g.world_ranks(np.unique(self.store.owner_of(plan[self.rank])))
+            owners = g.world_ranks(np.unique(self.store.owner_of(plan.ids)))
             return owners[owners != self.rank].tolist()
 
         self._watchdog.arm(epoch, step, backend.name, waiting_for)
@@ -653,11 +656,11 @@ class _Producer:
         for step in range(start, stop):
             if self._abandoned.is_set() and not self.drain:
                 return
-            plan = ld.sampler_core.plan(epoch, step)
+            plan = ld._planner.step(epoch, step)
             backend = ld._backend_for_step(stats)
             t0 = time.perf_counter()
             ld._arm_watchdog(epoch, step, backend, plan)
-            fetched = backend.fetch(plan if ld.group is None else ld.group.rows(plan))
+            fetched = backend.fetch(plan)
             ld._disarm_watchdog()
             t1 = time.perf_counter()
             stats.fetch_s += t1 - t0

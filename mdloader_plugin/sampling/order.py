@@ -51,6 +51,11 @@ class IdentityOrder:
     def ids_at(self, positions: np.ndarray) -> np.ndarray:
         return np.asarray(positions, dtype=np.int64)
 
+    def positions_in(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, ids)`` of every id in ``[lo, hi)`` (the order's inverse over a block)."""
+        ids = np.arange(lo, hi, dtype=np.int64)
+        return ids, ids
+
 
 class ListOrder:
     """An order given as a list of ids (several data sets' expanded epoch, :mod:`.sampling`)."""
@@ -67,6 +72,9 @@ class ListOrder:
 
     def ids_at(self, positions: np.ndarray) -> np.ndarray:
         return self.perm[positions].astype(np.int64)
+
+    def positions_in(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        return list_positions_in(self.perm, lo, hi)
 
 
 class TorchOrder:
@@ -93,6 +101,9 @@ class TorchOrder:
 
     def ids_at(self, positions: np.ndarray) -> np.ndarray:
         return self.perm[positions].astype(np.int64)
+
+    def positions_in(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        return list_positions_in(self.perm, lo, hi)
 
 
 class FeistelOrder:
@@ -132,6 +143,38 @@ class FeistelOrder:
             x[out_of_range] = self._permute(x[out_of_range])
             out_of_range = out_of_range[x[out_of_range] >= self.num_samples]
         return x.astype(np.int64).reshape(positions.shape)
+
+    def _unpermute(self, x: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`_permute`: the rounds undone last to first."""
+        a, b = self.sizes
+        if len(self.keys) % 2:
+            a, b = b, a  # the sizes after the last round
+        left, right = x >> np.uint64(b), x & np.uint64((1 << b) - 1)
+        for i in range(len(self.keys) - 1, -1, -1):  # (R, L ^ F(R)) -> (L, R)
+            a, b = b, a  # a: bits of the left half before round i
+            left, right = right ^ (_mix(left ^ self.keys[i], i) & np.uint64((1 << a) - 1)), left
+        return (left << np.uint64(b)) | right
+
+    def positions_of(self, ids: np.ndarray) -> np.ndarray:
+        """Positions of `ids` (the inverse permutation; cycle walking backwards)."""
+        ids = np.asarray(ids, dtype=np.uint64)
+        x = self._unpermute(ids.reshape(-1))
+        out_of_range = np.flatnonzero(x >= self.num_samples)
+        while out_of_range.size:
+            x[out_of_range] = self._unpermute(x[out_of_range])
+            out_of_range = out_of_range[x[out_of_range] >= self.num_samples]
+        return x.astype(np.int64).reshape(ids.shape)
+
+    def positions_in(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        ids = np.arange(lo, hi, dtype=np.int64)
+        return self.positions_of(ids), ids
+
+
+def list_positions_in(perm: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(positions, ids)`` of the entries of a list order holding ids in ``[lo, hi)``: one pass
+    over the list (an epoch's list is made in O(N) anyway)."""
+    pos = np.flatnonzero((perm >= lo) & (perm < hi))
+    return pos.astype(np.int64), perm[pos].astype(np.int64)
 
 
 def _splitmix(z: int) -> int:

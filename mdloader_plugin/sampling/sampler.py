@@ -44,7 +44,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .balance import BALANCE_WINDOW, balance_plan, deal_windows
 from .order import ListOrder, epoch_order, order_class, resolve
+from .plan import RankPlanner
+
+__all__ = ["GlobalSampler", "SamplerState", "balance_plan", "consumed_prefix",
+           "resume_position", "epoch_permutation"]
 
 PLAN_POSITIONS = 1 << 14  # plans are computed in runs of about this many ids (128 KiB)
 
@@ -130,15 +135,18 @@ class GlobalSampler:
             the head of the order, as DistributedSampler does).
         order: ``"auto"``, ``"torch"`` or ``"feistel"`` (:mod:`.order`).
         weights: optional per-sample cost (e.g. atoms). Each step's ids are then re-dealt among
-            the ranks so their summed weights are about equal (:func:`balance_plan`); the ids of
-            a step, and so of an epoch, do not change, only which rank takes which.
+            the ranks of each balance window (`balance_window` consecutive ranks, :mod:`.balance`)
+            so their summed weights are about equal; the ids of a step, and so of an epoch, do
+            not change, only which rank takes which.
+        balance_window: ranks a balance window (default :data:`.balance.BALANCE_WINDOW`).
         mix: a :class:`~mdloader_plugin.sampling.mixes.Mix` over the store's data sets (None: every
             sample once an epoch).
     """
 
     def __init__(self, num_samples: int, world_size: int, batch_size: int, *,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False,
-                 weights: np.ndarray | None = None, mix=None, order: str = "auto"):
+                 weights: np.ndarray | None = None, mix=None, order: str = "auto",
+                 balance_window: int | None = None):
         if num_samples <= 0:
             raise ValueError(f"the data set is empty (num_samples={num_samples})")
         self.num_ids, self.mix = num_samples, mix
@@ -177,6 +185,7 @@ class GlobalSampler:
                 raise ValueError(f"weights must have one entry per sample ({self.num_ids}), got "
                                  f"shape {weights.shape}")
         self.weights = weights
+        self.balance_window = int(balance_window or BALANCE_WINDOW)
         self.partial: tuple[int, int] | None = None  # (epoch, offset) of a resumed epoch
 
     def _per_rank(self, n: int) -> int:
@@ -246,13 +255,33 @@ class GlobalSampler:
         return self.ids_at(epoch, 0, self.per_rank_in(epoch))
 
     def plan(self, epoch: int, step: int) -> np.ndarray:
-        """``[world_size, b]`` ids every rank takes at `step` of `epoch` (b = this step's size)."""
+        """``[world_size, b]`` ids every rank takes at `step` of `epoch` (b = this step's size).
+
+        The whole world's step: ``O(P b)``. The loader never calls it (a rank's own row and
+        sends come from :class:`.plan.RankPlanner`, ``O(b)``); it is the reference the
+        per-rank plans are tested against, and what small tools and benches print."""
         if not 0 <= step < self.steps_in(epoch):
             raise IndexError(f"step {step} outside 0..{self.steps_in(epoch) - 1}")
         first, table = self._plans_from(epoch, step)
         lo = (step - first) * self.batch_size
         plan = table[:, lo:lo + self.batch_len(step, epoch)]
-        return plan if self.weights is None else balance_plan(plan, self.weights)
+        return plan if self.weights is None else \
+            deal_windows(plan, self.weights, self.balance_window)
+
+    def raw_rows(self, epoch: int, step: int, ranks: np.ndarray) -> np.ndarray:
+        """The rows of `ranks` at `step` before any weight balancing (``[len(ranks), b]``)."""
+        lo = step * self.batch_size
+        return self.ids_at(epoch, lo, lo + self.batch_len(step, epoch), ranks)
+
+    def planner(self, rank: int, lo: int = 0, hi: int = 0, group_first: int = 0,
+                group_size: int | None = None) -> RankPlanner:
+        """Rank `rank`'s own plans (:class:`.plan.RankPlanner`; `lo`, `hi`: its block of ids,
+        needed only for the collective backend's sends)."""
+        return RankPlanner(self, rank, lo, hi, group_first, group_size)
+
+    def row(self, epoch: int, step: int, rank: int) -> np.ndarray:
+        """Rank `rank`'s ids at `step` (``O(b)``; one-off: keep a :meth:`planner` for steps)."""
+        return self.planner(rank).row(epoch, step)
 
     def _plans_from(self, epoch: int, step: int) -> tuple[int, np.ndarray]:
         """The ids of a run of steps holding `step`, computed together (an order evaluates
@@ -271,23 +300,9 @@ class GlobalSampler:
 
     def rank_indices(self, epoch: int, rank: int) -> np.ndarray:
         """All ids rank `rank` takes in `epoch`, in order (DistributedSampler's ``__iter__``):
-        ``N / P`` evaluations of the order (with ``balance_weights`` every step's whole plan)."""
+        ``N / P`` evaluations of the order (with weights every step's balance window)."""
         if self.weights is not None:
-            return np.concatenate([self.plan(epoch, s)[rank] for s in range(self.steps_in(epoch))])
+            me = self.planner(rank)
+            return np.concatenate([me.row(epoch, s) for s in range(self.steps_in(epoch))])
         return self.ids_at(epoch, 0, self.per_rank_in(epoch), [rank])[0]
 
-
-def balance_plan(plan: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Re-deal a step's ``[P, b]`` ids so every rank keeps ``b`` ids with about equal weight.
-
-    Heaviest first, dealt in serpentine rounds (ranks 0..P-1, then P-1..0, ...): every rank gets
-    one id a round, and each round's imbalance is at most the spread of that round's weights, so
-    the totals differ by at most about one sample's weight. Vectorised: O(Pb log Pb) a step.
-    """
-    ranks, b = plan.shape
-    if ranks == 1 or b == 0:
-        return plan
-    ids = plan.reshape(-1)
-    deal = ids[np.argsort(-weights[ids], kind="stable")].reshape(b, ranks)
-    deal[1::2] = deal[1::2, ::-1]
-    return np.ascontiguousarray(deal.T)

@@ -1,0 +1,219 @@
+"""What ONE rank needs of a step, at a cost that does not grow with the number of ranks.
+
+A step's whole plan is ``[P, b]`` ids (:meth:`~.sampler.GlobalSampler.plan`); computing it and
+scanning it for one's own records costs ``O(P b)`` a rank a step (20-39 ms at P = 8,192). A rank
+needs only two things of it:
+
+* its own row (``b`` ids): ``b`` evaluations of the epoch's order at the positions of its row,
+  computed in runs of steps (:data:`ROW_POSITIONS` ids) — ``O(b)`` a step;
+* for the collective backend, which of its OWN samples every other rank takes this step, grouped
+  by destination rank (ascending) and in the destination's plan order: the owner-side inverse.
+  Once an epoch the rank inverts the epoch's order over its own block (``feistel``: the inverse
+  network, ``O(N/P)``; a list order (``torch``, a mix's): one pass over the list it already
+  made), maps each position to the padded list's entries that hold it (``q``: the offset of a
+  resumed epoch skipped, padding repeats the head, ``drop_last`` cuts the tail), and sorts them
+  by ``(step, destination, slot)`` once; a step is then a slice (:class:`EpochInverse`).
+  ``O(N/P log N/P)`` an epoch, ``O(b)`` a step, 8 bytes an own sample.
+
+With replica groups of ``W`` ranks a rank serves only its group's ``W`` rows, and its block is
+``N/W``: the inverse costs ``O(N/W)`` an epoch (``P b / W`` a step amortised) against ``O(W b)``
+a step for computing the group's rows forward. :class:`RankPlanner` takes whichever is smaller
+(forward when ``W*W < P``), both exact.
+
+Weighted (atom-balanced) plans re-deal ids among the ranks of a balance window
+(:mod:`.balance`); the rank computes its window's rows and, for the collective, the windows its
+own ids fall in this step.
+
+Everything here is exact: the ids, their order and the send lists are those the whole-world
+plan gives (tests/test_rank_plan.py compares them on small P and N).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .balance import deal_windows, window_of
+
+ROW_POSITIONS = 1 << 13  # a rank's row is computed in runs of about this many ids
+
+
+@dataclass
+class StepPlan:
+    """One rank's view of one step: `ids` (its row, plan order) and, on demand, `sends()`:
+    ``(ids, dest)`` of the samples of its own block other ranks (group ranks) take this step,
+    grouped by destination ascending, in the destination's plan order."""
+
+    ids: np.ndarray
+    epoch: int = 0
+    step: int = 0
+    planner: object = None
+    _sends: tuple | None = None
+
+    def sends(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._sends is None:
+            self._sends = self.planner.sends(self.epoch, self.step)
+        return self._sends
+
+    @classmethod
+    def from_table(cls, table: np.ndarray, rank: int, lo: int, hi: int) -> "StepPlan":
+        """The reference: row `rank` of a whole ``[W, b]`` table, and the sends found by
+        scanning all of it (``O(W b)``; what every step cost before)."""
+        return cls(table[rank], _sends=scan_sends(table, lo, hi))
+
+
+def scan_sends(table: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, dest)`` of the entries of `table` (``[W, b]``) in ``[lo, hi)``, row-major."""
+    flat = table.reshape(-1)
+    mask = (flat >= lo) & (flat < hi)
+    dest = np.repeat(np.arange(table.shape[0], dtype=np.int64), table.shape[1])[mask]
+    return flat[mask], dest
+
+
+class EpochInverse:
+    """Where the ids of ``[lo, hi)`` sit in one epoch's padded list, bucketed by step and by
+    destination rank (only destinations in ``[r0, r1)``; `dest` is relative to ``r0``)."""
+
+    def __init__(self, core, epoch: int, lo: int, hi: int, r0: int, r1: int):
+        p, b = core.world_size, core.batch_size
+        offset = core.offset_of(epoch)
+        length = core.num_samples - offset
+        total = core.per_rank_in(epoch) * p
+        steps = core.steps_in(epoch)
+        pos, ids = core.epoch_order(epoch).positions_in(lo, hi)
+        keep = pos >= offset
+        u, ids = pos[keep] - offset, ids[keep]
+        qs, idl = [], []
+        lap = 0
+        while length and lap * length < total:  # padding repeats the list from its head
+            q = u + lap * length
+            m = q < total
+            qs.append(q[m])
+            idl.append(ids[m])
+            lap += 1
+        q = np.concatenate(qs) if qs else np.zeros(0, np.int64)
+        ids = np.concatenate(idl) if idl else np.zeros(0, np.int64)
+        dest, slot = q % p, q // p
+        if (r0, r1) != (0, p):
+            m = (dest >= r0) & (dest < r1)
+            dest, slot, ids = dest[m] - r0, slot[m], ids[m]
+        width = r1 - r0
+        key = ((slot // b) * width + dest) * b + slot % b
+        order = np.argsort(key, kind="stable")
+        self.key = key[order]
+        self.lo = lo
+        self.ids = (ids[order] - lo).astype(np.int32 if hi - lo < 2**31 else np.int64)
+        self.dest = dest[order].astype(np.int32)
+        self.step_starts = np.searchsorted(self.key, np.arange(steps + 1, dtype=np.int64)
+                                           * (width * b))
+        del self.key
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.ids.nbytes + self.dest.nbytes + self.step_starts.nbytes)
+
+    def step(self, step: int) -> tuple[np.ndarray, np.ndarray]:
+        s0, s1 = int(self.step_starts[step]), int(self.step_starts[step + 1])
+        return self.ids[s0:s1] + np.int64(self.lo), self.dest[s0:s1].astype(np.int64)
+
+
+class RankPlanner:
+    """One rank's plans: its row and (for the collective backend) its sends, per step.
+
+    Args:
+        core: the :class:`~.sampler.GlobalSampler` (every rank's identical copy).
+        rank: this rank in the world (its row is world row `rank`).
+        lo, hi: this rank's block of ids (in its group).
+        group_first, group_size: the world ranks ``[first, first + size)`` this rank's group
+            serves (default: all ranks).
+    """
+
+    def __init__(self, core, rank: int, lo: int, hi: int, group_first: int = 0,
+                 group_size: int | None = None):
+        self.core, self.rank, self.lo, self.hi = core, int(rank), int(lo), int(hi)
+        self.r0 = int(group_first)
+        self.r1 = self.r0 + (core.world_size if group_size is None else int(group_size))
+        w = self.r1 - self.r0
+        self.forward = w * w < core.world_size  # small groups: their rows beat the inverse
+        self._rows: tuple | None = None  # ((epoch, offset), first step, end step, ids)
+        self._inverse: tuple | None = None  # ((epoch, offset), EpochInverse)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this planner keeps: the run of own-row ids and the epoch's inverse."""
+        rows = 0 if self._rows is None else int(self._rows[3].nbytes)
+        inv = 0 if self._inverse is None else self._inverse[1].nbytes
+        return rows + inv
+
+    def step(self, epoch: int, step: int) -> StepPlan:
+        return StepPlan(self.row(epoch, step), epoch, step, self)
+
+    def row(self, epoch: int, step: int) -> np.ndarray:
+        core = self.core
+        if not 0 <= step < core.steps_in(epoch):
+            raise IndexError(f"step {step} outside 0..{core.steps_in(epoch) - 1}")
+        if core.weights is not None:
+            return self._window_rows(epoch, step)[self.rank - self._window_first()]
+        key = (epoch, core.offset_of(epoch))
+        run = self._rows
+        if run is None or run[0] != key or not run[1] <= step < run[2]:
+            span = max(1, ROW_POSITIONS // core.batch_size)
+            first = step - step % span
+            last = min(first + span, core.steps_in(epoch))
+            hi = min(last * core.batch_size, core.per_rank_in(epoch))
+            ids = core.ids_at(epoch, first * core.batch_size, hi, np.array([self.rank]))[0]
+            run = self._rows = (key, first, last, ids)
+        lo = (step - run[1]) * core.batch_size
+        return run[3][lo:lo + core.batch_len(step, epoch)]
+
+    def sends(self, epoch: int, step: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, dest)``: this rank's own ids the group's ranks take at `step`, grouped by
+        destination (group rank, ascending) in their plan order."""
+        core = self.core
+        if core.weights is not None:
+            return self._weighted_sends(epoch, step)
+        if self.forward:
+            rows = core.ids_at(epoch, step * core.batch_size,
+                               step * core.batch_size + core.batch_len(step, epoch),
+                               np.arange(self.r0, self.r1))
+            return scan_sends(rows, self.lo, self.hi)
+        return self.inverse(epoch).step(step)
+
+    def inverse(self, epoch: int) -> EpochInverse:
+        key = (epoch, self.core.offset_of(epoch))
+        if self._inverse is None or self._inverse[0] != key:
+            self._inverse = None  # the old epoch's arrays go first
+            self._inverse = (key, EpochInverse(self.core, epoch, self.lo, self.hi,
+                                               self.r0, self.r1))
+        return self._inverse[1]
+
+    # -- weighted (balance windows, :mod:`.balance`) ----------------------------------------
+    def _window_first(self) -> int:
+        return window_of(self.rank, self.core.world_size, self.core.balance_window)[0]
+
+    def _window_rows(self, epoch: int, step: int) -> np.ndarray:
+        core = self.core
+        w0, w1 = window_of(self.rank, core.world_size, core.balance_window)
+        raw = core.raw_rows(epoch, step, np.arange(w0, w1))
+        return deal_windows(raw, core.weights, w1 - w0)
+
+    def _weighted_sends(self, epoch: int, step: int) -> tuple[np.ndarray, np.ndarray]:
+        """The balanced destinations of this rank's ids: ids stay in their window, so the
+        unbalanced step's entries of the block (the inverse) name the windows to deal; only those
+        (at most ``b``) are dealt. Small groups, or windows wider than a group: the windows
+        covering the group."""
+        core = self.core
+        win = core.balance_window
+        if self.forward or (self.r1 - self.r0) % win:
+            dests = np.arange(self.r0, self.r1, dtype=np.int64)
+        else:
+            dests = self.inverse(epoch).step(step)[1] + self.r0
+        starts = np.unique(dests // win) * win
+        ranks = (starts[:, None] + np.arange(win)[None, :]).reshape(-1)
+        ranks = ranks[ranks < core.world_size]
+        rows = deal_windows(core.raw_rows(epoch, step, ranks), core.weights, win)
+        ids, d = scan_sends(rows, self.lo, self.hi)
+        d = ranks[d] - self.r0
+        m = (d >= 0) & (d < self.r1 - self.r0)
+        return ids[m], d[m]
