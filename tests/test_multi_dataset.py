@@ -159,21 +159,44 @@ def test_expanded_epoch_is_served_exactly_once():
         assert all(served[i] == 4 for i in range(50, 56))
 
 
-def test_expanded_epoch_keeps_its_list_under_any_order_name():
-    """Several data sets and the scalable order (issue 19) meet in the sampler: the expanded list
-    is what every step reads (plans in runs of steps), and a keyed order is refused, not mixed."""
+def test_expanded_epoch_without_its_list():
+    """Several data sets, no expanded list: positions map to the mix's entries through the
+    epoch's order and entries to ids by arithmetic. With the torch order the epoch is exactly
+    the expanded list in DistributedSampler's order (the reference, ``Mix.order``); the keyed
+    order serves the same multiset; neither keeps 8 bytes an entry."""
     mix = get_mix("temperature:temperature=3", DataSets(("a", "b"), (50, 6)), 2)
     core = GlobalSampler(56, 2, 3, seed=1, mix=mix, order="auto")
     steps = np.concatenate([core.plan(4, s) for s in range(core.steps_in(4))], axis=1)
     assert np.array_equal(steps, core.epoch_table(4))
-    assert Counter(steps.reshape(-1).tolist()) == Counter(mix.expanded().tolist())
-    assert core.order_bytes >= mix.size * 8
-    with pytest.raises(ValueError, match="order='feistel' with several data sets"):
-        GlobalSampler(56, 2, 3, seed=1, mix=mix, order="feistel")
-    # 'auto' stays the kept list however large the expanded epoch (auto alone turns keyed > 4M)
+    ref = np.asarray(mix.order(1, 4, True))
+    want = np.concatenate([ref, ref[:core.total_size - ref.size]])
+    assert np.array_equal(steps.T.reshape(-1), want)  # dealt round robin from the list
+    assert Counter(steps.reshape(-1).tolist()) >= Counter(mix.expanded().tolist())
+    assert GlobalSampler(56, 2, 3, seed=1, mix=mix).order_bytes <= mix.size * 4  # int32 list
+    keyed = GlobalSampler(56, 2, 3, seed=1, mix=mix, order="feistel")
+    assert keyed.order_bytes <= 64
+    got = Counter(keyed.epoch_table(4)[:, :].reshape(-1).tolist())
+    assert set(got) == set(mix.expanded().tolist())
     big = get_mix("temperature:temperature=2", DataSets(("a", "b"), (4_000_000, 1_000_000)), 2)
-    assert big.size > 4_000_000
-    assert GlobalSampler(5_000_000, 2, 3, seed=1, mix=big, order="auto").order == "torch"
+    assert GlobalSampler(5_000_000, 2, 3, seed=1, mix=big, order="auto").order == "feistel"
+    over = get_mix({"type": "hydragnn", "oversampling": True}, DataSets(("a", "b"), (90, 10)), 4)
+    with pytest.raises(ValueError, match="order='feistel' with sampling 'hydragnn'"):
+        GlobalSampler(100, 4, 3, seed=1, mix=over, order="feistel")
+
+
+@pytest.mark.parametrize("order", ["torch", "feistel"])
+@pytest.mark.parametrize("spec,sizes", [("temperature:temperature=3", (50, 6, 17, 3)),
+                                        ("proportional", (5, 40, 11)),
+                                        ({"type": "weights", "weights": [0.7, 0.1, 0.2]},
+                                         (9, 30, 4))])
+def test_mix_rows_and_sends_equal_the_whole_world_plan(order, spec, sizes):
+    from test_rank_plan import _check_all
+
+    names = tuple("abcd"[:len(sizes)])
+    for p in (1, 3, 4):
+        mix = get_mix(spec, DataSets(names, sizes), p)
+        core = GlobalSampler(sum(sizes), p, 3, seed=2, mix=mix, order=order)
+        _check_all(core, num_ids=sum(sizes))
 
 
 def test_hydragnn_oversampling_semantics():

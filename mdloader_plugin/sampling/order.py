@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.blocks import inclusive_bounds, owner_of
+
 ROUNDS = 8
 AUTO_TORCH_UP_TO = 1 << 22
 _M64 = (1 << 64) - 1
@@ -55,6 +57,10 @@ class IdentityOrder:
         """``(positions, ids)`` of every id in ``[lo, hi)`` (the order's inverse over a block)."""
         ids = np.arange(lo, hi, dtype=np.int64)
         return ids, ids
+
+    @staticmethod
+    def positions_of(ids: np.ndarray) -> np.ndarray:
+        return np.asarray(ids, dtype=np.int64)
 
 
 class ListOrder:
@@ -168,6 +174,56 @@ class FeistelOrder:
     def positions_in(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         ids = np.arange(lo, hi, dtype=np.int64)
         return self.positions_of(ids), ids
+
+
+class ExpandedOrder:
+    """A data-set mix's epoch without its expanded list (:mod:`.mixes`): position -> entry by a
+    `base` order over the mix's ``M`` entries, entry -> sample id by arithmetic (entry ``e`` of
+    data set ``d`` is ``start_d + (e - first_entry_d) mod n_d``). Holds what `base` holds (a
+    ``torch`` list of ``M`` int32, or nothing) and ``O(data sets)`` numbers."""
+
+    name = "expanded"
+
+    def __init__(self, base, starts, sizes, counts):
+        self.base = base
+        self.starts = np.asarray(starts, dtype=np.int64)[:len(counts)]
+        self.sizes = np.maximum(np.asarray(sizes, dtype=np.int64), 1)
+        self.counts = np.asarray(counts, dtype=np.int64)
+        self.entry_starts = inclusive_bounds(self.counts)
+        self.num_samples = int(self.entry_starts[-1])
+
+    @property
+    def nbytes(self) -> int:
+        return int(getattr(self.base, "nbytes", 0))
+
+    def ids_of_entries(self, entries: np.ndarray) -> np.ndarray:
+        entries = np.asarray(entries, dtype=np.int64)
+        d = owner_of(self.entry_starts, entries)
+        return self.starts[d] + (entries - self.entry_starts[d]) % self.sizes[d]
+
+    def ids_at(self, positions: np.ndarray) -> np.ndarray:
+        return self.ids_of_entries(self.base.ids_at(positions))
+
+    def entries_of_block(self, lo: int, hi: int) -> np.ndarray:
+        """Every entry whose id is in ``[lo, hi)`` (a loop over data sets, not samples)."""
+        out = []
+        for d, (start, n, c) in enumerate(zip(self.starts.tolist(), self.sizes.tolist(),
+                                              self.counts.tolist())):
+            a, b = max(lo, start), min(hi, start + n)
+            if a >= b or c == 0:
+                continue
+            local = np.arange(a - start, b - start, dtype=np.int64)
+            e = (np.arange(-(-c // n), dtype=np.int64)[:, None] * n + local[None, :]).ravel()
+            out.append(self.entry_starts[d] + e[e < c])
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+    def positions_in(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        if hasattr(self.base, "positions_of"):  # feistel, identity: the inverse itself
+            entries = self.entries_of_block(lo, hi)
+            return self.base.positions_of(entries), self.ids_of_entries(entries)
+        ids = self.ids_of_entries(self.base.perm)  # a list order: one pass, as for one data set
+        pos = np.flatnonzero((ids >= lo) & (ids < hi))
+        return pos.astype(np.int64), ids[pos]
 
 
 def list_positions_in(perm: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:

@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from .balance import BALANCE_WINDOW, balance_plan, deal_windows
-from .order import ListOrder, epoch_order, order_class, resolve
+from .order import ExpandedOrder, ListOrder, epoch_order, order_class, resolve
 from .plan import RankPlanner
 
 __all__ = ["GlobalSampler", "SamplerState", "balance_plan", "consumed_prefix",
@@ -162,12 +162,12 @@ class GlobalSampler:
         if drop_last and num_samples < world_size:
             raise ValueError(f"drop_last with {num_samples} samples on {world_size} ranks leaves "
                              "no sample for some ranks; use fewer ranks or drop_last=False")
-        if mix is None:
+        if mix is None or mix.arithmetic:  # a mix's entries map to ids by arithmetic: no list
             self.order = resolve(order, num_samples)
         elif order in ("auto", "torch"):
-            self.order = "torch"  # the mix's expanded list is kept whatever its size
+            self.order = "torch"  # this mix's expanded list is kept whatever its size
         else:
-            raise ValueError(f"order={order!r} with several data sets: their epoch list is "
+            raise ValueError(f"order={order!r} with sampling {mix.name!r}: its epoch list is "
                              "expanded and kept (DistributedSampler's order of its positions); "
                              "use order='torch' or 'auto'")
         self.num_samples = num_samples
@@ -224,10 +224,16 @@ class GlobalSampler:
         """The permutation of `epoch` (:mod:`.order`), made once an epoch."""
         if self._cache is None or self._cache[0] != epoch:
             self._cache = None  # the previous epoch's list goes before the next is made
-            self._cache = (epoch, ListOrder(self.mix.order(self.seed, epoch, self.shuffle))
-                           if self.mix is not None else
-                           epoch_order(self.order, self.num_samples, self.seed, epoch,
-                                       self.shuffle))
+            base = None if self.mix is not None and not self.mix.arithmetic else \
+                epoch_order(self.order, self.num_samples, self.seed, epoch, self.shuffle)
+            if self.mix is None:
+                self._cache = (epoch, base)
+            elif base is None:
+                self._cache = (epoch, ListOrder(self.mix.order(self.seed, epoch, self.shuffle)))
+            else:
+                sets = self.mix.sets
+                self._cache = (epoch, ExpandedOrder(base, sets.starts, sets.sizes,
+                                                    self.mix.counts))
         return self._cache[1]
 
     @property
@@ -235,7 +241,7 @@ class GlobalSampler:
         """Bytes an epoch's order holds on this rank (a ``torch`` list, or ~0), plus the run of
         plans kept (:data:`PLAN_POSITIONS` ids at most)."""
         plans = 0 if self._plans is None else int(self._plans[3].nbytes)
-        if self.mix is not None:  # the expanded list, int64
+        if self.mix is not None and not self.mix.arithmetic:  # the expanded list, int64
             return self.num_samples * 8 + plans
         return order_class(self.order, self.shuffle).bytes_for(self.num_samples) + plans
 

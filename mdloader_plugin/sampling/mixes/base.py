@@ -58,6 +58,13 @@ class Mix:
                              f"{self.counts.tolist()}); raise the ratios")
 
     @property
+    def arithmetic(self) -> bool:
+        """Whether entry ``e`` of data set ``d`` is ``start_d + (e - first_d) mod n_d`` (this
+        base class's expansion): the sampler then maps positions to ids without the list
+        (:class:`~mdloader_plugin.sampling.order.ExpandedOrder`)."""
+        return type(self).expanded is Mix.expanded and type(self).order is Mix.order
+
+    @property
     def size(self) -> int:
         """Entries in an epoch (each repeat counted)."""
         return int(self.counts.sum())

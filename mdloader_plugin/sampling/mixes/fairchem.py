@@ -102,6 +102,10 @@ class FairchemMix(Mix):
                              f"{', '.join(sets.names)}), got {self.no_shuffle!r}")
         super().__init__(sets, [int(r * n) for r, n in zip(self.ratios, sets.sizes)])
 
+    @property
+    def arithmetic(self) -> bool:
+        return self.dataset_seed is None  # else every data set has its own fixed permutation
+
     def expanded(self) -> np.ndarray:
         if self.dataset_seed is None:
             return super().expanded()
