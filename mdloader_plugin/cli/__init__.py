@@ -21,6 +21,7 @@ COMMANDS = [
     "check",
     "estimate",
     "calibrate",
+    "rank-cost",
 ]
 
 EPILOG = """\

@@ -277,10 +277,18 @@ class MDLoader:
         """This rank's bytes by kind: ``records_bytes`` (its share of the data set),
         ``index_bytes`` (its share of the global index), ``order_bytes`` (the epoch order and
         the run of plans kept), ``buffers_bytes`` (step buffers held for reuse) and
-        ``prefetch_cap_bytes`` (the most that batches waiting in the prefetch queue may hold)."""
+        ``prefetch_cap_bytes`` (the most that batches waiting in the prefetch queue may hold);
+        ``structures``: each per-rank structure that grows with N or P by name (``index``,
+        ``order``, ``plan_rows``, ``inverse``, ``alltoallv_counts``, ``records``; docs/scale.md
+        tabulates them at 8,192 ranks and 10^9 samples)."""
         rep = self.store.memory_report()
+        counts = 4 * 8 * self.group.size if "collective" in self._backends and self.group else 0
+        structures = {"index": rep["index_bytes"], "order": self.sampler_core.order_bytes,
+                      **self._planner.memory(), "alltoallv_counts": counts,
+                      "records": rep["records_bytes"]}  # every structure that grows with N or P
         return {"records_bytes": rep["records_bytes"], "index_bytes": rep["index_bytes"],
                 "order_bytes": self.sampler_core.order_bytes + self._planner.nbytes,
+                "structures": structures,
                 "buffers_bytes": sum(b.buffers.held_bytes() for b in self._backends.values()),
                 "prefetch_cap_bytes": self.prefetch_bytes if self.prefetch else 0,
                 "samples_global": rep["samples_global"], "order": self.sampler_core.order,

@@ -142,9 +142,13 @@ class RankPlanner:
     @property
     def nbytes(self) -> int:
         """Bytes this planner keeps: the run of own-row ids and the epoch's inverse."""
-        rows = 0 if self._rows is None else int(self._rows[3].nbytes)
-        inv = 0 if self._inverse is None else self._inverse[1].nbytes
-        return rows + inv
+        return sum(self.memory().values())
+
+    def memory(self) -> dict:
+        """``plan_rows`` (the run of own-row ids kept) and ``inverse`` (the epoch's inverse
+        over this rank's block: 8 bytes an own sample and a step boundary a step)."""
+        return {"plan_rows": 0 if self._rows is None else int(self._rows[3].nbytes),
+                "inverse": 0 if self._inverse is None else self._inverse[1].nbytes}
 
     def step(self, epoch: int, step: int) -> StepPlan:
         return StepPlan(self.row(epoch, step), epoch, step, self)

@@ -1,11 +1,14 @@
 """Cost of one step of the collective backend (``backends/collective.py``).
 
-Every rank derives from the global plan (all ranks' sample ids for the step) what it must send
-to whom, packs those records, and all ranks call ONE ``MPI_Alltoallv`` (self-send included).
+Every rank derives what it must send to whom from its own block's slice of the epoch's inverse
+(``O(B)``, never the ``[P, B]`` table: :mod:`mdloader_plugin.sampling.plan`), builds the count
+and displacement arrays ``Alltoallv`` needs (``O(P)``: what still grows with the ranks), packs
+those records, and all ranks call ONE ``MPI_Alltoallv`` (self-send included).
 There is no request round, but every rank waits for the slowest. Formula (seconds per step)::
 
     T = coll.t_step                          (0 on one rank: a local copy, no MPI)
-      + coll.t_plan_id * P * B                 scan the global plan (P*B ids) for my records
+      + coll.t_plan_id * (B + P)               my row and sends (B ids) and the O(P) count and
+                                               displacement arrays (bincount, cumsum)
       + coll.t_sync * ceil(log2 P)             agreement / skew between ranks
       + L(P)                                   per-peer latency:
             pairwise: (R-1) coll.t_peer_intra + (P-R) coll.t_peer_inter
@@ -37,7 +40,8 @@ from .workload import Workload
 
 PARAMS = {
     "coll.t_step": ("s", "fixed software cost of one step (counts, displacements)"),
-    "coll.t_plan_id": ("s", "per global sample id cost of deriving send counts from the plan"),
+    "coll.t_plan_id": ("s", "per id or count-array entry cost of a rank's plan and its Alltoallv "
+                            "counts"),
     "coll.t_sync": ("s", "per tree stage synchronisation cost (skew between ranks)"),
     "coll.t_peer_intra": ("s", "per on-node peer cost of one Alltoallv"),
     "coll.t_peer_inter": ("s", "per off-node peer cost of one Alltoallv"),
@@ -77,7 +81,7 @@ def terms(w: Workload, p: dict) -> dict[str, float]:
     per_record = p["mem.t_sample"] + w.mean_bytes / p["mem.bw"]
     return {
         "step": p["coll.t_step"] if P > 1 else 0.0,  # one rank: a local copy only
-        "plan": p["coll.t_plan_id"] * P * w.batch_size,
+        "plan": p["coll.t_plan_id"] * (P + w.batch_size),
         "sync": p["coll.t_sync"] * stages,
         "latency": latency,
         "bandwidth": forward * w.max_remote_bytes()

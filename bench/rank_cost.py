@@ -1,0 +1,158 @@
+"""Per-rank cost against the number of ranks: `mdloader rank-cost` over a grid, today's code and
+the code before per-rank plans (``legacy``: the whole ``[P, b]`` table a step), in one process.
+
+Targets (docs/scale.md): CPU a step at P = 8,192 within 1.25x of P = 64 (b = 32, N = 10^8; both
+backends; with and without weights; 1 and 4 data sets); epoch start <= 0.5 s at N = 10^9 and
+P = 8,192; <= 4 B a sample of N-proportional state at N = 10^9 with 15 data sets. Also the
+balance weights reach: max over mean of the per-rank atoms of a step, balance windows against
+the whole-world balance.
+
+Writes bench/results/rank_cost.json and bench/rank_cost.png. Thread CPU time, interleaved (new
+and legacy of one configuration back to back), on whatever load the machine has: the JSON says
+when and where it ran.
+
+    python bench/rank_cost.py [--quick] [--steps 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mdloader_plugin.estimator.rankcost import Job, RankCost  # noqa: E402
+from mdloader_plugin.sampling.balance import balance_plan  # noqa: E402
+
+RANKS = [64, 512, 2048, 8192]
+
+
+def grid(quick: bool):
+    n = 10 ** 8
+    for backend in ("onesided", "collective"):
+        for weights in (None, "atoms"):
+            for datasets in (1, 4):
+                if quick and weights and datasets == 4:
+                    continue
+                yield dict(num_samples=n, backend=backend, weights=weights, datasets=datasets)
+
+
+def balance_rows(p: int, n: int, steps: int = 5) -> dict:
+    """max/mean of per-rank atoms a step: unbalanced, windows, the whole world."""
+    rc = RankCost(Job(p, n, 32, "onesided", weights="atoms", steps=1))
+    core, w = rc.core, rc.core.weights
+    out = {"unbalanced": [], "windows": [], "world": []}
+    for s in range(steps):
+        raw = core.raw_rows(1, s, np.arange(p))
+        win = core.plan(1, s)
+        for k, t in (("unbalanced", raw), ("windows", win), ("world", balance_plan(raw, w))):
+            per = w[t].astype(np.int64).sum(axis=1)
+            out[k].append(float(per.max() / per.mean()))
+    return {"ranks": p, "window": core.balance_window,
+            **{k: float(np.mean(v)) for k, v in out.items()}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--out", default=str(ROOT / "bench/results/rank_cost.json"))
+    a = ap.parse_args()
+    rows = []
+    t_start = time.time()
+    for cfg in grid(a.quick):
+        for p in RANKS:
+            for legacy in (False, True):
+                if legacy and p == 8192 and cfg["datasets"] == 4 and a.quick:
+                    continue
+                job = Job(p, batch_size=32, steps=a.steps, legacy=legacy, **cfg)
+                row = RankCost(job).run()
+                rows.append(row)
+                print(json.dumps({k: row[k] for k in ("ranks", "backend", "weights", "datasets",
+                                                      "code", "step_cpu_ms_median",
+                                                      "epoch_start_s")}), flush=True)
+    big = []
+    for ds in (1, 15):  # N = 1e9: epoch start (collective: order + inverse) and state a sample
+        job = Job(8192, 10 ** 9, 32, "collective", datasets=ds, steps=10)
+        rc = RankCost(job)
+        row = rc.run()
+        row["structures"] = rc.structures()
+        big.append(row)
+        print(json.dumps({k: row[k] for k in ("ranks", "datasets", "num_samples",
+                                              "epoch_start_s", "bytes_per_sample",
+                                              "step_cpu_ms_median")}), flush=True)
+    balance = [balance_rows(p, 10 ** 6) for p in (64, 512)]
+    print(json.dumps(balance), flush=True)
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t_start)),
+            "machine": f"{platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
+                       f"load average at start {os.getloadavg()[0]:.1f}",
+            "batch_size": 32, "steps": a.steps, "clock": "time.thread_time"}
+    out = {"meta": meta, "rows": rows, "big": big, "balance": balance,
+           "targets": targets(rows, big)}
+    Path(a.out).write_text(json.dumps(out, indent=1))
+    plot(rows, ROOT / "bench/rank_cost.png", meta)
+    print(json.dumps(out["targets"], indent=1))
+    return 0
+
+
+def targets(rows, big) -> dict:
+    res = {}
+    new = [r for r in rows if r["code"] == "new"]
+    for r in new:
+        if r["ranks"] != 8192:
+            continue
+        key = (r["backend"], r["weights"], r["datasets"])
+        base = next(x for x in new if x["ranks"] == 64 and
+                    (x["backend"], x["weights"], x["datasets"]) == key)
+        ratio = r["step_cpu_ms_median"] / base["step_cpu_ms_median"]
+        res[f"{r['backend']} weights={r['weights']} datasets={r['datasets']}"] = {
+            "p64_ms": base["step_cpu_ms_median"], "p8192_ms": r["step_cpu_ms_median"],
+            "ratio": ratio, "met": ratio <= 1.25}
+    for b in big:
+        res[f"N=1e9 P=8192 datasets={b['datasets']}"] = {
+            "epoch_start_s": b["epoch_start_s"], "epoch_start_met": b["epoch_start_s"] <= 0.5,
+            "bytes_per_sample": b["bytes_per_sample"],
+            "bytes_met": b["bytes_per_sample"] <= 4.0}
+    return res
+
+
+def plot(rows, path, meta) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, backend in zip(axes, ("onesided", "collective")):
+        for (weights, datasets), style in (((False, 1), "o"), ((True, 1), "s"),
+                                           ((False, 4), "^"), ((True, 4), "d")):
+            for code, ls in (("new", "-"), ("legacy", "--")):
+                pts = sorted((r["ranks"], r["step_cpu_ms_median"]) for r in rows
+                             if r["backend"] == backend and r["weights"] == weights
+                             and r["datasets"] == datasets and r["code"] == code)
+                if pts:
+                    x, y = zip(*pts)
+                    ax.plot(x, y, ls, marker=style, label=f"{code}, weights={weights}, "
+                                                          f"{datasets} data set(s)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("ranks P")
+        ax.set_title(f"{backend}: CPU a step, one rank (b=32, N=1e8)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("thread CPU ms a step (median)")
+    axes[1].legend(fontsize=7)
+    fig.suptitle(f"mdloader rank-cost, {meta['date']}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
