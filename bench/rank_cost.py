@@ -60,12 +60,49 @@ def balance_rows(p: int, n: int, steps: int = 5) -> dict:
             **{k: float(np.mean(v)) for k, v in out.items()}}
 
 
+def small_ab(rounds: int = 3, steps: int = 60) -> list:
+    """2-8 ranks, today's code against the code before (legacy), interleaved A B A B: the
+    median over rounds of each side's median step CPU."""
+    out = []
+    for backend in ("onesided", "collective"):
+        for weights in (None, "atoms"):
+            for datasets in (1, 4):
+                for p in (2, 4, 8):
+                    meds = {"new": [], "legacy": []}
+                    for _ in range(rounds):
+                        for legacy in (False, True):
+                            job = Job(p, 10 ** 5, 32, backend, datasets=datasets,
+                                      weights=weights, steps=steps, legacy=legacy)
+                            r = RankCost(job).run()
+                            meds[r["code"]].append(r["step_cpu_ms_median"])
+                    row = {"ranks": p, "backend": backend, "weights": weights is not None,
+                           "datasets": datasets, "num_samples": 10 ** 5, "batch_size": 32,
+                           **{f"{k}_ms": float(np.median(v)) for k, v in meds.items()},
+                           "rounds": meds}
+                    row["new_over_legacy"] = row["new_ms"] / row["legacy_ms"]
+                    out.append(row)
+                    print(json.dumps({k: row[k] for k in ("ranks", "backend", "weights",
+                                                          "datasets", "new_over_legacy")}),
+                          flush=True)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--small-only", action="store_true",
+                    help="only the 2-8 rank A/B (bench/results/rank_cost_small.json)")
     ap.add_argument("--out", default=str(ROOT / "bench/results/rank_cost.json"))
     a = ap.parse_args()
+    if a.small_only:
+        t0 = time.time()
+        rows = small_ab()
+        Path(a.out).with_name("rank_cost_small.json").write_text(json.dumps(
+            {"meta": {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)),
+                      "machine": machine(), "clock": "time.thread_time"}, "rows": rows},
+            indent=1))
+        return 0
     rows = []
     t_start = time.time()
     for cfg in grid(a.quick):
@@ -92,8 +129,7 @@ def main() -> int:
     balance = [balance_rows(p, 10 ** 6) for p in (64, 512)]
     print(json.dumps(balance), flush=True)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t_start)),
-            "machine": f"{platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
-                       f"load average at start {os.getloadavg()[0]:.1f}",
+            "machine": machine(),
             "batch_size": 32, "steps": a.steps, "clock": "time.thread_time"}
     out = {"meta": meta, "rows": rows, "big": big, "balance": balance,
            "targets": targets(rows, big)}
@@ -101,6 +137,12 @@ def main() -> int:
     plot(rows, ROOT / "bench/rank_cost.png", meta)
     print(json.dumps(out["targets"], indent=1))
     return 0
+
+
+def machine() -> str:
+    return (f"{platform.node()}, {os.cpu_count()} cores, "
+            f"{platform.processor() or platform.machine()}, load average "
+            f"{os.getloadavg()[0]:.1f} at start (shared with other jobs)")
 
 
 def targets(rows, big) -> dict:

@@ -156,8 +156,7 @@ class RankCost:
     def epoch_start(self, epoch: int) -> float:
         t = time.thread_time()
         self.core.epoch_order(epoch)
-        if not self.job.legacy and (self.job.backend == "collective" or
-                                    self.core.weights is not None) and not self.planner.forward:
+        if not self.job.legacy and self.job.backend == "collective" and not self.planner.forward:
             self.planner.inverse(epoch)
         return time.thread_time() - t
 

@@ -157,19 +157,27 @@ class RankPlanner:
         core = self.core
         if not 0 <= step < core.steps_in(epoch):
             raise IndexError(f"step {step} outside 0..{core.steps_in(epoch) - 1}")
-        if core.weights is not None:
-            return self._window_rows(epoch, step)[self.rank - self._window_first()]
+        if core.weights is None:
+            return self._raw_run(epoch, step, np.array([self.rank]))[0]
+        w0, w1 = window_of(self.rank, core.world_size, core.balance_window)
+        raw = self._raw_run(epoch, step, np.arange(w0, w1))
+        return deal_windows(raw, core.weights, w1 - w0)[self.rank - w0]
+
+    def _raw_run(self, epoch: int, step: int, ranks: np.ndarray) -> np.ndarray:
+        """Unbalanced rows of `ranks` (this rank, or its balance window) at `step`, computed in
+        runs of steps of about :data:`ROW_POSITIONS` ids and kept until a step outside."""
+        core = self.core
         key = (epoch, core.offset_of(epoch))
         run = self._rows
         if run is None or run[0] != key or not run[1] <= step < run[2]:
-            span = max(1, ROW_POSITIONS // core.batch_size)
+            span = max(1, ROW_POSITIONS // (core.batch_size * ranks.size))
             first = step - step % span
             last = min(first + span, core.steps_in(epoch))
             hi = min(last * core.batch_size, core.per_rank_in(epoch))
-            ids = core.ids_at(epoch, first * core.batch_size, hi, np.array([self.rank]))[0]
+            ids = core.ids_at(epoch, first * core.batch_size, hi, ranks)
             run = self._rows = (key, first, last, ids)
         lo = (step - run[1]) * core.batch_size
-        return run[3][lo:lo + core.batch_len(step, epoch)]
+        return run[3][:, lo:lo + core.batch_len(step, epoch)]
 
     def sends(self, epoch: int, step: int) -> tuple[np.ndarray, np.ndarray]:
         """``(ids, dest)``: this rank's own ids the group's ranks take at `step`, grouped by
@@ -193,15 +201,6 @@ class RankPlanner:
         return self._inverse[1]
 
     # -- weighted (balance windows, :mod:`.balance`) ----------------------------------------
-    def _window_first(self) -> int:
-        return window_of(self.rank, self.core.world_size, self.core.balance_window)[0]
-
-    def _window_rows(self, epoch: int, step: int) -> np.ndarray:
-        core = self.core
-        w0, w1 = window_of(self.rank, core.world_size, core.balance_window)
-        raw = core.raw_rows(epoch, step, np.arange(w0, w1))
-        return deal_windows(raw, core.weights, w1 - w0)
-
     def _weighted_sends(self, epoch: int, step: int) -> tuple[np.ndarray, np.ndarray]:
         """The balanced destinations of this rank's ids: ids stay in their window, so the
         unbalanced step's entries of the block (the inverse) name the windows to deal; only those
