@@ -46,6 +46,9 @@ echo "== data-set scale: index + order per rank, epoch start, load (${BENCH_SCAL
 "$PY" bench/dataset_scale.py --samples "${BENCH_SCALE_SAMPLES:-20000000}"
 echo "== data-set scale: per-step cost of the index kinds and orders (one process)"
 "$PY" bench/scale_step.py
+echo "== per-rank cost against the number of ranks (mdloader rank-cost, one process; 2-8 rank A/B)"
+"$PY" bench/rank_cost.py
+"$PY" bench/rank_cost.py --small-only
 echo "== estimator accuracy"
 "$PY" bench/estimator_accuracy.py "${quick[@]}"
 # --- estimator on the emulated multi-node cluster (issue 10; needs root, ~3-5 min; opt-in) ---

@@ -40,6 +40,9 @@ POOL = 64  # distinct real records
 
 @dataclass
 class Job:
+    """One `mdloader rank-cost` configuration (the CLI's options; `rank`: which rank to run,
+    default the middle one; `legacy`: the code before per-rank plans)."""
+
     ranks: int
     num_samples: int
     batch_size: int = 32
@@ -116,6 +119,8 @@ def synthetic_index(n: int, w: int, pool_nb: np.ndarray) -> CompactIndex:
 
 
 def mix_for(job: Job):
+    """With several data sets: a temperature mix over `job.datasets` uneven data sets summing to
+    `job.num_samples` (None for one)."""
     if job.datasets == 1:
         return None
     sizes = np.diff(block_bounds(job.num_samples, job.datasets))

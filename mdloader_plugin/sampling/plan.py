@@ -205,10 +205,10 @@ class RankPlanner:
         """The balanced destinations of this rank's ids: ids stay in their window, so the
         unbalanced step's entries of the block (the inverse) name the windows to deal; only those
         (at most ``b``) are dealt. Small groups, or windows wider than a group: the windows
-        covering the group. Up to ``b`` windows in the world: the world's run-cached step."""
+        covering the group. Up to ``b/4`` windows in the world: the world's run-cached step."""
         core = self.core
         win = core.balance_window
-        if core.world_size <= win * core.batch_size and not self.forward:
+        if 4 * core.world_size <= win * core.batch_size and not self.forward:
             # few windows: nearly all are touched; the world's step from its run of plans
             return scan_sends(core.plan(epoch, step)[self.r0:self.r1], self.lo, self.hi)
         if self.forward or (self.r1 - self.r0) % win:
