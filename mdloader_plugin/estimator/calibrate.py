@@ -60,6 +60,12 @@ from .fit import POOR_FIT, lad_relative, nnls_relative, positive
 from .models import Workload, get_model
 from .profile import Profile, validate_params
 from .timing import SHARES, Plan, StageClock, max_array, max_over, median_time
+from ..backends import get_backend
+from ..backends.base import exclusive_cumsum, gather_local
+from ..backends.onesided import start_progress_thread
+from ..core.blocks import block_bounds
+from ..mpi.groups import Group
+from ..store.shard import ShardStore
 
 FLOOR_S, FLOOR_BW = 1e-8, 1e7
 BW_SLACK = 1.5  # a fitted bandwidth may exceed the best throughput a point reached by this much
@@ -122,8 +128,6 @@ def wants_node_stage(node_of: np.ndarray) -> bool:
 def _node_world(world):
     """Collective. A World-like view of this rank's node (a :class:`~..groups.Group` on a
     communicator split by node, ranks in world order)."""
-    from ..mpi.groups import Group
-
     me = int(world.node_of[world.rank])
     comm = world.comm.Split(color=me, key=world.rank)
     n = comm.Get_size()
@@ -195,8 +199,6 @@ def _bw_floor(nbytes: np.ndarray, y: np.ndarray, cap: float | None = None) -> fl
 
 # -- 1. local copies -------------------------------------------------------------------------
 def _memcpy(world, plan: Plan, res: Result) -> None:
-    from ..backends.base import exclusive_cumsum, gather_local
-
     rng = np.random.default_rng(world.rank)
     buf = np.full(8 << 20, 7, dtype=np.uint8)
     rows = []
@@ -266,8 +268,6 @@ def _n_common(world, same_node: bool) -> int:
 
 def _gets(world, plan: Plan, res: Result) -> None:
     from mpi4py import MPI
-
-    from ..backends.onesided import start_progress_thread
 
     win_bytes = max(plan.sizes) * max(plan.blocks) * 2
     win = MPI.Win.Allocate(win_bytes, disp_unit=1, comm=world.comm)
@@ -535,9 +535,6 @@ def _time_a2a(sub, p: int, m: int, reps: int, budget: float, only_next: bool = F
 
 # -- 6. real backends: the per-step software intercept -----------------------------------------
 def _backends(world, plan: Plan, res: Result) -> None:
-    from ..backends import get_backend
-    from ..store.shard import ShardStore
-
     mean = 2048
     n = 64 * world.size
     store = ShardStore.from_records(world, [mean] * _block_len(n, world), _fill, n)
@@ -560,8 +557,6 @@ def _backends(world, plan: Plan, res: Result) -> None:
 
 
 def _block_len(n: int, world) -> int:
-    from ..store.shard import block_bounds
-
     b = block_bounds(n, world.size)
     return int(b[world.rank + 1] - b[world.rank])
 
