@@ -28,7 +28,7 @@ from typing import Callable
 
 import numpy as np
 
-from mdloader_plugin import codec
+from mdloader_plugin.records import codec
 from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
 
 

@@ -25,7 +25,7 @@ from mdloader_plugin.sampling.sampler import GlobalSampler
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
 from mdloader_plugin.core.log import get_logger
-from mdloader_plugin import codec
+from mdloader_plugin.records import codec
 from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
 from loaders import DATASETS, WORK, memcpy_floor
 world = World.detect(); get_logger(world.rank).setLevel("WARNING")

@@ -69,7 +69,7 @@ def profile(world, path, batches, steps, out_rows, ds):
     store = ShardStore.from_file(world, str(path))
     be = OneSidedBackend(store, world)
     if BETWEEN_KIND[0] == "collate":  # as the loaders grid: a batch is collated between fetches
-        from mdloader_plugin import codec
+        from mdloader_plugin.records import codec
         from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
 
         lo = store.local_range[0]

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdloader_plugin import codec, columns
+from mdloader_plugin.records import codec
+from mdloader_plugin.records import columns
 from mdloader_plugin.batching.pyg import ColumnCollate, cat_axis, pyg_collate, pyg_sample
 from pyg_equal import batch_diff
 

@@ -96,7 +96,7 @@ def test_config_reference_covers_every_setting(site):
 
 
 def test_config_tables_are_what_the_code_uses():
-    from mdloader_plugin import options
+    from mdloader_plugin.core import options
     from mdloader_plugin.integrations.hydragnn import config as hconfig
 
     assert hconfig.MDLOADER_DEFAULTS == options.defaults(hconfig.MDLOADER_OPTIONS)
@@ -121,7 +121,7 @@ def test_every_environment_variable_is_documented(site):
     in_code = set()
     for path in PKG.rglob("*.py"):
         in_code |= set(re.findall(r"[\"'](MDLOADER_[A-Z][A-Z_]*[A-Z])[\"']", path.read_text()))
-    from mdloader_plugin import options
+    from mdloader_plugin.core import options
 
     table = {o.name for o in options.ENV}
     assert in_code <= table, (f"{sorted(in_code - table)}: read by the package but not in "

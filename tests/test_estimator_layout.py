@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mdloader_plugin import budget as mem
+from mdloader_plugin.store import budget as mem
 from mdloader_plugin.core.errors import MemoryBudgetError
 from mdloader_plugin.estimator import Workload, get_profile, predict
 from mdloader_plugin.estimator.group_size import SHARE, TIE, choose_layout, detect_budget

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from mdloader_plugin import budget as mem
+from mdloader_plugin.store import budget as mem
 from mdloader_plugin.estimator import ProfileError, Workload, get_profile, predict
 from mdloader_plugin.estimator.calibrate import NODE_KEYS, wants_node_stage
 from mdloader_plugin.estimator.choose import choose_initial, node_params

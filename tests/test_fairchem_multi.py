@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("fairchem.core")
 
-from mdloader_plugin import codec  # noqa: E402
+from mdloader_plugin.records import codec  # noqa: E402
 from mdloader_plugin.integrations.fairchem.data import ToAtomicDataByDataset  # noqa: E402
 from mdloader_plugin.loader.loader import MDLoader  # noqa: E402
 from mdloader_plugin.sampling.mixes import DataSets, get_mix  # noqa: E402

@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from mdloader_plugin import groups
+from mdloader_plugin.mpi import groups
 from mdloader_plugin.core.errors import ConfigError
 from mdloader_plugin.sources import synth
 from mdloader_plugin.sources.adios import write_graphs

@@ -50,7 +50,7 @@ def test_one_store_over_three_files_carries_ids(files):
     store = ShardStore.from_files(None, [f"{n}={files[n]}" for n in SIZES])
     assert store.meta["dataset_names"] == list(SIZES)
     assert store.meta["dataset_starts"] == [0, 37, 58, 67]
-    from mdloader_plugin import codec
+    from mdloader_plugin.records import codec
 
     gid = 0
     for d, name in enumerate(SIZES):
@@ -226,7 +226,7 @@ def test_group_size_auto_sizes_several_files_as_the_sum_of_their_records(files):
     its ``dataset_name`` tag) in global id order plus the one index, exactly the store's."""
     from types import SimpleNamespace
 
-    from mdloader_plugin import budget as mem
+    from mdloader_plugin.store import budget as mem
     from mdloader_plugin.loader.open import _decide, open_store
 
     paths = [f"{n}={files[n]}" for n in SIZES]

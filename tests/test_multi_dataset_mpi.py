@@ -46,7 +46,7 @@ def test_group_size_auto_over_three_files_fits_the_budget_exactly(files):
     the store each rank holds is exactly the size the choice was made with."""
     import re
 
-    from mdloader_plugin import budget as mem
+    from mdloader_plugin.store import budget as mem
     from mdloader_plugin.sources.multi import DatasetSpec, MultiSource
     from mpirun import mpirun
 

@@ -4,7 +4,8 @@ load before any data is read with the number of ranks that would fit."""
 import numpy as np
 import pytest
 
-from mdloader_plugin import budget
+from mdloader_plugin.core import units
+from mdloader_plugin.store import budget
 from mdloader_plugin.core.errors import ConfigError, MemoryBudgetError
 from mdloader_plugin.sources import synth
 from mdloader_plugin.sources.adios import GraphFile, write_graphs
@@ -16,13 +17,13 @@ from mdloader_plugin.store.shard import ShardStore
                                         ("8GB", 8 * 10**9), ("1.5k", 1500), ("100", 100),
                                         (None, None), ("", None)])
 def test_parse_bytes(text, value):
-    assert budget.parse_bytes(text) == value
+    assert units.parse_bytes(text) == value
 
 
 @pytest.mark.parametrize("text", ["4XB", "-1GiB", 0, -5, "GiB", True, "nan"])
 def test_parse_bytes_refuses(text):
     with pytest.raises(ConfigError, match="max_memory_per_rank"):
-        budget.parse_bytes(text)
+        units.parse_bytes(text)
 
 
 @pytest.fixture(scope="module")

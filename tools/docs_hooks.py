@@ -143,7 +143,7 @@ def fairchem_group_rows() -> list[tuple]:
 
 def config_rows() -> dict[str, list[tuple]]:
     """Every documented setting, by table: what the configuration reference shows."""
-    from mdloader_plugin import options
+    from mdloader_plugin.core import options
     from mdloader_plugin.integrations.fairchem.loader import build_loader
     from mdloader_plugin.integrations.hydragnn import config as hconfig
     from mdloader_plugin.loader.loader import MDLoader

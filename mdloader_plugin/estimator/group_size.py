@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..store.budget import human
+from ..core.units import human
 from ..core.errors import MemoryBudgetError
 from .choose import cross_node_shape, node_params
 from .models import MODELS, Workload, predict

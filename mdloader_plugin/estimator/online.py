@@ -183,9 +183,6 @@ class OnlineCheck:
             return True
         return False
 
-    def _probing(self) -> str:
-        return self.other if self.result is None else _other_of(self.result.backend, self.times)
-
     def _abandon(self, name: str) -> bool:
         keep = self.current if self.result is None else self.result.backend
         probe = self.times[name]

@@ -28,7 +28,7 @@ from ..mpi.world import agree
 from ..sources.adios import GraphFile
 from ..sources.multi import MultiSource, parse_specs
 from ..store import budget as mem
-from ..store.budget import parse_bytes
+from ..core.units import parse_bytes
 from ..store.shard import ShardStore
 
 

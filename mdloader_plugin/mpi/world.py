@@ -40,10 +40,6 @@ class World:
     def num_nodes(self) -> int:
         return int(self.node_of.max()) + 1 if self.size else 0
 
-    @property
-    def is_root(self) -> bool:
-        return self.rank == 0
-
     @classmethod
     def detect(cls, comm=None) -> "World":
         """Duplicate `comm` (default ``COMM_WORLD``) and find which ranks share a node."""

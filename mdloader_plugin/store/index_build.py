@@ -15,6 +15,7 @@ from mpi4py.util.dtlib import from_numpy_dtype
 from ..core.blocks import exclusive_offsets
 from .index import CompactIndex, FullIndex, code_dtype, code_params, default_every, encode
 from .shared_index import build_shared
+from ..core.errors import internal
 
 
 def build_index(world, sizes: np.ndarray, block_starts: np.ndarray, kind: str = "compact",
@@ -52,11 +53,11 @@ def allgather_blocks(world, local: np.ndarray, num_samples: int,
     """Every rank's block of a per-sample column, concatenated in rank order (Allgatherv)."""
     if world is None or world.size == 1:
         if local.size != num_samples:
-            raise AssertionError("Internal error: one rank must hold every sample")
+            raise internal("one rank must hold every sample")
         return local
     counts = world.comm.allgather(int(local.size))
     if sum(counts) != num_samples:
-        raise AssertionError(f"Internal error: ranks hold {sum(counts)} of {num_samples} samples")
+        raise internal(f"ranks hold {sum(counts)} of {num_samples} samples")
     glob = np.empty(num_samples, dtype=local.dtype) if out is None else out
     mpitype = from_numpy_dtype(local.dtype)  # counts in elements: below 2**31 up to 2e9 samples
     displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()

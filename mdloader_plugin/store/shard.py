@@ -21,21 +21,22 @@ node-shared compact index counts once a node).
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..core.blocks import block_bounds, exclusive_offsets
-from ..core.errors import DataError, MemoryBudgetError
+from ..core.errors import DataError, MemoryBudgetError, internal
 from ..records import codec
 from . import budget as mem, replicate
 from ..core.log import get_logger
+from ..core.units import mib, parse_bytes
 from ..mpi import groups
 from ..mpi.world import agree, allreduce_number
 from ..sources.adios import GraphFile
 from ..sources.multi import MultiSource, parse_specs
-from .budget import parse_bytes
 from .index import FullIndex, bound_bytes, check_choice
 from .index_build import allgather_blocks, build_index
 
@@ -131,7 +132,7 @@ class ShardStore:
         total = int(sizes.sum())
         agree(world, check_choice, index, index_share)
         agree(world, _check_budget, total, num_samples, max_memory_per_rank, digests, index,
-              _sharing(holder, index_share))
+              _sharing(holder, index_share), _size(holder))
         buf, win = _allocate(holder, total)
         fill(buf, offs)
         dig = _record_digests(buf, offs, sizes) if digests else None
@@ -207,9 +208,9 @@ class ShardStore:
         get_logger(0 if world is None else world.rank).info(
             f"loaded {what}: {ndata} samples on {_size(world)} ranks{_groups(group)} in "
             f"{store.meta['load_s']:.2f} s{_copied(group, mode)}; read "
-            f"{_mib(meta['bytes_read'])} on rank 0, "
-            f"{_mib(total_read)} on all ranks; memory on rank 0: records "
-            f"{_mib(rep['records_bytes'])}, index {_mib(rep['index_bytes'])} "
+            f"{mib(meta['bytes_read'])} on rank 0, "
+            f"{mib(total_read)} on all ranks; memory on rank 0: records "
+            f"{mib(rep['records_bytes'])}, index {mib(rep['index_bytes'])} "
             f"({rep['index_bytes'] / ndata:.2f} B a sample, {rep['index_kind']})")
         return store
 
@@ -251,7 +252,7 @@ class ShardStore:
         Several loaders may read one store (train and a checker, or both backends of ``auto``);
         MPI allows one ``Lock_all`` a window at a time, so the store counts its readers."""
         if self.window is None:
-            raise AssertionError("Internal error: a multi-rank store has no window (closed?)")
+            raise internal("a multi-rank store has no window (closed?)")
         if self._readers == 0:
             from mpi4py import MPI
 
@@ -267,7 +268,7 @@ class ShardStore:
     def close(self) -> None:
         """Free the window (collective). The buffer must not be used afterwards."""
         if self.window is not None and self._readers:
-            raise AssertionError(f"Internal error: store closed with {self._readers} loaders open")
+            raise internal(f"store closed with {self._readers} loaders open")
         if self.window is not None:
             self.window.Free()
             self.window = None
@@ -324,10 +325,6 @@ def _groups(group) -> str:
     return f" ({group.count} replica groups of {group.size})"
 
 
-def _mib(n: int) -> str:
-    return f"{n / 2**20:.1f} MiB"
-
-
 def _read_block(world, path, label, keys, budget=None, digests=False, index=None):
     """Rank-local: read this rank's block of `label` (one bulk read per key), after checking the
     predicted store size against `budget`."""
@@ -368,7 +365,7 @@ def _read_multi_block(world, specs, label, keys, required, budget=None, digests=
         if budget is not None:
             idx = index or {}
             _check_budget(int(mem.multi_record_sizes(src, lo, hi).sum()), n, budget, digests,
-                          idx.get("kind", "compact"), idx.get("ranks_sharing", 1))
+                          idx.get("kind", "compact"), idx.get("ranks_sharing", 1), _size(world))
         samples, nread = src.read_range(lo, hi)
         meta = {"path": [s.path for s in specs], "label": label, "keys": list(src.keys),
                 "attributes": src.attributes(), "bytes_read": nread,
@@ -396,11 +393,21 @@ def _sharing(world, share: str) -> int:
 
 
 def _check_budget(total: int, num_samples: int, budget: int | None, digests: bool = False,
-                  kind: str = "compact", sharing: int = 1) -> None:
-    need = total + bound_bytes(num_samples, digests, kind, sharing)
-    if budget is not None and need > budget:
-        raise MemoryBudgetError(f"this rank needs {_mib(need)} for its block and the index but "
-                                f"max_memory_per_rank is {_mib(budget)}; use more ranks")
+                  kind: str = "compact", sharing: int = 1, ranks: int = 1) -> None:
+    """Raise when this rank's block (`total` bytes, one of `ranks` blocks) and the index do not
+    fit `budget`, naming how many ranks would."""
+    index = bound_bytes(num_samples, digests, kind, sharing)
+    need = total + index
+    if budget is None or need <= budget:
+        return
+    msg = (f"this rank needs {mib(need)} for its block and the index but max_memory_per_rank "
+           f"is {mib(budget)}")
+    if index >= budget:
+        raise MemoryBudgetError(f"{msg}; the index alone is {mib(index)}: raise "
+                                "max_memory_per_rank (more ranks do not shrink the index)")
+    fewer = max(ranks + 1, math.ceil(ranks * total / (budget - index)))
+    raise MemoryBudgetError(f"{msg}; run with about {fewer} ranks (or more) instead of {ranks}, "
+                            "a larger group_size, or raise max_memory_per_rank")
 
 
 def _allocate(world, nbytes: int):

@@ -12,7 +12,7 @@ Run with ``MDLOADER_PROGRESS_THREAD=1`` (one host has no thread otherwise) and
 
 import time
 
-from mdloader_plugin import codec
+from mdloader_plugin.records import codec
 from mdloader_plugin.estimator.choose import Decision
 from mdloader_plugin.estimator.online import OnlineCheck
 from mdloader_plugin.loader.loader import MDLoader

@@ -13,7 +13,7 @@ import torch
 import torch.distributed as dist
 from mpi4py import MPI
 
-from mdloader_plugin import codec
+from mdloader_plugin.records import codec
 from mdloader_plugin.loader.loader import MDLoader
 from mdloader_plugin.sources import synth
 from mdloader_plugin.core.blocks import block_bounds

@@ -3,7 +3,7 @@ loser, and serve exactly the batches a single-backend loader serves."""
 
 import numpy as np
 
-from mdloader_plugin import codec
+from mdloader_plugin.records import codec
 from mdloader_plugin.estimator.choose import Decision
 from mdloader_plugin.estimator.online import OnlineCheck
 from mdloader_plugin.loader.loader import MDLoader
