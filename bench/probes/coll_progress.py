@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"
 WORKER = ROOT / "bench" / "choice_worker.py"
 ARMS = [{"label": "collective", "backend": "collective",

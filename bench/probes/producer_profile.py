@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # bench/
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # bench/
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 
