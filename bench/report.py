@@ -146,7 +146,8 @@ def readme_tables() -> str:
                    f"{', '.join(o.cited_by)} |")
     probes = sorted((HERE / "probes").glob("*.py"))
     for head, names in (("Entry points: what `make bench` runs", ENTRY_POINTS),
-                        ("Helpers the entry points import", HELPERS),
+                        ("Helpers: imported by the entry points, `report.py` and "
+                         "`tools/docs_figures.py`", HELPERS),
                         ("Probes (`bench/probes/`): one-off measurements, run by hand",
                          [f"probes/{p.name}" for p in probes])):
         out += ["", f"### {head}", "", "| script | what it measures or does |", "|---|---|"]

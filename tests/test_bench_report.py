@@ -63,7 +63,8 @@ def test_stamps_read_every_recorded_format():
                                   "2026-12-05 08:14 UTC", "2026-12-05 09:37 UTC"]
     assert report.when(["2026-12-05 05:43 UTC", "2026-12-05 09:37 UTC"]) == \
         "2026-12-05 05:43–09:37 UTC"
-    assert report.when(["2026-12-03 05:50 UTC", "2026-12-04"]) == "2026-12-03 05:50 UTC to 2026-12-04"
+    assert report.when(["2026-12-03 05:50 UTC", "2026-12-04"]) == \
+        "2026-12-03 05:50 UTC to 2026-12-04"
     assert report.when([]) == "date not recorded in its JSON"
 
 
@@ -124,3 +125,35 @@ def test_probes_start_from_their_folder(probe):
     r = subprocess.run([sys.executable, str(BENCH / "probes" / probe), "--help"],
                        capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0 and "usage:" in r.stdout, r.stderr[-2000:]
+
+
+def _figures_tool():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import docs_figures as tool
+
+    return tool
+
+
+def test_quoted_figures_are_what_the_json_gives():
+    """Every `<!-- figure: KEY -->VALUE<!-- /figure -->` of README.md and docs/ is the value
+    bench/figures.py computes from bench/results/ (so two pages cannot disagree)."""
+    tool = _figures_tool()
+    bad = tool.stale()
+    assert not bad, "\n".join(bad)
+    quoted = {k for p in tool.pages() for k, _ in tool.quotes(p.read_text())}
+    assert "choice.heldout_right" in quoted and "training.native_wait" in quoted
+
+
+def test_figure_check_catches_a_stale_or_unknown_quote(tmp_path, monkeypatch):
+    tool = _figures_tool()
+    page = tmp_path / "page.md"
+    right = tool.figures.value("training.native_wait")
+    page.write_text("native wait <!-- figure: training.native_wait -->99%<!-- /figure -->, "
+                    "<!-- figure: no.such.key -->1<!-- /figure -->\n")
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    monkeypatch.setattr(tool, "pages", lambda: [page])
+    bad = tool.stale()
+    assert len(bad) == 2 and "'99%'" in bad[0] and repr(right) in bad[0] and "no.such.key" in bad[1]
+    page.write_text("native wait <!-- figure: training.native_wait -->99%<!-- /figure -->\n")
+    assert tool.rewrite(page.read_text()) == (
+        f"native wait <!-- figure: training.native_wait -->{right}<!-- /figure -->\n")

@@ -1,0 +1,339 @@
+"""The benchmark figures that README.md and docs/ quote, computed from the JSON under
+``bench/results/`` (one function a figure, ``FIGURES``: key -> function).
+
+A page quotes a figure as ``<!-- figure: KEY -->VALUE<!-- /figure -->``; ``python
+tools/docs_figures.py`` rewrites every ``VALUE`` from the JSON and ``tests/test_bench_report.py``
+fails when a quoted value differs from what its function gives, so a number read on two pages
+is one number, and a re-run that moves it moves it everywhere. Add a figure: a function below
+and a line in ``FIGURES``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Callable
+
+import groups as groups_bench
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _load(name: str):
+    return json.loads((RESULTS / name).read_text())
+
+
+def _range(lo: float, hi: float, fmt: str, unit: str = "") -> str:
+    a, b = format(lo, fmt), format(hi, fmt)
+    return f"{a}{unit}" if a == b else f"{a}–{b}{unit}"
+
+
+def _pct(x: float, digits: int = 0) -> str:
+    return f"{x * 100:.{digits}f}%"
+
+
+def _of(n: int, total: int) -> str:
+    return f"{n} of {total}"
+
+
+# -- training ------------------------------------------------------------------------------------
+def _train(variant_prefix: str) -> list[dict]:
+    return [s for s in _load("training.json")["summary"] if s["variant"].startswith(variant_prefix)]
+
+
+def training_native_wait() -> str:
+    return _pct(_train("hydragnn-native")[0]["data_wait_share"])
+
+
+def training_mdloader_wait() -> str:
+    w = [s["data_wait_share"] * 100 for s in _train("mdloader")]
+    return _range(min(w), max(w), ".1f", "%")
+
+
+def training_speedup() -> str:
+    native = _train("hydragnn-native")[0]["epoch_s"]
+    r = [native / s["epoch_s"] for s in _train("mdloader")]
+    return _range(min(r), max(r), ".1f", "x")
+
+
+def training_mdloader_epoch() -> str:
+    e = [s["epoch_s"] for s in _train("mdloader")]
+    return _range(min(e), max(e), ".2f", " s")
+
+
+def training_native_epoch() -> str:
+    return f"{_train('hydragnn-native')[0]['epoch_s']:.2f} s"
+
+
+def training_ranks() -> str:
+    return str(_load("training.json")["ranks"])
+
+
+# -- loaders, one host and across hosts -----------------------------------------------------------
+def _by(name: str) -> tuple[list, dict]:
+    rows = _load(name)["rows"]
+    keys = sorted({(r["dataset"], r["ranks"], r["batch"]) for r in rows})
+    return keys, {(r["dataset"], r["ranks"], r["batch"], r["loader"]): r for r in rows}
+
+
+def _step_ratio(name: str, base: str) -> list[float]:
+    keys, by = _by(name)
+    return [by[(*k, base)]["step_median_s"] / by[(*k, "auto")]["step_median_s"]
+            for k in keys if k[2] >= 32 and (*k, base) in by and (*k, "auto") in by]
+
+
+def loaders_vs_file() -> str:
+    r = _step_ratio("loaders.json", "file")
+    return _range(min(r), max(r), ".0f", "x")
+
+
+def loaders_vs_ddstore() -> str:
+    r = _step_ratio("loaders.json", "ddstore")
+    return _range(min(r), max(r), ".1f", "x")
+
+
+def cluster_1gbit_vs_ddstore() -> str:
+    r = _step_ratio("loaders_cluster.json", "ddstore")
+    return _range(min(r), max(r), ".1f", "x")
+
+
+def loaders_auto_right() -> str:
+    keys, by = _by("loaders.json")
+    right = sum(by[(*k, "auto")].get("chosen_backend") == min(
+        ("onesided", "collective"), key=lambda b, k=k: by[(*k, b)]["step_median_s"])
+        for k in keys)
+    return _of(right, len(keys))
+
+
+def loaders_date() -> str:
+    return _load("loaders.json")["machine"]["date"][:10]
+
+
+# -- backend choice on varied clusters ------------------------------------------------------------
+def _held_out() -> dict:
+    return _load("backend_choice.json")["evaluation"]["halves"]["held_out"]
+
+
+def choice_heldout_right() -> str:
+    s = _held_out()["summary"]["own"]
+    return _of(round(s["online"]["right_fraction"] * s["configs"]), s["configs"])
+
+
+def choice_heldout_regret() -> str:
+    o = _held_out()["summary"]["own"]["online"]
+    return f"{o['regret_geomean']:+.1%} geo-mean, {o['regret_worst']:+.0%} worst"
+
+
+def choice_heldout_resolved() -> str:
+    return _held_out()["summary"]["own"]["tie_aware"]["online"]["right_of_resolved"]
+
+
+def choice_heldout_clusters() -> str:
+    return ", ".join(_held_out()["clusters"])
+
+
+def choice_heldout_when() -> str:
+    utc = sorted(c["utc"] for c in _held_out()["configs"])
+    return f"{utc[0][:10]} {utc[0][11:16]}–{utc[-1][11:16]} UTC"
+
+
+def choice_heldout_met() -> str:
+    return "met" if _held_out()["summary"]["own"]["targets_met"] else "missed"
+
+
+# -- replica groups -------------------------------------------------------------------------------
+def _gsum(name: str) -> dict:
+    return groups_bench.summary(_load(name)["runs"])
+
+
+def _tie_aware(name: str) -> str:
+    s = _gsum(name)
+    return f"{_of(s['tie_aware_right'], s['configs'])} ({s['tie_aware_right'] / s['configs']:.0%})"
+
+
+def groups_dev_tie_aware() -> str:
+    return _tie_aware("groups.json")
+
+
+def groups_dev_strict() -> str:
+    s = _gsum("groups.json")
+    return _of(s["strict_right"], s["configs"])
+
+
+def groups_heldout_tie_aware() -> str:
+    return _tie_aware("groups_heldout.json")
+
+
+def groups_heldout_strict() -> str:
+    s = _gsum("groups_heldout.json")
+    return _of(s["strict_right"], s["configs"])
+
+
+def _host_local(name: str, rate: str | None, kind: str, min_batch: int = 32) -> list[float]:
+    """Best W = P step over the best host-local (W = ranks a host) step, per run."""
+    out = []
+    for run in _load(name)["runs"]:
+        if (rate and run["rate"] != rate) or run["kind"] != kind or run["batch"] < min_batch:
+            continue
+        med = groups_bench._medians(run["rows"])
+        full = max(w for w, _ in med)
+        rph = int(run["shape"].split("x")[1])
+        at_p = min(v for (w, _), v in med.items() if w == full)
+        local = [v for (w, _), v in med.items() if w == rph]
+        if local:
+            out.append(at_p / min(local))
+    return out
+
+
+def groups_oc20_200mbit() -> str:
+    r = _host_local("groups.json", "200mbit", "oc20")
+    return _range(min(r), max(r), ".1f", "x")
+
+
+def groups_oc20_1gbit() -> str:
+    r = _host_local("groups.json", "1gbit", "oc20")
+    return _range(min(r), max(r), ".1f", "x")
+
+
+def groups_oc20_heldout() -> str:
+    r = _host_local("groups_heldout.json", None, "oc20")
+    return _range(min(r), max(r), ".1f", "x")
+
+
+def groups_when() -> str:
+    d = sorted(r["date"] for r in _load("groups.json")["runs"])
+    return d[-1][:10]
+
+
+# -- data-set scale -------------------------------------------------------------------------------
+def _scale(config: str) -> dict:
+    return next(r for r in _load("dataset_scale.json")["rows"] if r["config"] == config)
+
+
+def _per_sample(config: str) -> float:
+    """Index + order bytes a rank holds (max over ranks) over the data set's samples."""
+    r = _scale(config)
+    return (r["index_bytes"] + r["order_bytes"]) / r["samples"]
+
+
+def scale_after_bytes() -> str:
+    return f"{_per_sample('after'):.2f} B"
+
+
+def scale_shared_bytes() -> str:
+    return f"{_per_sample('after-shared'):.2f} B"
+
+
+def scale_before_bytes() -> str:
+    return f"{_per_sample('before'):.0f} B"
+
+
+def scale_after_epoch_start() -> str:
+    return f"{_scale('after')['epoch_start_s']:.3f} s"
+
+
+def scale_before_epoch_start() -> str:
+    return f"{_scale('before')['epoch_start_s']:.1f} s"
+
+
+def regression_grid_geo() -> str:
+    r = list(_load("scale_regression_grid.json")["loaders"]["ratios"].values())
+    return f"{math.exp(sum(math.log(x) for x in r) / len(r)):.2f}x over {len(r)} cells"
+
+
+# -- several data sets ------------------------------------------------------------------------
+def multi_within() -> str:
+    r = [(b["ratio"] - 1) * 100 for b in _load("multi.json")["backends"].values()]
+    return _range(min(r), max(r), ".0f", "%")
+
+
+# -- GPU ----------------------------------------------------------------------------------------
+def _h200(step_ms: float) -> list[float]:
+    """``backend: auto``'s data-wait share (slowest rank), % of the step, on the H200 node."""
+    return [r["wait_share_max"] * 100 for r in _load("gpu_rate_h200.json")["rows"]
+            if r["step_ms"] == step_ms and r["loader"] == "auto"]
+
+
+def gpu_h200_wait_2ms() -> str:
+    w = _h200(2.0)
+    return _range(min(w), max(w), ".1f", "%")
+
+
+def gpu_h200_wait_5ms() -> str:
+    return f"{max(_h200(5.0)):.1f}%"
+
+
+def gpu_demo_speedup() -> str:
+    r = [row["speedup"] for row in _load("gpu_demo.json")["rows"]
+         if row["variant"].startswith("mdloader")]
+    return _range(min(r), max(r), ".1f", "x")
+
+
+# -- fixed per-step cost ------------------------------------------------------------------------
+def _fetch_cells() -> list[tuple[float, float]]:
+    """(auto fetch / real DDStore fetch, auto fetch / floor) per cell of the latest round."""
+    keys, by = _by("loaders_fetch_i21_after.json")
+    out = []
+    for k in keys:
+        a, dd = by.get((*k, "auto")), by.get((*k, "ddstore-real"))
+        if a and dd:
+            out.append((a["fetch_median_s"] / dd["fetch_median_s"],
+                        a["fetch_median_s"] / a["floor_s"]))
+    return out
+
+
+def fetch_below_ddstore() -> str:
+    c = _fetch_cells()
+    return _of(sum(r <= 1 for r, _ in c), len(c))
+
+
+def fetch_over_ddstore_range() -> str:
+    r = [x for x, _ in _fetch_cells()]
+    return _range(min(r), max(r), ".2f", "x")
+
+
+FIGURES: dict[str, Callable[[], str]] = {
+    "training.native_wait": training_native_wait,
+    "training.mdloader_wait": training_mdloader_wait,
+    "training.speedup": training_speedup,
+    "training.mdloader_epoch": training_mdloader_epoch,
+    "training.native_epoch": training_native_epoch,
+    "training.ranks": training_ranks,
+    "loaders.date": loaders_date,
+    "loaders.vs_file": loaders_vs_file,
+    "loaders.vs_ddstore": loaders_vs_ddstore,
+    "loaders.auto_right": loaders_auto_right,
+    "cluster_1gbit.vs_ddstore": cluster_1gbit_vs_ddstore,
+    "choice.heldout_right": choice_heldout_right,
+    "choice.heldout_regret": choice_heldout_regret,
+    "choice.heldout_resolved": choice_heldout_resolved,
+    "choice.heldout_clusters": choice_heldout_clusters,
+    "choice.heldout_when": choice_heldout_when,
+    "choice.heldout_met": choice_heldout_met,
+    "groups.dev_tie_aware": groups_dev_tie_aware,
+    "groups.dev_strict": groups_dev_strict,
+    "groups.heldout_tie_aware": groups_heldout_tie_aware,
+    "groups.heldout_strict": groups_heldout_strict,
+    "groups.oc20_200mbit": groups_oc20_200mbit,
+    "groups.oc20_1gbit": groups_oc20_1gbit,
+    "groups.oc20_heldout": groups_oc20_heldout,
+    "groups.date": groups_when,
+    "scale.after_bytes": scale_after_bytes,
+    "scale.shared_bytes": scale_shared_bytes,
+    "scale.before_bytes": scale_before_bytes,
+    "scale.after_epoch_start": scale_after_epoch_start,
+    "scale.before_epoch_start": scale_before_epoch_start,
+    "regression.grid_geo": regression_grid_geo,
+    "multi.within": multi_within,
+    "gpu.h200_wait_2ms": gpu_h200_wait_2ms,
+    "gpu.h200_wait_5ms": gpu_h200_wait_5ms,
+    "gpu.demo_speedup": gpu_demo_speedup,
+    "fetch.below_ddstore": fetch_below_ddstore,
+    "fetch.over_ddstore": fetch_over_ddstore_range,
+}
+
+
+def value(key: str) -> str:
+    """The figure ``key`` as pages quote it (``KeyError`` names an unknown key)."""
+    return FIGURES[key]()
