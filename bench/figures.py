@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 import groups as groups_bench
+import report_tables
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -138,6 +139,28 @@ def choice_heldout_when() -> str:
     return f"{utc[0][:10]} {utc[0][11:16]}–{utc[-1][11:16]} UTC"
 
 
+def choice_halves_table() -> str:
+    """Tune and held-out halves: the online check's score, strict and tie-aware, by median and
+    by mean step, per profile."""
+    ev = _load("backend_choice.json")["evaluation"]
+    out = ["| half | profile | online right (median step) | regret geo / worst | right model "
+           "picks made >3% slower | tie-aware: ties, resolved right | by mean step (stalls "
+           "paid): right, worst |", "|---|---|---|---|---|---|---|"]
+    for half, h in ev["halves"].items():
+        for prof in ("own", "local"):
+            s, m = h["summary"][prof], h["summary_mean"][prof]
+            if not s["configs"]:
+                continue
+            o, t = s["online"], s["tie_aware"]
+            right = round(o["right_fraction"] * s["configs"])
+            out.append(f"| {half.replace('_', '-')} | {prof} | {o['right_fraction']:.0%} "
+                       f"({right}/{s['configs']}) | {o['regret_geomean']:+.1%} / "
+                       f"{o['regret_worst']:+.0%} | {s['online_made_right_model_pick_slower']} | "
+                       f"{t['ties']}, {t['online']['right_of_resolved']} | "
+                       f"{m['online']['right_fraction']:.0%}, {m['online']['regret_worst']:+.0%} |")
+    return "\n\n" + "\n".join(out) + "\n\n"
+
+
 def choice_heldout_met() -> str:
     return "met" if _held_out()["summary"]["own"]["targets_met"] else "missed"
 
@@ -168,6 +191,22 @@ def groups_heldout_tie_aware() -> str:
 def groups_heldout_strict() -> str:
     s = _gsum("groups_heldout.json")
     return _of(s["strict_right"], s["configs"])
+
+
+def groups_grids_table() -> str:
+    """Both grids' scores: strictly, tie-aware, within 10%, by the fetch alone."""
+    out = ["| grid | configurations | strictly right | tie-aware right | within 10% | by the "
+           "fetch alone (tie-aware) |", "|---|---|---|---|---|---|"]
+    for name, label in (("groups.json", "development (2x2, 4x1 @ 200mbit, 1gbit; the "
+                         "estimator was developed on it)"),
+                        ("groups_heldout.json", "held out (3x2 @ 300mbit, 4x1 @ 500mbit; never "
+                         "tuned on)")):
+        s = _gsum(name)
+        n = s["configs"]
+        out.append(f"| {label} | {n} | {s['strict_right']} ({s['strict_right'] / n:.0%}) | "
+                   f"**{s['tie_aware_right']} ({s['tie_aware_right'] / n:.0%})** | "
+                   f"{s['tolerance_right']} | {s['fetch_tie_aware_right']} |")
+    return "\n\n" + "\n".join(out) + "\n\n"
 
 
 def _host_local(name: str, rate: str | None, kind: str, min_batch: int = 32) -> list[float]:
@@ -293,7 +332,80 @@ def fetch_over_ddstore_range() -> str:
     return _range(min(r), max(r), ".2f", "x")
 
 
+def fetch_floor_met() -> str:
+    """Cells at batch >= 32 whose fetch is within 3x the memcpy floor, latest round."""
+    keys, by = _by("loaders_fetch_i21_after.json")
+    over = [by[(*k, "auto")]["fetch_median_s"] / by[(*k, "auto")]["floor_s"]
+            for k in keys if k[2] >= 32 and (*k, "auto") in by]
+    return _of(sum(x <= 3 for x in over), len(over))
+
+
+# -- tables (a multi-line value: the marker pair on lines of their own) -----------------------
+def targets_table() -> str:
+    """The targets table of RESULTS.md (one host, across hosts, training)."""
+    clusters = [_load(n) for n in ("loaders_cluster.json", "loaders_cluster_200mbit.json")]
+    lines = report_tables.targets(_load("loaders.json"), _load("training.json"), clusters)
+    return "\n\n" + "\n".join(lines) + "\n\n"
+
+
+def _cluster_geo(name: str) -> str:
+    keys, by = _by(name)
+    r = [by[(*k, "auto")]["step_median_s"] / min(by[(*k, "onesided")]["step_median_s"],
+                                                  by[(*k, "collective")]["step_median_s"])
+         for k in keys if (*k, "onesided") in by and (*k, "collective") in by]
+    return f"{math.exp(sum(math.log(x) for x in r) / len(r)) - 1:+.1%}"
+
+
+def cluster_200mbit_vs_ddstore(dataset: str) -> Callable[[], str]:
+    def value() -> str:
+        keys, by = _by("loaders_cluster_200mbit.json")
+        r = [by[(*k, "ddstore")]["step_median_s"] / by[(*k, "auto")]["step_median_s"]
+             for k in keys if k[0] == dataset and k[2] >= 32 and (*k, "ddstore") in by]
+        return _range(min(r), max(r), ".1f", "x")
+    return value
+
+
+def _fetch_ratio(name: str, base: str) -> list[float]:
+    keys, by = _by(name)
+    return [by[(*k, base)]["fetch_median_s"] / by[(*k, "auto")]["fetch_median_s"]
+            for k in keys if k[2] >= 32 and (*k, base) in by]
+
+
+def loaders_vs_file_fetch() -> str:
+    r = _fetch_ratio("loaders.json", "file")
+    return _range(min(r), max(r), ",.0f", "x")
+
+
+def _estimator(which: str) -> dict:
+    return _load("estimator_accuracy.json")["summary"][which]
+
+
+def estimator_model_right() -> str:
+    s = _load("estimator_accuracy.json")["summary"]
+    right = round(s["model"]["right_pick_fraction"] * s["configs"])
+    return f"{s['model']['right_pick_fraction']:.1%} ({right}/{s['configs']})"
+
+
+def estimator_model_regret() -> str:
+    m = _estimator("model")
+    return f"{m['regret_geomean']:.1%} geometric-mean regret, {m['regret_worst']:.0%} worst"
+
+
+def estimator_online_right() -> str:
+    return f"{_estimator('online')['right_pick_fraction']:.0%}"
+
+
 FIGURES: dict[str, Callable[[], str]] = {
+    "targets.table": targets_table,
+    "loaders.vs_file_fetch": loaders_vs_file_fetch,
+    "cluster_1gbit.auto_geo": lambda: _cluster_geo("loaders_cluster.json"),
+    "cluster_200mbit.auto_geo": lambda: _cluster_geo("loaders_cluster_200mbit.json"),
+    "cluster_200mbit.vs_ddstore_molecules": cluster_200mbit_vs_ddstore("hydragnn"),
+    "cluster_200mbit.vs_ddstore_oc20": cluster_200mbit_vs_ddstore("oc20"),
+    "estimator.model_right": estimator_model_right,
+    "estimator.model_regret": estimator_model_regret,
+    "estimator.online_right": estimator_online_right,
+    "fetch.floor_met": fetch_floor_met,
     "training.native_wait": training_native_wait,
     "training.mdloader_wait": training_mdloader_wait,
     "training.speedup": training_speedup,
@@ -311,6 +423,7 @@ FIGURES: dict[str, Callable[[], str]] = {
     "choice.heldout_clusters": choice_heldout_clusters,
     "choice.heldout_when": choice_heldout_when,
     "choice.heldout_met": choice_heldout_met,
+    "choice.halves_table": choice_halves_table,
     "groups.dev_tie_aware": groups_dev_tie_aware,
     "groups.dev_strict": groups_dev_strict,
     "groups.heldout_tie_aware": groups_heldout_tie_aware,
@@ -319,6 +432,7 @@ FIGURES: dict[str, Callable[[], str]] = {
     "groups.oc20_1gbit": groups_oc20_1gbit,
     "groups.oc20_heldout": groups_oc20_heldout,
     "groups.date": groups_when,
+    "groups.grids_table": groups_grids_table,
     "scale.after_bytes": scale_after_bytes,
     "scale.shared_bytes": scale_shared_bytes,
     "scale.before_bytes": scale_before_bytes,

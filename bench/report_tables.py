@@ -229,10 +229,10 @@ def targets(res: dict | None, train: dict | None, clusters: list[dict] = ()) -> 
                            f"{_geo(st):.1f}x); fetch only: {min(fe):.1f}x–{max(fe):.1f}x "
                            f"(geo-mean {_geo(fe):.1f}x) | "
                            f"{_verdict(min(st), min(fe))} |")
-        fl = [by[(*k, "auto")]["fetch_over_floor"] for k in keys if k[2] >= 64]
-        sf = [by[(*k, "auto")]["step_over_floor"] for k in keys if k[2] >= 64]
+        fl = [by[(*k, "auto")]["fetch_over_floor"] for k in keys if k[2] >= 32]
+        sf = [by[(*k, "auto")]["step_over_floor"] for k in keys if k[2] >= 32]
         if fl:
-            out.append(f"| fetch ≤ 3x memcpy floor at batch ≥ 64 | auto fetch {min(fl):.1f}x–"
+            out.append(f"| fetch ≤ 3x memcpy floor at batch ≥ 32 | auto fetch {min(fl):.1f}x–"
                        f"{max(fl):.1f}x the floor (batch ready: {min(sf):.0f}x–{max(sf):.0f}x) | "
                        f"{'yes' if max(fl) <= 3 else 'no'} |")
         ratio = [by[(*k, "auto")]["step_median_s"] / min(by[(*k, "onesided")]["step_median_s"],

@@ -154,6 +154,8 @@ def test_figure_check_catches_a_stale_or_unknown_quote(tmp_path, monkeypatch):
     monkeypatch.setattr(tool, "pages", lambda: [page])
     bad = tool.stale()
     assert len(bad) == 2 and "'99%'" in bad[0] and repr(right) in bad[0] and "no.such.key" in bad[1]
+    page.write_text("native wait\n<!-- figure: training.native_wait -->99%<!-- /figure -->\n")
+    assert any("opens a line" in b for b in tool.stale())
     page.write_text("native wait <!-- figure: training.native_wait -->99%<!-- /figure -->\n")
     assert tool.rewrite(page.read_text()) == (
         f"native wait <!-- figure: training.native_wait -->{right}<!-- /figure -->\n")

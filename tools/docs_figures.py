@@ -20,7 +20,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import figures  # noqa: E402  (bench/figures.py)
 
-QUOTE = re.compile(r"<!-- figure: ([\w.-]+) -->(.*?)<!-- /figure -->")
+#: a quoted value runs to its closing marker, on the same line or (a table) over several
+QUOTE = re.compile(r"<!-- figure: ([\w.-]+) -->(.*?)<!-- /figure -->", re.S)
+#: an inline quote may not open a line: Markdown would take the line for an HTML block
+LINE_START = re.compile(r"^[ \t]*<!-- figure: ([\w.-]+) -->(?![ \t]*$)", re.M)
 
 
 def pages() -> list[Path]:
@@ -50,6 +53,9 @@ def stale() -> list[str]:
             elif quoted != figures.value(key):
                 out.append(f"{rel}: figure {key} quotes {quoted!r}, the JSON gives "
                            f"{figures.value(key)!r}: run `python tools/docs_figures.py`")
+        for m in LINE_START.finditer(page.read_text()):
+            out.append(f"{page.relative_to(ROOT)}: figure {m.group(1)} opens a line (Markdown "
+                       "reads it as an HTML block): move a word in front of it")
     return out
 
 
