@@ -181,3 +181,15 @@ def test_reference_pages_read_on_github_are_up_to_date():
     for p in gen_reference.PAGES.glob("*.md"):
         text = p.read_text()
         assert docs_hooks.END in text and "\n## " in text.split(docs_hooks.END)[0], p.name
+
+
+def test_user_docs_name_no_issue_numbers():
+    """README, docs/ and the results page they include speak to users: no tracker numbers."""
+    pat = re.compile(r"\b[Ii]ssues? \d+|(?<![\w/])#\d{1,3}\b")
+    hits = []
+    for path in [ROOT / "README.md", ROOT / "bench" / "RESULTS.md",
+                 *sorted((ROOT / "docs").rglob("*.md"))]:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if pat.search(line):
+                hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}")
+    assert not hits, "issue numbers in user docs:\n" + "\n".join(hits)

@@ -17,7 +17,7 @@ numbers include the contention a real step sees):
                 per-node sub-communicator (all nodes at once)        -> the profile's
                 ``node_params`` (:data:`NODE_KEYS`), what a job or replica group inside one
                 node sees: its window is the node's (shared memory), its Alltoallv has only
-                on-node peers. The whole-job series cannot identify these (issue 16: on 2 hosts
+                on-node peers. The whole-job series cannot identify these (measured: on 2 hosts
                 x 2 ranks every Alltoallv has one peer on the node and two across, so the fit's
                 split of the per-peer cost between them is arbitrary, and the intra Gets ran on a
                 window spanning the network). Its budget is ``NODE_SHARE`` of the run's.
@@ -434,7 +434,7 @@ def _fit_a2a(res: Result, rows: list, pairwise: bool) -> None:
     over all sizes let the small messages, which ride the links' buffers faster than the link
     (4 KB at 2x a 200mbit link's rate), price the bytes: 33-50 MB/s on a 25 MB/s link whose
     large Alltoallvs reached 11-23 MB/s, and multi-MB collective steps predicted 4x too fast
-    (issue 16, 4 hosts x 1 rank)."""
+    (measured on 4 hosts x 1 rank)."""
     p, intra, m, y = map(np.array, zip(*rows))
     inter = np.where(m > 0, (p - 1) - intra, 0.0)
     cols = {"sync": np.ceil(np.log2(p)), "peer_intra": intra, "peer_inter": inter,
