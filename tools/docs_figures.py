@@ -20,8 +20,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # this checkout's package and b
 
 import figures  # noqa: E402  (bench/figures.py)
 
-#: a quoted value runs to its closing marker, on the same line or (a table) over several
-QUOTE = re.compile(r"<!-- figure: ([\w.-]+) -->(.*?)<!-- /figure -->", re.S)
+#: a quoted value runs to its closing marker, on the same line or (a table) over several; a
+#: marker right after a backtick is an example in inline code, not a quote
+QUOTE = re.compile(r"(?<!`)<!-- figure: ([\w.-]+) -->(.*?)<!-- /figure -->", re.S)
 #: an inline quote may not open a line: Markdown would take the line for an HTML block
 LINE_START = re.compile(r"^[ \t]*<!-- figure: ([\w.-]+) -->(?![ \t]*$)", re.M)
 
