@@ -126,7 +126,7 @@ def fetch_cost_tables(before: dict | None, after: dict, profs=(),
     """Issue 21 part 4: MDLoader's fetch against the real DDStore's and the memcpy floor, before
     and after the small-step plan (``loaders_fetch_{before,after}.json``, ``bench/loaders.py
     --loaders onesided,auto,ddstore-real``; before = ``--onesided-numpy``), and where a fetch's
-    time goes (``fetch_profile.json``, ``bench/fetch_profile.py``)."""
+    time goes (``fetch_profile.json``, ``bench/probes/fetch_profile.py``)."""
     keys, by = _configs(after["rows"])
     _, old = _configs(before["rows"]) if before else ([], {})
     m = after["machine"]
@@ -167,7 +167,7 @@ def fetch_cost_tables(before: dict | None, after: dict, profs=(),
     for prof in [p for p in profs if p]:
         between = {"collate": "a batch collated before each timed fetch, caches as cold as in "
                               "the grid", "none": "fetches back to back, caches warm"}
-        out += ["", f"Where a fetch goes (`bench/fetch_profile.py`, {prof['date']}, load "
+        out += ["", f"Where a fetch goes (`bench/probes/fetch_profile.py`, {prof['date']}, load "
                 f"{prof['loadavg'][0]:.2f}; {between[prof.get('between', 'none')]}; "
                 "median of the slowest rank, ms; the parts are timed one by one on the same "
                 "plans):", "",

@@ -159,3 +159,15 @@ def test_figure_check_catches_a_stale_or_unknown_quote(tmp_path, monkeypatch):
     page.write_text("native wait <!-- figure: training.native_wait -->99%<!-- /figure -->\n")
     assert tool.rewrite(page.read_text()) == (
         f"native wait <!-- figure: training.native_wait -->{right}<!-- /figure -->\n")
+
+
+def test_pages_name_only_scripts_and_results_that_exist():
+    """Every `bench/...py` script and `bench/results/...` file README.md and docs/ name exists
+    (after a move to bench/probes/ or bench/results/archive/ the pages follow)."""
+    missing = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text()
+        for path in set(re.findall(r"\bbench/[\w/.-]+\.(?:py|json|md|log|png)\b", text)):
+            if "*" not in path and "{" not in path and not (ROOT / path).exists():
+                missing.append(f"{page.relative_to(ROOT)}: {path}")
+    assert not missing, "pages name files that do not exist:\n" + "\n".join(sorted(missing))

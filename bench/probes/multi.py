@@ -8,7 +8,7 @@ seed); a step's fetch is timed from the plan to this rank's records, after a bar
 MAX over ranks. The ratio multi / single of the medians is the figure (the id tag adds 1 int64 and
 a header entry to every record).
 
-    mpiexec -n 4 python -m mpi4py bench/multi.py [--steps 40] [--rounds 3]
+    mpiexec -n 4 python -m mpi4py bench/probes/multi.py [--steps 40] [--rounds 3]
 
 Writes ``bench/results/multi.json``; data go to ``bench/work/multi/`` (git-ignored).
 """

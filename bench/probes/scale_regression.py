@@ -10,7 +10,7 @@ one). The committed figures before issue 19 (``git show 0a94d52:bench/results/lo
 are listed too, but they come from another host (an Intel Xeon VM; these runs: AMD EPYC), so
 only the same-session columns compare.
 
-    python bench/scale_regression.py --pre A.json,B.json --cur C.json,D.json \\
+    python bench/probes/scale_regression.py --pre A.json,B.json --cur C.json,D.json \\
         [--train-pre T.json --train-cur U.json] [--step S.json]
 
 Writes ``bench/results/scale_regression.json`` and ``.md`` (included in RESULTS.md and
@@ -19,11 +19,11 @@ docs/scale.md).
 The targeted re-check of the two 4-rank cells that stayed ~1.3x (``--ab DIR``: runs of
 ``bench/loaders.py --ranks 4 --batches 4 --loaders collective,onesided --steps 8 --repeats 3``
 saved as ``pre_<i>.json``/``cur_<i>.json`` in ABBA order under the lock, and
-``bench/collective_step_cpu.py`` from each tree as ``cpu[1024]_<pre|cur>_<i>.json``; optional
+``bench/probes/collective_step_cpu.py`` from each tree as ``cpu[1024]_<pre|cur>_<i>.json``; optional
 ``bench/training.py`` runs as ``train_<pre|cur>_<i>.json``) writes
 ``scale_regression_ab.json``/``.md`` instead (RESULTS.md and docs/scale.md include it too):
 
-    python bench/scale_regression.py --ab bench/results/scale_regression_ab
+    python bench/probes/scale_regression.py --ab bench/results/scale_regression_ab
 
 Per cell the best (smallest) step median of the runs of each tree is compared:
 on a shared, loaded machine the best of a few runs is the least contaminated figure.
@@ -229,10 +229,10 @@ def ab_tables(folder: Path) -> tuple[list[str], dict]:
                          f"{min(l for _, l in p + c):.1f}-{max(l for _, l in p + c):.1f} |")
     parts = {t: [json.loads(q.read_text()) for q in sorted(folder.glob(f"sc_{t}_*.json"))]
              for t in ("pre", "cur")}
-    if parts["pre"] and parts["cur"]:  # bench/step_cpu_parts.py runs of each tree
+    if parts["pre"] and parts["cur"]:  # bench/probes/step_cpu_parts.py runs of each tree
         lds = [r["load"] for t in parts for r in parts[t]]
-        lines += ["", "Parts of a one-sided step without MPI (`bench/step_cpu_parts.py`: P = 4, "
-                  "B = 4 plans, rank 0's ids; median of 5 rounds a run; `index cold` is the "
+        lines += ["", "Parts of a one-sided step without MPI (`bench/probes/step_cpu_parts.py`: "
+                  "P = 4, B = 4 plans, rank 0's ids; median of 5 rounds a run; `index cold` is the "
                   "lookup right after a `smaps_rollup` read, as the harness does between steps; "
                   f"trees alternated, load {min(lds):.1f}-{max(lds):.1f}):", "",
                   "| part | before us/step (runs) | now us/step (runs) | shift us "
