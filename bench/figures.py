@@ -395,7 +395,33 @@ def estimator_online_right() -> str:
     return f"{_estimator('online')['right_pick_fraction']:.0%}"
 
 
+def estimator_cluster_table() -> str:
+    """Auto's picks on 2 emulated hosts per link rate, and the one-node grid beside them."""
+    est = _load("estimator_cluster.json")["summary"]
+    one = _load("estimator_accuracy.json")["summary"]
+    out = ["| link | model: right picks | regret geo-mean / worst | after the online check |",
+           "|---|---|---|---|"]
+    for rate, s in list(est.items()) + [("one node (the single-node grid)", one)]:
+        m, o = s["model"], s["online"]
+        out.append(f"| {rate} | {m['right_pick_fraction']:.0%} | {m['regret_geomean']:+.1%} / "
+                   f"{m['regret_worst']:+.0%} | {o['right_pick_fraction']:.0%}, "
+                   f"{o['regret_geomean']:+.1%} |")
+    return "\n\n" + "\n".join(out) + "\n\n"
+
+
+def multi_table() -> str:
+    """Fetch with 3 data sets in one store against one file of the same size."""
+    m = _load("multi.json")
+    out = ["| backend | 3 data sets (ms) | one file (ms) | ratio |", "|---|---|---|---|"]
+    for b, r in m["backends"].items():
+        out.append(f"| {b} | {r['median_ms']['multi']:.3f} | {r['median_ms']['single']:.3f} | "
+                   f"{r['ratio']:.2f} |")
+    return "\n\n" + "\n".join(out) + "\n\n"
+
+
 FIGURES: dict[str, Callable[[], str]] = {
+    "estimator_cluster.table": estimator_cluster_table,
+    "multi.table": multi_table,
     "targets.table": targets_table,
     "loaders.vs_file_fetch": loaders_vs_file_fetch,
     "cluster_1gbit.auto_geo": lambda: _cluster_geo("loaders_cluster.json"),
