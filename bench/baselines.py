@@ -121,7 +121,7 @@ class PygLocal(PlanLoader):
         from torch_geometric.loader import DataLoader
 
         from mdloader_plugin.sources.adios import GraphFile
-        from mdloader_plugin.store.shard import block_bounds
+        from mdloader_plugin.core.blocks import block_bounds
 
         with GraphFile(path) as f:
             info = f.info(label)

@@ -113,7 +113,8 @@ def _rss_mib() -> float:
 
 def load(world, n: int, sizes_p: Path, rec_p: Path, index: str, share: str):
     from mdloader_plugin import codec
-    from mdloader_plugin.store.shard import ShardStore, block_bounds
+    from mdloader_plugin.core.blocks import block_bounds
+    from mdloader_plugin.store.shard import ShardStore
 
     lo, hi = (int(x) for x in block_bounds(n, world.size)[world.rank:world.rank + 2])
     atoms = np.load(sizes_p, mmap_mode="r")

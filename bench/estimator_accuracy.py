@@ -46,7 +46,8 @@ def record_sizes(dist: str, n: int, seed: int = 0) -> np.ndarray:
 # -- worker: runs under mpiexec --------------------------------------------------------------
 def worker(batches: list[int], steps: int, out: str) -> None:
     from mdloader_plugin.backends import get_backend
-    from mdloader_plugin.store.shard import ShardStore, block_bounds
+    from mdloader_plugin.core.blocks import block_bounds
+    from mdloader_plugin.store.shard import ShardStore
     from mdloader_plugin.mpi.world import World
 
     world = World.detect()

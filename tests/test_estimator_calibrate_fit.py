@@ -10,7 +10,8 @@ the collective backend was predicted 3-6x faster than it measured on multi-MB st
 import numpy as np
 import pytest
 
-from mdloader_plugin.estimator.calibrate import Result, _fit_a2a
+from mdloader_plugin.estimator.calibrate import Result
+from mdloader_plugin.estimator.calibrate.alltoallv import fit_a2a as _fit_a2a
 from mdloader_plugin.estimator.fit import nnls_relative
 
 SIZES = [0, 4096, 32768, 131072, 524288, 1 << 20, 4 << 20]

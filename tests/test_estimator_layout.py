@@ -15,7 +15,7 @@ from mdloader_plugin.estimator import Workload, get_profile, predict
 from mdloader_plugin.estimator.group_size import SHARE, TIE, choose_layout, detect_budget
 from mdloader_plugin.sources import synth
 from mdloader_plugin.sources.adios import write_graphs
-from mdloader_plugin.store.shard import block_bounds
+from mdloader_plugin.core.blocks import block_bounds
 from mpirun import mpirun
 
 SIZES = np.random.default_rng(0).integers(1000, 9000, size=1000)

@@ -5,10 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from mdloader_plugin.store.index import (CompactIndex, FullIndex, build_index, check_choice,
-                                   code_dtype, code_params, encode)
+from mdloader_plugin.store.index import (CompactIndex, FullIndex, check_choice, code_dtype,
+                                         code_params, encode)
+from mdloader_plugin.store.index_build import build_index
 from mdloader_plugin.core.errors import ConfigError
-from mdloader_plugin.store.shard import ShardStore, block_bounds, exclusive_offsets
+from mdloader_plugin.core.blocks import block_bounds, exclusive_offsets
+from mdloader_plugin.store.shard import ShardStore
 from mpirun import ROOT, mpirun
 
 

@@ -8,7 +8,8 @@ from mdloader_plugin import budget
 from mdloader_plugin.core.errors import ConfigError, MemoryBudgetError
 from mdloader_plugin.sources import synth
 from mdloader_plugin.sources.adios import GraphFile, write_graphs
-from mdloader_plugin.store.shard import ShardStore, block_bounds
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
 
 
 @pytest.mark.parametrize("text,value", [(4096, 4096), ("4GiB", 4 * 2**30), ("512 MiB", 2**29),

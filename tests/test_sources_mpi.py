@@ -12,7 +12,8 @@ SCRIPT = r'''
 import json, sys
 import numpy as np
 from mdloader_plugin.mpi.world import World
-from mdloader_plugin.store.shard import ShardStore, block_bounds
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.sources.adios import GraphFile, _ADIOS_TYPES
 
 path = sys.argv[1]

@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
+from .errors import ConfigError
+
 
 @dataclass(frozen=True)
 class Option:
@@ -52,8 +54,6 @@ def check_scale(values: Mapping[str, Any], label: Callable[[str], str] = str) ->
 
     A bad value raises a one-line :class:`~mdloader_plugin.core.errors.ConfigError` naming the key
     as `label` spells it (``"cfg.yaml: mdloader.order"``, ``"--index-share"``) and the choices."""
-    from .errors import ConfigError
-
     out = {opt.name: values.get(opt.name, opt.default) for opt in SCALE}
     for key, valid in scale_choices().items():
         if out[key] is None:
@@ -67,13 +67,16 @@ def check_scale(values: Mapping[str, Any], label: Callable[[str], str] = str) ->
     return out
 
 
-def scale_choices() -> dict:
-    """``{setting: valid values}`` of the :data:`SCALE` settings (from the modules that
-    implement them)."""
-    from ..store.index import KINDS, SHARES
-    from ..sampling.order import CHOICES
+#: valid values of the :data:`SCALE` settings (the modules that implement them check that their
+#: registries match: ``sampling/order.py``, ``store/index.py``)
+ORDER_CHOICES = ("auto", "torch", "feistel")
+INDEX_KINDS = ("compact", "full")
+INDEX_SHARES = ("rank", "node")
 
-    return {"order": CHOICES, "index": KINDS, "index_share": SHARES}
+
+def scale_choices() -> dict:
+    """``{setting: valid values}`` of the :data:`SCALE` settings."""
+    return {"order": ORDER_CHOICES, "index": INDEX_KINDS, "index_share": INDEX_SHARES}
 
 
 #: Environment variables read by the ``mdloader_plugin`` package (the Slurm recipes' own

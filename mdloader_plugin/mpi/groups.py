@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import ConfigError
+from .world import agree
 
 ALIASES = ("group_size", "width")  # DDStore's users call it width (--ddstore_width)
 
@@ -144,7 +145,6 @@ def make(world, group_size=None) -> Group | None:
     if w == "auto":
         raise AssertionError("Internal error: group_size auto must be resolved by the "
                              "estimator before the store is built (mdloader_plugin.loader.open)")
-    from .world import agree
 
     w = world.size if w is None else w
     agree(world, check_size, w, world.node_of)  # the same verdict everywhere: said once

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.options import ORDER_CHOICES
+
 ROUNDS = 8
 AUTO_TORCH_UP_TO = 1 << 22
 _M64 = (1 << 64) - 1
@@ -152,7 +154,10 @@ def _mix(v: np.ndarray, i: int) -> np.ndarray:
 
 
 ORDERS = {"torch": TorchOrder, "feistel": FeistelOrder}
-CHOICES = ("auto", *ORDERS)
+CHOICES = ORDER_CHOICES  # the settings table's choices: "auto" and every registered order
+if set(CHOICES) != {"auto", *ORDERS}:
+    raise ImportError(f"Internal error: order choices {CHOICES} differ from the registered orders "
+                      f"{sorted(ORDERS)}; please report")
 
 
 def resolve(name: str, num_samples: int) -> str:

@@ -24,6 +24,10 @@ import numpy as np
 
 from ..records import codec
 from ..core.errors import ConfigError, MemoryBudgetError
+from ..core.blocks import block_bounds
+from ..sampling.order import order_class, resolve
+from ..sources.multi import ID_KEY
+from .index import bound_bytes
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
           "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30,
@@ -87,8 +91,6 @@ def multi_record_sizes(src, lo: int = 0, hi: int | None = None) -> np.ndarray:
     """Exact record size of each of global ids ``lo..hi-1`` (default: all) of several files
     (a :class:`~mdloader_plugin.sources.multi.MultiSource`), the ``dataset_name`` tag every
     sample carries included; reads only the count arrays."""
-    from ..sources.multi import ID_KEY
-
     hi = src.num_samples if hi is None else hi
     parts = [np.zeros(0, dtype=np.int64)]
     for d, a, b in src.pieces(lo, hi):
@@ -110,8 +112,6 @@ def per_rank_bytes(sizes: np.ndarray, shards: int, digests: bool = False, *,
     """The store's size on its fullest rank when records of `sizes` (every sample, in id order)
     are sharded over `shards` ranks as the store does (``block_bounds``): records + index
     (`kind`, and `ranks_sharing` ranks a node-shared copy: :func:`index_bytes`)."""
-    from .shard import block_bounds
-
     cum = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))])
     b = block_bounds(len(sizes), shards)
     return int((cum[b[1:]] - cum[b[:-1]]).max()) + \
@@ -144,8 +144,6 @@ def index_bytes(num_samples: int, digests: bool = False, *, kind: str = "compact
     """Bytes of the global index a rank holds for ``num_samples`` samples (with digests if
     asked): the bound of :func:`.index.bound_bytes` for `kind`; a node-shared compact index
     (``index_share: node``) counted ``1 / ranks_sharing`` (the ranks of the node)."""
-    from .index import bound_bytes
-
     return bound_bytes(num_samples, digests, kind, ranks_sharing)
 
 
@@ -156,9 +154,6 @@ def scale_bytes(num_samples: int, *, index: str = "compact", index_share: str = 
     the record sizes are known: ``index`` (the bound of :func:`.index.bound_bytes`: 4-byte size
     codes; a node-shared index counted ``1 / ranks_per_node``) and ``order`` (a ``torch`` list
     or a ``feistel`` order's keys; the run of step plans is not included)."""
-    from .index import bound_bytes
-    from ..sampling.order import order_class, resolve
-
     share = ranks_per_node if index_share == "node" else 1
     return {"index": bound_bytes(num_samples, digests, index, share),
             "order": order_class(resolve(order, num_samples), shuffle).bytes_for(num_samples)}

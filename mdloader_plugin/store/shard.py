@@ -26,14 +26,18 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..records import codec
+from ..core.blocks import block_bounds, exclusive_offsets
 from ..core.errors import DataError, MemoryBudgetError
-
-
-def block_bounds(num_samples: int, size: int) -> np.ndarray:
-    """``size + 1`` block starts: rank ``r`` owns ``[b[r], b[r+1])`` (sizes differ by <= 1)."""
-    r = np.arange(size + 1, dtype=np.int64)
-    return (r * num_samples) // size
+from ..records import codec
+from . import budget as mem, replicate
+from ..core.log import get_logger
+from ..mpi import groups
+from ..mpi.world import agree, allreduce_number
+from ..sources.adios import GraphFile
+from ..sources.multi import MultiSource, parse_specs
+from .budget import parse_bytes
+from .index import FullIndex, bound_bytes, check_choice
+from .index_build import allgather_blocks, build_index
 
 
 @dataclass
@@ -68,8 +72,6 @@ class ShardStore:
 
     def __post_init__(self):
         if self.index is None:
-            from .index import FullIndex
-
             self.index = FullIndex(self.block_starts, self.offsets, self.nbytes)
 
     # -- queries ---------------------------------------------------------------------------
@@ -120,11 +122,6 @@ class ShardStore:
         `group_size`: an int, None for all ranks, or a :class:`~.groups.Group`). `index`:
         ``"compact"`` or ``"full"``; `index_share`: ``"rank"`` or ``"node"`` (one compact copy a
         node in shared memory), see :mod:`.index`."""
-        from ..mpi import groups
-        from .budget import parse_bytes
-        from .index import allgather_blocks, build_index, check_choice
-        from ..mpi.world import agree
-
         group = groups.make(world, group_size)
         holder = world if group is None else group
 
@@ -148,8 +145,6 @@ class ShardStore:
     def from_samples(cls, world, local_samples: Iterable[Mapping[str, np.ndarray]],
                      num_samples: int, progress: bool = False, **kw) -> "ShardStore":
         """Collective. Store this rank's samples (dicts of arrays), e.g. a block read from a file."""
-        from ..mpi.world import agree
-
         samples = list(local_samples)
         sizes = agree(world, _record_sizes, samples)
         fill = _encoder(samples, progress and (world is None or world.rank == 0))
@@ -174,8 +169,6 @@ class ShardStore:
         (:mod:`.sources.multi`): data set ``d`` holds ids ``meta["dataset_starts"][d]..``, every
         sample carries its id in ``dataset_name``; keys are the common set (`required` ones
         must be in every file)."""
-        from ..sources.multi import parse_specs
-
         specs = parse_specs(specs)
         what = f"{len(specs)} data sets [{label}]"
         return cls._load(world, _read_multi_block, (specs, label, keys, tuple(required)), what,
@@ -186,12 +179,6 @@ class ShardStore:
         """Collective. `read(world, *args, budget, digests)` gives ``(ndata, samples, meta)``
         of this rank's block; store them and log what was loaded."""
         import time
-
-        from ..mpi import groups
-        from . import replicate
-        from .budget import parse_bytes
-        from ..core.log import get_logger
-        from ..mpi.world import agree, allreduce_number
 
         t0 = time.perf_counter()
         kw["max_memory_per_rank"] = agree(world, parse_bytes, kw.get("max_memory_per_rank"))
@@ -230,9 +217,6 @@ class ShardStore:
     def _load_copied(cls, world, group, read, args: tuple, **kw):
         """Collective. Read once, copy across groups (:mod:`.replicate`): block ``i`` is read by
         rank ``i`` of one group and broadcast to rank ``i`` of the others."""
-        from . import replicate
-        from ..mpi.world import agree
-
         comm, root = replicate.cross(world, group)
         reader = group.index == root
         try:
@@ -344,20 +328,9 @@ def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
-def exclusive_offsets(sizes: np.ndarray) -> np.ndarray:
-    """Start offsets of records of the given sizes laid end to end: ``[0, s0, s0+s1, ...]``."""
-    offs = np.zeros(sizes.size, dtype=np.int64)
-    if sizes.size > 1:
-        np.cumsum(sizes[:-1], out=offs[1:])
-    return offs
-
-
 def _read_block(world, path, label, keys, budget=None, digests=False, index=None):
     """Rank-local: read this rank's block of `label` (one bulk read per key), after checking the
     predicted store size against `budget`."""
-    from . import budget as mem
-    from ..sources.adios import GraphFile
-
     with GraphFile(path) as f:
         info = f.info(label)
         if info.ndata == 0:
@@ -384,9 +357,6 @@ def _read_multi_block(world, specs, label, keys, required, budget=None, digests=
                       index=None):
     """Rank-local: this rank's block of the global ids of several files (:mod:`.sources.multi`),
     after checking the predicted store size against `budget`; dropped keys are logged once."""
-    from . import budget as mem
-    from ..sources.multi import MultiSource
-
     with MultiSource(specs, label, keys, required) as src:
         n = src.num_samples
         if n < _size(world):
@@ -405,8 +375,6 @@ def _read_multi_block(world, specs, label, keys, required, budget=None, digests=
                 "dataset_names": list(src.names), "dataset_starts": src.starts.tolist(),
                 "dataset_weights": [s.weight for s in specs], "dropped_keys": src.dropped}
     if src.dropped and r == 0:
-        from ..core.log import get_logger
-
         get_logger(0).warning("; ".join(f"key {k!r} dropped: missing from {', '.join(v)}"
                                         for k, v in src.dropped.items()))
     return n, samples, meta
@@ -429,8 +397,6 @@ def _sharing(world, share: str) -> int:
 
 def _check_budget(total: int, num_samples: int, budget: int | None, digests: bool = False,
                   kind: str = "compact", sharing: int = 1) -> None:
-    from .index import bound_bytes
-
     need = total + bound_bytes(num_samples, digests, kind, sharing)
     if budget is not None and need > budget:
         raise MemoryBudgetError(f"this rank needs {_mib(need)} for its block and the index but "

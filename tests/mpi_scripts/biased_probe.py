@@ -17,7 +17,8 @@ from mdloader_plugin.estimator.choose import Decision
 from mdloader_plugin.estimator.online import OnlineCheck
 from mdloader_plugin.loader.loader import MDLoader
 from mdloader_plugin.sources import synth
-from mdloader_plugin.store.shard import ShardStore, block_bounds
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
 
 
