@@ -13,6 +13,8 @@ from .result import FLOOR_S, Result, bw_floor, fit_source, note_fit
 
 # -- 5. Alltoallv ------------------------------------------------------------------------------
 def measure_alltoallv(world, plan: Plan, res: Result) -> None:
+    """Stage ``alltoallv``: time Alltoallv on sub-communicators of 2..P ranks at several message
+    sizes and fit the collective model's sync, per-peer and per-byte costs into `res`."""
     from mpi4py import MPI
 
     rows = []
