@@ -6,12 +6,11 @@ loaded machine barely move, unlike wall time. That CPU time a step is what a ran
 from its core: with a trainer whose Python part holds the GIL for ``g`` ms of a ``s`` ms step on
 the same core, the producer keeps up only while its cost stays under ``s - g``.
 
-    python bench/probes/producer_cost.py [--cases hydragnn:32,hydragnn:128,oc20:8,oc20:32] \
-        [--steps 200]
-    python bench/probes/producer_cost.py --before REV [--rounds 5]  # A/B: REV's tree vs this
-                                                                   # one, alternated by round
-    python bench/probes/producer_cost.py --producer process  # CPU a step left in the trainer's
-                                                  # process (and the helper's own, apart)
+    python bench/producer_cost.py [--cases hydragnn:32,hydragnn:128,oc20:8,oc20:32] [--steps 200]
+    python bench/producer_cost.py --before REV [--rounds 5]   # A/B: REV's tree vs this one,
+                                                              # alternated round by round
+    python bench/producer_cost.py --producer process  # CPU a step left in the trainer's process
+                                                      # (and the helper's own, reported apart)
 """
 
 from __future__ import annotations
