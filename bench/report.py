@@ -124,10 +124,15 @@ def _code(xs) -> str:
 
 
 def summary_line(path: Path) -> str:
-    """The first sentence of a script's module docstring (read, not imported)."""
+    """The first sentence of a script's module docstring (read, not imported), at most about
+    160 characters."""
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
-    first = " ".join(doc.split("\n\n")[0].split())
-    return first.replace("``", "`").replace("|", "\\|")
+    first = " ".join(doc.split("\n\n")[0].split()).replace("``", "`")
+    m = re.match(r"(.*?[.!])(\s|$)", first)
+    first = m.group(1) if m else first
+    if len(first) > 160:
+        first = first[:160].rsplit(" ", 1)[0] + " …"
+    return first.replace("|", "\\|")
 
 
 def readme_tables() -> str:
