@@ -96,6 +96,7 @@ def main() -> None:
         s.close()
     if world.rank == 0:
         (HERE / "results").mkdir(exist_ok=True)
+        result["date"] = time.strftime("%F %H:%M UTC", time.gmtime())
         (HERE / "results" / "multi.json").write_text(json.dumps(result, indent=1))
         for b, r in result["backends"].items():
             print(f"{b}: multi {r['median_ms']['multi']:.3f} ms, single "
