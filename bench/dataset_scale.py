@@ -298,6 +298,7 @@ def main() -> None:
     res["torch_plan_equals_before"] = plans["torch"] == plans["before"]
     res["feistel_plan_1e9_p2048_s"] = feistel_plan_seconds()
     res["extrapolated"] = extrapolate(res["rows"], res["feistel_plan_1e9_p2048_s"])
+    res["date"] = time.strftime("%F %H:%M UTC", time.gmtime())
     Path(a.out).write_text(json.dumps(res, indent=1))
     Path(a.out).with_suffix(".md").write_text(markdown(res))
     print(markdown(res))

@@ -12,7 +12,7 @@ import pytest
 from mpirun import ROOT, mpi_env
 
 BENCH = ROOT / "bench"
-sys.path.insert(0, str(BENCH))
+sys.path[:0] = [str(BENCH), str(BENCH / "probes")]
 
 
 @pytest.mark.mpi
@@ -124,7 +124,7 @@ def test_dataset_scale_bench_reduced(tmp_path: Path):
 
 def test_scale_step_and_regression_tables(tmp_path: Path):
     """bench/scale_step.py (one process, tiny) measures every index kind and order at every
-    batch; bench/scale_regression.py compares runs cell by cell (a run against itself: 1.00)."""
+    batch; bench/probes/scale_regression.py compares runs cell by cell (a run against itself: 1.00)."""
     step = tmp_path / "step.json"
     r = subprocess.run([sys.executable, str(BENCH / "scale_step.py"), "--rounds", "1",
                         "--sizes", "4096", "--out", str(step)], capture_output=True, text=True,
@@ -138,7 +138,7 @@ def test_scale_step_and_regression_tables(tmp_path: Path):
     assert all(row["us_per_step"] > 0 for row in rows)
     loaders = BENCH / "results" / "loaders.json"
     out = tmp_path / "reg"
-    r = subprocess.run([sys.executable, str(BENCH / "scale_regression.py"), "--pre",
+    r = subprocess.run([sys.executable, str(BENCH / "probes" / "scale_regression.py"), "--pre",
                         str(loaders), "--cur", str(loaders), "--step", str(step), "--out",
                         str(out)], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -149,18 +149,18 @@ def test_scale_step_and_regression_tables(tmp_path: Path):
 
 def test_scale_regression_ab_mode_and_collective_step_cpu(tmp_path: Path):
     """--ab reads ABBA runs (pre_<i>/cur_<i>) and the step-CPU runs of each tree: the same run
-    as both trees gives 1.00; bench/collective_step_cpu.py measures a positive cost."""
+    as both trees gives 1.00; bench/probes/collective_step_cpu.py measures a positive cost."""
     loaders = BENCH / "results" / "loaders.json"
     (tmp_path / "pre_1.json").write_text(loaders.read_text())
     (tmp_path / "cur_2.json").write_text(loaders.read_text())
     for t in ("pre", "cur"):
-        r = subprocess.run([sys.executable, str(BENCH / "collective_step_cpu.py"), "--graphs",
-                            "256", "--steps", "50", "--rounds", "1", "--out",
+        r = subprocess.run([sys.executable, str(BENCH / "probes" / "collective_step_cpu.py"),
+                            "--graphs", "256", "--steps", "50", "--rounds", "1", "--out",
                             str(tmp_path / f"cpu_{t}_1.json")], capture_output=True, text=True,
                            timeout=120, cwd=ROOT)
         assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path / "reg"
-    r = subprocess.run([sys.executable, str(BENCH / "scale_regression.py"), "--ab",
+    r = subprocess.run([sys.executable, str(BENCH / "probes" / "scale_regression.py"), "--ab",
                         str(tmp_path), "--out", str(out)], capture_output=True, text=True,
                        timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -167,3 +167,29 @@ def test_readme_is_short_and_its_links_resolve():
     for link in links:
         if not re.match(r"https?://", link):
             assert (ROOT / link).exists(), f"README links to a missing file: {link}"
+
+
+def test_reference_pages_read_on_github_are_up_to_date():
+    """docs/reference/*.md carry their generated text (tools/gen_reference.py), so they read
+    on GitHub as on the site; a committed page that differs from the code's tables, parsers or
+    docstrings fails here."""
+    import gen_reference
+
+    stale = [p.name for p in sorted(gen_reference.PAGES.glob("*.md"))
+             if gen_reference.page_text(p.read_text()) != p.read_text()]
+    assert not stale, f"{stale}: run `python tools/gen_reference.py` and commit the pages"
+    for p in gen_reference.PAGES.glob("*.md"):
+        text = p.read_text()
+        assert docs_hooks.END in text and "\n## " in text.split(docs_hooks.END)[0], p.name
+
+
+def test_user_docs_name_no_issue_numbers():
+    """README, docs/ and the results page they include speak to users: no tracker numbers."""
+    pat = re.compile(r"\b[Ii]ssues? \d+|(?<![\w/])#\d{1,3}\b")
+    hits = []
+    for path in [ROOT / "README.md", ROOT / "bench" / "RESULTS.md",
+                 *sorted((ROOT / "docs").rglob("*.md"))]:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if pat.search(line):
+                hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}")
+    assert not hits, "issue numbers in user docs:\n" + "\n".join(hits)

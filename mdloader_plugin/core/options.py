@@ -42,7 +42,7 @@ SCALE = (
     Option("index", "compact",
            "Global index: `compact` (record sizes as 1-2 B codes plus offset checkpoints, about "
            "1.1-2.1 B a sample) or `full` (int64 offset and length, 16 B a sample: the "
-           "representation before issue 19). Same batches, byte for byte."),
+           "representation before the compact index). Same batches, byte for byte."),
     Option("index_share", "rank",
            "`rank`: every rank keeps its own copy of the index; `node`: one copy a node in an "
            "MPI shared-memory window (`index: compact` only), counted once a node."),

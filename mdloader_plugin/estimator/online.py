@@ -8,7 +8,7 @@ pays), reduced with MAX over ranks, so every rank sees identical inputs and take
 decisions at identical steps. The loader also keeps the backend that is not serving *inactive*
 (``Backend.set_active``: its progress thread paused), so each backend is measured in the state it
 will run in; a probe beside the other backend's running thread measured the collective 2x too
-fast across hosts (issue 15).
+fast across hosts (measured on the emulated cluster).
 
 Schedule (``window`` steps a block, the first ``warmup`` of each block not counted: a switch
 touches cold buffers and caches)::

@@ -17,7 +17,7 @@ numbers include the contention a real step sees):
                 per-node sub-communicator (all nodes at once)        -> the profile's
                 ``node_params`` (:data:`NODE_KEYS`), what a job or replica group inside one
                 node sees: its window is the node's (shared memory), its Alltoallv has only
-                on-node peers. The whole-job series cannot identify these (issue 16: on 2 hosts
+                on-node peers. The whole-job series cannot identify these (measured: on 2 hosts
                 x 2 ranks every Alltoallv has one peer on the node and two across, so the fit's
                 split of the per-peer cost between them is arbitrary, and the intra Gets ran on a
                 window spanning the network). Its budget is ``NODE_SHARE`` of the run's.

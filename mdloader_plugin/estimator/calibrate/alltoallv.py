@@ -13,6 +13,8 @@ from .result import FLOOR_S, Result, bw_floor, fit_source, note_fit
 
 # -- 5. Alltoallv ------------------------------------------------------------------------------
 def measure_alltoallv(world, plan: Plan, res: Result) -> None:
+    """Stage ``alltoallv``: time Alltoallv on sub-communicators of 2..P ranks at several message
+    sizes and fit the collective model's sync, per-peer and per-byte costs into `res`."""
     from mpi4py import MPI
 
     rows = []
@@ -51,7 +53,7 @@ def fit_a2a(res: Result, rows: list, pairwise: bool) -> None:
     over all sizes let the small messages, which ride the links' buffers faster than the link
     (4 KB at 2x a 200mbit link's rate), price the bytes: 33-50 MB/s on a 25 MB/s link whose
     large Alltoallvs reached 11-23 MB/s, and multi-MB collective steps predicted 4x too fast
-    (issue 16, 4 hosts x 1 rank)."""
+    (measured on 4 hosts x 1 rank)."""
     p, intra, m, y = map(np.array, zip(*rows))
     inter = np.where(m > 0, (p - 1) - intra, 0.0)
     cols = {"sync": np.ceil(np.log2(p)), "peer_intra": intra, "peer_inter": inter,

@@ -17,6 +17,8 @@ from .result import Result
 
 # -- 6. real backends: the per-step software intercept -----------------------------------------
 def measure_backends(world, plan: Plan, res: Result) -> None:
+    """Stage ``backends``: real one-sided and collective steps at batch 1 and 4 on a synthetic
+    store; each backend's fixed step cost is what the other terms leave unexplained."""
     mean = 2048
     n = 64 * world.size
     store = ShardStore.from_records(world, [mean] * _block_len(n, world), _fill, n)

@@ -27,6 +27,8 @@ def _n_common(world, same_node: bool) -> int:
 
 
 def measure_gets(world, plan: Plan, res: Result) -> None:
+    """Stage ``gets``: timed one-sided Get steps (owners x blocks x record sizes) inside and
+    across nodes, fitted into the one-sided model's per-Get, per-block and per-byte costs."""
     from mpi4py import MPI
 
     win_bytes = max(plan.sizes) * max(plan.blocks) * 2

@@ -13,6 +13,8 @@ from .result import FLOOR_S, Result, bw_floor, fit_source, note_fit
 
 # -- 1. local copies -------------------------------------------------------------------------
 def measure_memcpy(world, plan: Plan, res: Result) -> None:
+    """Stage ``local``: gathering records on one rank, fitted into a cost a record
+    (``mem.t_sample``) and a memcpy bandwidth (``mem.bw``)."""
     rng = np.random.default_rng(world.rank)
     buf = np.full(8 << 20, 7, dtype=np.uint8)
     rows = []
@@ -36,6 +38,7 @@ def measure_memcpy(world, plan: Plan, res: Result) -> None:
 
 # -- 2. plan scan (collective backend) -------------------------------------------------------
 def measure_plan_scan(world, plan: Plan, res: Result) -> None:
+    """The collective backend's cost a plan id of scanning the global plan for its own ids."""
     n = 200_000
     ids = np.random.default_rng(1).permutation(n).reshape(-1, 1000)
     lo, hi = n // 4, n // 2
@@ -52,6 +55,7 @@ def measure_plan_scan(world, plan: Plan, res: Result) -> None:
 
 # -- 3. datatypes ----------------------------------------------------------------------------
 def measure_dtype(world, plan: Plan, res: Result) -> None:
+    """The cost of building and committing an MPI indexed datatype, a block."""
     from mpi4py import MPI
 
     nb = [1000] * 16

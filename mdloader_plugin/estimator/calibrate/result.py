@@ -23,6 +23,9 @@ NODE_KEYS = ("os.t_step", "os.t_flush_intra", "os.t_get_intra", "os.t_block", "o
 
 @dataclass
 class Result:
+    """What a calibration measured: parameters with their sources, fit quality, gaps (keys
+    not measured, and why), warnings and the measured rows (provenance)."""
+
     params: dict[str, float] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     quality: dict[str, float] = field(default_factory=dict)
@@ -39,6 +42,7 @@ class Result:
 
 # -- helpers ---------------------------------------------------------------------------------
 def fit_source(name: str, fit) -> str:
+    """The source line a fitted parameter carries: its fit, points and residuals."""
     held = f"; bounded: {', '.join(fit.bounded)}" if fit.bounded else ""
     return (f"calibrate: {name} fit, {fit.rows} points, relative rms error {fit.rel_rms:.0%}, "
             f"worst {fit.rel_worst:.0%}{held}")
@@ -66,6 +70,8 @@ def bw_floor(nbytes: np.ndarray, y: np.ndarray, cap: float | None = None) -> flo
 
 # -- provenance --------------------------------------------------------------------------------
 def to_profile(world, res: Result, seconds: float, node: "Result | None" = None) -> Profile:
+    """The machine profile a calibration writes: `res`'s parameters, the per-node ones of
+    `node` (``node_params``) and the provenance (date, hosts, MPI library, seconds taken)."""
     from mpi4py import MPI
 
     from ... import __version__

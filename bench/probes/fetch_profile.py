@@ -1,8 +1,8 @@
 """Where a one-sided fetch spends its fixed per-step cost (issue 21, part 4), beside the real
 DDStore's path and MPI's bare costs, on the loaders' synthetic data sets.
 
-Under ``mpiexec -n P python -m mpi4py bench/fetch_profile.py``: per data set and batch size, the
-median over ``--steps`` steps (max over ranks, ranks synchronised before each step) of
+Under ``mpiexec -n P python -m mpi4py bench/probes/fetch_profile.py``: per data set and batch size,
+the median over ``--steps`` steps (max over ranks, ranks synchronised before each step) of
 
 - ``onesided``: ``OneSidedBackend.fetch(plan)`` (what the loaders grid calls ``fetch``);
 - its parts as the numpy path runs them, one after the other on the same plans: ``index``
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # bench/
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 

@@ -6,7 +6,7 @@ network namespaces) three arms run interleaved in one job, step time to a ready 
 ``=1``, and the one-sided backend (with its own progress thread, as it always runs across hosts).
 Writes ``bench/results/coll_progress.json``; prints median step per arm and the ratio.
 
-    python bench/coll_progress.py [--shapes 4x1@300mbit,2x3@100mbit] [--rounds 4] [--steps 8]
+    python bench/probes/coll_progress.py [--shapes 4x1@300mbit,2x3@100mbit] [--rounds 4] [--steps 8]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "bench" / "results"
 WORKER = ROOT / "bench" / "choice_worker.py"
 ARMS = [{"label": "collective", "backend": "collective",

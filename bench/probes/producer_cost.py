@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # bench/
 ROOT = HERE.parent
 CASES = "hydragnn:32,hydragnn:128,oc20:8,oc20:32"
 

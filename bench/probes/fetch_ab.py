@@ -1,10 +1,10 @@
 """Fetch-only A/B of source trees: ``OneSidedBackend.fetch`` as the tree at ``TREE`` has it, a
 batch of 64 graphs collated before each timed fetch (caches as cold as in a loader, as
-``bench/fetch_profile.py --between collate``), molecules and OC20 at batch 32/128/256, median
+``bench/probes/fetch_profile.py --between collate``), molecules and OC20 at batch 32/128/256, median
 over 30 steps of the slowest rank. Run it once a tree, alternating trees in ABBA rounds, e.g.
 (``git archive REV | tar x -C /tmp/a`` for a tree; ``bench/work`` linked into it):
 
-    mpiexec -n 2 python -m mpi4py bench/fetch_ab.py /tmp/a out_a_r1.json [LOCAL_GET_FROM]
+    mpiexec -n 2 python -m mpi4py bench/probes/fetch_ab.py /tmp/a out_a_r1.json [LOCAL_GET_FROM]
 
 ``FLOOR=1`` adds the memcpy floor; a third argument sets ``onesided.LOCAL_GET_FROM`` (the
 local indexed Get tried at a777171). Rank 0 writes the JSON and prints one line."""

@@ -10,7 +10,7 @@ one). The committed figures before issue 19 (``git show 0a94d52:bench/results/lo
 are listed too, but they come from another host (an Intel Xeon VM; these runs: AMD EPYC), so
 only the same-session columns compare.
 
-    python bench/scale_regression.py --pre A.json,B.json --cur C.json,D.json \\
+    python bench/probes/scale_regression.py --pre A.json,B.json --cur C.json,D.json \\
         [--train-pre T.json --train-cur U.json] [--step S.json]
 
 Writes ``bench/results/scale_regression.json`` and ``.md`` (included in RESULTS.md and
@@ -19,11 +19,11 @@ docs/scale.md).
 The targeted re-check of the two 4-rank cells that stayed ~1.3x (``--ab DIR``: runs of
 ``bench/loaders.py --ranks 4 --batches 4 --loaders collective,onesided --steps 8 --repeats 3``
 saved as ``pre_<i>.json``/``cur_<i>.json`` in ABBA order under the lock, and
-``bench/collective_step_cpu.py`` from each tree as ``cpu[1024]_<pre|cur>_<i>.json``; optional
+``bench/probes/collective_step_cpu.py`` from each tree as ``cpu[1024]_<pre|cur>_<i>.json``; optional
 ``bench/training.py`` runs as ``train_<pre|cur>_<i>.json``) writes
 ``scale_regression_ab.json``/``.md`` instead (RESULTS.md and docs/scale.md include it too):
 
-    python bench/scale_regression.py --ab bench/results/scale_regression_ab
+    python bench/probes/scale_regression.py --ab bench/results/scale_regression_ab
 
 Per cell the best (smallest) step median of the runs of each tree is compared:
 on a shared, loaded machine the best of a few runs is the least contaminated figure.
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # bench/
 COMMITTED = "0a94d52"  # the last loaders.json before issue 19 landed
 
 
@@ -104,8 +104,8 @@ def _harness_note(cur: list[dict]) -> str:
 def loaders_table(pre: list[dict], cur: list[dict]) -> tuple[list[str], dict]:
     old, pre_r, cur_r = _committed(), [_rows(d) for d in pre], [_rows(d) for d in cur]
     ms = lambda r: r["step_median_s"] * 1e3  # noqa: E731
-    lines = ["| data set | P | B | backend | committed before #19 (other host) ms | "
-             "before #19, this session ms | now ms | best now / best before | median now / "
+    lines = ["| data set | P | B | backend | committed before (other host) ms | "
+             "before, this session ms | now ms | best now / best before | median now / "
              "median before | shift ms (Hodges-Lehmann) | Mann-Whitney p |",
              "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     ratios, medians, tests = {}, {}, {}
@@ -191,7 +191,7 @@ def ab_tables(folder: Path) -> tuple[list[str], dict]:
                 ms[t].setdefault((r["dataset"], r["ranks"], r["batch"], r["loader"]),
                                  []).append(r["step_median_s"] * 1e3)
     lines = [f"Runs in ABBA order (run:tree, UTC, load 1-min average at start->end): {loads}.",
-             "", "| data set | P | B | backend | before #19 ms (run order) | now ms | best now / "
+             "", "| data set | P | B | backend | before ms (run order) | now ms | best now / "
              "best before | median now / median before | shift ms (Hodges-Lehmann) | "
              "Mann-Whitney p |", "|---|---:|---:|---|---|---|---:|---:|---:|---:|"]
     out = {"loaders": {}, "runs": {t: len(data[t]) for t in data},
@@ -217,7 +217,7 @@ def ab_tables(folder: Path) -> tuple[list[str], dict]:
                   "cpu.py`: sizes, owners, offsets, grouping and gathering of a P = 4, B = 4 plan "
                   "on a rank; process CPU time, median of 7 rounds of 5,000 steps a run; trees "
                   "alternated, 4 runs each):", "",
-                  "| samples | before #19 us/step (runs) | now us/step (runs) | median now / "
+                  "| samples | before us/step (runs) | now us/step (runs) | median now / "
                   "median before | load |", "|---:|---|---|---:|---|"]
         for g in sorted({g for g, _ in cpu}):
             p, c = cpu[(g, "pre")], cpu[(g, "cur")]
@@ -229,13 +229,13 @@ def ab_tables(folder: Path) -> tuple[list[str], dict]:
                          f"{min(l for _, l in p + c):.1f}-{max(l for _, l in p + c):.1f} |")
     parts = {t: [json.loads(q.read_text()) for q in sorted(folder.glob(f"sc_{t}_*.json"))]
              for t in ("pre", "cur")}
-    if parts["pre"] and parts["cur"]:  # bench/step_cpu_parts.py runs of each tree
+    if parts["pre"] and parts["cur"]:  # bench/probes/step_cpu_parts.py runs of each tree
         lds = [r["load"] for t in parts for r in parts[t]]
-        lines += ["", "Parts of a one-sided step without MPI (`bench/step_cpu_parts.py`: P = 4, "
-                  "B = 4 plans, rank 0's ids; median of 5 rounds a run; `index cold` is the "
+        lines += ["", "Parts of a one-sided step without MPI (`bench/probes/step_cpu_parts.py`: "
+                  "P = 4, B = 4 plans, rank 0's ids; median of 5 rounds a run; `index cold` is the "
                   "lookup right after a `smaps_rollup` read, as the harness does between steps; "
                   f"trees alternated, load {min(lds):.1f}-{max(lds):.1f}):", "",
-                  "| part | before #19 us/step (runs) | now us/step (runs) | shift us "
+                  "| part | before us/step (runs) | now us/step (runs) | shift us "
                   "(Hodges-Lehmann) | Mann-Whitney p |", "|---|---|---|---:|---:|"]
         for part in ("plan", "index", "index_cold", "gather", "collate"):
             a, b = ([r[part] for r in parts[t]] for t in ("pre", "cur"))
@@ -262,7 +262,8 @@ def ab_tables(folder: Path) -> tuple[list[str], dict]:
 def main_ab(folder: str, out: str, title: str | None = None) -> None:
     lines, summary = ab_tables(Path(folder))
     n = summary["runs"]
-    md = [f"### {title or 'Before/after issue 19: the two 4-rank cells re-checked'} (ABBA, "
+    md = [f"### {title or 'Before/after the compact index: the two 4-rank cells re-checked'} "
+          "(ABBA, "
           f"{n['pre']} runs before, {n['cur']} now)", ""] + lines
     tp, tc = ([json.loads(p.read_text()) for p in sorted(Path(folder).glob(f"train_{t}_*.json"))]
               for t in ("pre", "cur"))
@@ -296,7 +297,8 @@ def main() -> None:
     when = lambda d: d["machine"]["date"]  # noqa: E731
     pre, cur = sorted(load(a.pre), key=when), sorted(load(a.cur), key=when)
     table, summary = loaders_table(pre, cur)
-    md = ["### Before/after issue 19: loaders (reduced grid, MDLoader backends, step median)", "",
+    md = ["### Before/after the compact index: loaders (reduced grid, MDLoader backends, step "
+          "median)", "",
           f"Runs alternated before/now under the bench lock: before {_load_note(pre)}; now "
           f"{_load_note(cur)} (UTC; 2 shared cores, others' jobs running). Geometric mean of "
           f"best-now / best-before over {len(summary['ratios'])} cells: "
@@ -307,7 +309,8 @@ def main() -> None:
            "cur_dates": [d["machine"] for d in cur]}
     if a.train_pre and a.train_cur:
         tp, tc = load(a.train_pre), load(a.train_cur)
-        md += ["", f"### Before/after issue 19: HydraGNN training (`bench/training.py`, reduced: "
+        md += ["", "### Before/after the compact index: HydraGNN training (`bench/training.py`, "
+               f"reduced: "
                    f"{tc[0]['ranks']} ranks, {tc[0]['graphs']} graphs, {tc[0]['epochs']} epochs; "
                    f"before {_load_note(tp)}, now {_load_note(tc)})", ""] + \
             training_table(tp, tc)

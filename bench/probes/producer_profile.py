@@ -5,7 +5,7 @@ stand-in (``bench/gpu_rate.py``: 25 % of the step GIL-held Python, the rest GIL-
 only the producer thread (``cProfile`` enabled inside it). Rank 0 prints the data-wait share,
 the producer's time per step and its top functions by own time; ``--out`` keeps the stats.
 
-    mpiexec -n 2 python -m mpi4py bench/producer_profile.py --data bench/work/oc20-1024.bp \\
+    mpiexec -n 2 python -m mpi4py bench/probes/producer_profile.py --data bench/work/oc20-1024.bp \\
         --batch 32 --step-ms 2 --steps 200 [--backend onesided] [--top 25] [--out prof.pstats]
 """
 
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # bench/
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 

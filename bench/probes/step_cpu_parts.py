@@ -6,7 +6,7 @@ step's ids, warm), ``index_cold`` (the same right after reading ``/proc/self/sma
 step's records) and ``collate`` (the column-wise ``Batch``). Run from a tree's root (the tree
 before issue 19 works too):
 
-    python bench/step_cpu_parts.py bench/work/oc20-1024.bp 5 OUT.json
+    python bench/probes/step_cpu_parts.py bench/work/oc20-1024.bp 5 OUT.json
 
 Microseconds a step, median (and min) over the rounds; process CPU time except ``index_cold``."""
 
