@@ -16,7 +16,7 @@ Below a ``generated``/``api`` marker a page may carry the committed text of its 
 ``<!-- end generated -->`` (``tools/gen_reference.py`` writes it, for readers on GitHub); the
 site replaces marker and committed text together.
 
-``bench/*.png`` are published at ``bench/`` in the site. ``tests/test_docs.py`` imports this
+``bench/*.png`` are published at ``bench/`` in the site. ``tests/integration/test_docs.py`` imports this
 module to check that the generated references cover every option and command.
 """
 

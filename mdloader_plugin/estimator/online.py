@@ -206,7 +206,7 @@ class OnlineCheck:
         # A decision is taken after round 1 (AB: far from close) or after a whole ABBA pair,
         # never after a trailing odd round (ABBAAB): there the probe's steps sit later on
         # average than the kept backend's, and a drift of the machine's speed biases the ratio
-        # (+2% at 1%/step; tests/test_estimator_online.py::test_abba_rounds_cancel_a_linear_drift).
+        # (+2% at 1%/step; tests/unit/estimator/test_online.py::test_abba_rounds_cancel_a_linear_drift).
         unpaired = self.rounds > 1 and self.rounds % 2
         if self.result is None and (unpaired or (self.rounds < self._cap() and (
                 abs(ratio - 1) < self.close or not self._told_apart(keep, probe)))):

@@ -20,7 +20,7 @@ from mdloader_plugin.store.shard import ShardStore
 from mpirun import mpirun
 from pyg_equal import batch_diff
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _store(kind: str, n: int):

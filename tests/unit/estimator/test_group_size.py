@@ -182,7 +182,7 @@ def test_oc20_2m_picks_are_what_the_slurm_recipes_say(profile, ranks, backend, w
     dec = layout_from_mean(ranks, get_profile(profile).provenance["ranks_per_node"], 32,
                            70000.0, 20000.0, 2_000_000, profile)
     assert (dec.backend, dec.group_size) == (backend, w)
-    recipe = pathlib.Path(__file__).parents[1] / "slurm" / f"{profile}-hydragnn.sbatch"
+    recipe = pathlib.Path(__file__).parents[3] / "slurm" / f"{profile}-hydragnn.sbatch"
     text = " ".join(ln.lstrip("# ") for ln in recipe.read_text().splitlines())
     said = f"W = {w}" if w != ranks else "W = P"
     assert said in text
@@ -274,7 +274,7 @@ def test_blind_profile_with_nothing_inside_a_node_spans_the_fewest_nodes():
 
 
 # fixed copies: bench/results keeps each cluster's latest calibration, which moves with re-runs
-PROFILE_2X2_1GBIT = str(__import__("pathlib").Path(__file__).resolve().parent
+PROFILE_2X2_1GBIT = str(__import__("pathlib").Path(__file__).resolve().parents[3] / "tests"
                         / "data" / "profile-2x2-1gbit-no-node.json")
 
 
@@ -294,7 +294,7 @@ def test_a_2x2_calibration_cannot_split_per_peer_cost_between_node_and_network()
     assert predict("collective", group, q) > 100 * predict("collective", group, p)
 
 
-PROFILE_2X2_1GBIT_NODE = str(Path(__file__).resolve().parents[1] / "bench" / "results"
+PROFILE_2X2_1GBIT_NODE = str(Path(__file__).resolve().parents[3] / "bench" / "results"
                              / "profile-2x2-1gbit-node.json")
 
 
@@ -303,7 +303,7 @@ PROFILE_2X2_1GBIT_NODE = str(Path(__file__).resolve().parents[1] / "bench" / "re
 # every re-run. Such a profile's same-host one-sided terms come from a window spanning both
 # hosts; the one re-calibrated at 15:27 the same way ranks W = 4 above W = 2 (13.9 against
 # 15.9 ms predicted), so old profiles should be re-calibrated (the node-calibrated one is right).
-PROFILE_2X2_1GBIT_OLD = str(Path(__file__).resolve().parent / "data"
+PROFILE_2X2_1GBIT_OLD = str(Path(__file__).resolve().parents[3] / "tests" / "data"
                             / "profile-2x2-1gbit-before-node.json")
 
 

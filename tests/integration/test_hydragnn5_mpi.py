@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from hydragnn_versions import env_for  # noqa: E402
 from mpirun import ROOT, mdloader, mpirun  # noqa: E402
 

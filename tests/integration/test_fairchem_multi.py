@@ -26,7 +26,7 @@ from mdloader_plugin.sampling.mixes import DataSets, get_mix  # noqa: E402
 from mdloader_plugin.sources import synth_atoms  # noqa: E402
 from mdloader_plugin.store.shard import ShardStore  # noqa: E402
 
-RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "fairchem" / "multi"
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "fairchem" / "multi"
 KEY_MAPPING = {"energy": "energy", "forces": "forces"}
 
 

@@ -219,7 +219,7 @@ def test_hydragnn_own_writer_and_reader(tmp_path, env):
     from pathlib import Path
 
     pytest.importorskip("hydragnn")
-    shim = Path(__file__).with_name("hydragnn_adios_shim.py")
+    shim = Path(__file__).resolve().parents[3] / "tests" / "hydragnn_adios_shim.py"
     r = subprocess.run([sys.executable, str(shim), str(tmp_path / "hydra.bp"),
                         str(tmp_path / "ours.bp")], capture_output=True, text=True, timeout=180,
                        env=env)

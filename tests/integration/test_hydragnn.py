@@ -18,7 +18,7 @@ from mdloader_plugin.integrations.hydragnn import baseline, config, epochs, grap
 from mdloader_plugin.sources import synth
 from mdloader_plugin.sources.adios import GraphFile, write_graphs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "recipes" / "hydragnn" / "demo.yaml"
 
 

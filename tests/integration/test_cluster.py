@@ -18,7 +18,7 @@ import pytest
 from mdloader_plugin.devtools.cluster import STATE_ROOT, Cluster, ClusterError, netns
 from mdloader_plugin.estimator import Workload, get_profile, predict
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROBE = ROOT / "tests" / "cluster_probe.py"
 MDLOADER = str(Path(sys.executable).parent / "mdloader")
 

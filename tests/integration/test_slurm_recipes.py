@@ -15,7 +15,7 @@ import pytest
 
 from mpirun import mpi_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SLURM = ROOT / "slurm"
 CLUSTER = SLURM / "cluster" / "local-slurm.sh"
 SCRIPTS = sorted(SLURM.glob("*.sbatch")) + sorted((SLURM / "lib").glob("*.sh")) + [CLUSTER]

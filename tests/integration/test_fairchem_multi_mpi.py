@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from mpirun import ROOT, mpirun  # noqa: E402
 
 RECIPE = ROOT / "recipes" / "fairchem" / "multi" / "cpu.yaml"

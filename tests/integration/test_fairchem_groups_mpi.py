@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from mpirun import mpirun  # noqa: E402
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from hydragnn_versions import env_for  # noqa: E402
 from mpirun import ROOT, mpirun  # noqa: E402
 

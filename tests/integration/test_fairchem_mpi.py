@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from mpirun import ROOT, mdloader, mpirun  # noqa: E402
 
 CPU = ROOT / "recipes" / "fairchem" / "cpu.yaml"

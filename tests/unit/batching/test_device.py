@@ -114,7 +114,7 @@ def _hydra_loaders(path, *sets):
     from mdloader_plugin.batching.pyg import pyg_sample
     from mdloader_plugin.integrations.hydragnn import config, loaders
 
-    demo = Path(__file__).resolve().parents[1] / "recipes" / "hydragnn" / "demo.yaml"
+    demo = Path(__file__).resolve().parents[3] / "recipes" / "hydragnn" / "demo.yaml"
     cfg = config.load(demo, [f"Dataset.path={path}", "mdloader.prefetch=1", *sets])
     return loaders, loaders.build_mdloader(cfg, None, pyg_sample, labels=("trainset",))
 

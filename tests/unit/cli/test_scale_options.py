@@ -16,7 +16,7 @@ from mdloader_plugin.core.errors import ConfigError
 from mdloader_plugin.integrations.hydragnn import config
 from mdloader_plugin.core.options import SCALE, check_scale
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 DEMO = ROOT / "recipes" / "hydragnn" / "demo.yaml"
 GROUPS = [ROOT / "recipes" / "fairchem" / "loader" / "mdloader.yaml",
           ROOT / "recipes" / "fairchem" / "multi" / "loader" / "mdloader.yaml"]
