@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["block_bounds", "owner_of", "exclusive_offsets", "inclusive_bounds"]
+
 
 def block_bounds(num_samples: int, size: int) -> np.ndarray:
     """``size + 1`` block starts: rank ``r`` owns ``[b[r], b[r+1])`` (sizes differ by <= 1)."""

@@ -25,6 +25,8 @@ import numpy as np
 from ..core.blocks import block_bounds, exclusive_offsets
 
 from ..records import codec
+from ..core.blocks import block_bounds
+from .loader import MDLoader
 
 
 @dataclass
@@ -57,8 +59,6 @@ def run_check(store, backends: list[str], *, batch_size: int, epochs: int, seed:
     `traffic` adds up the bytes the backends received on and off this rank's node; `sampling`
     is the data-set mix (:mod:`.sampling`) of a store over several files; `order` the epoch
     permutation (:mod:`.order`)."""
-    from .loader import MDLoader
-
     world = store.world
     rank = 0 if world is None else world.rank
     loaders = {b: MDLoader(store, batch_size=batch_size, shuffle=shuffle, seed=seed,

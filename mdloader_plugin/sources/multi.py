@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..core.blocks import inclusive_bounds, owner_of
+from ..core.blocks import inclusive_bounds
 
 from ..core.errors import ConfigError, DataError
 from .adios import GraphFile, LabelInfo
@@ -98,10 +98,6 @@ class MultiSource:
     @property
     def num_samples(self) -> int:
         return int(self.starts[-1])
-
-    def dataset_of(self, ids) -> np.ndarray:
-        """Data set id of every global id in `ids`."""
-        return owner_of(self.starts, np.asarray(ids))
 
     def pieces(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
         """``(dataset, start, stop)`` file-local ranges making up global ids ``lo..hi-1``."""
