@@ -186,6 +186,39 @@ def _md(name: str) -> Callable[[dict], list[str]]:
 _SR = "bench/probes/scale_regression.py"
 _SR_TITLE = "Compact index and scalable order, before/after"
 
+def _rank_cost(d: dict) -> list[str]:
+    """CPU a step of one rank against P (today's code and the code before), the targets, and
+    the 2-8 rank A/B."""
+    res, small = d["rank_cost.json"], d.get("rank_cost_small.json")
+    out = [f"{res['meta']['machine']}; thread CPU ms a step, median of {res['meta']['steps']} "
+           "steps, b = 32, N = 1e8 (`legacy`: the whole [P, b] table a step).", "",
+           "| backend | weights | data sets | code | " +
+           " | ".join(f"P={p}" for p in (64, 512, 2048, 8192)) + " |",
+           "|---|---|---:|---|" + "---:|" * 4]
+    keys = []
+    for r in res["rows"]:
+        k = (r["backend"], r["weights"], r["datasets"], r["code"])
+        if k not in keys:
+            keys.append(k)
+    for k in keys:
+        by = {r["ranks"]: r["step_cpu_ms_median"] for r in res["rows"]
+              if (r["backend"], r["weights"], r["datasets"], r["code"]) == k}
+        out.append(f"| {k[0]} | {'atoms' if k[1] else '-'} | {k[2]} | {k[3]} | " +
+                   " | ".join(f"{by.get(p, float('nan')):.2f}" for p in (64, 512, 2048, 8192))
+                   + " |")
+    out += ["", "Targets:", ""]
+    for name, v in res["targets"].items():
+        out.append(f"* {name}: " + ", ".join(f"{a} {b:.3g}" if isinstance(b, float) else
+                                             f"{a} {b}" for a, b in v.items()))
+    if small:
+        out += ["", "2-8 ranks, new / legacy ms a step (median of 3 interleaved rounds):", ""]
+        for r in small["rows"]:
+            out.append(f"* {r['backend']}, weights={r['weights']}, {r['datasets']} data set(s), "
+                       f"P={r['ranks']}: {r['new_ms']:.2f} / {r['legacy_ms']:.2f} "
+                       f"({r['new_over_legacy']:.2f})")
+    return out
+
+
 SECTIONS: list[Section] = [
     Section("Targets", ("make bench", "BENCH_CLUSTER=1 make bench"),
             ("bench/loaders.py", "bench/training.py", "bench/report_tables.py"),
@@ -271,6 +304,10 @@ SECTIONS: list[Section] = [
             ("bench/probes/multi.py",), ("multi.json",), _multi, make_bench="no"),
     Section("Scale on paper (model output)", ("python bench/scale.py",), ("bench/scale.py",),
             ("scale_perlmutter.json",), _scale, ("bench/scale_perlmutter.png",)),
+    Section("Per-rank cost against the number of ranks (mdloader rank-cost, one process)",
+            ("python bench/rank_cost.py", "python bench/rank_cost.py --small-only"),
+            ("bench/rank_cost.py",), ("rank_cost.json", "rank_cost_small.json"), _rank_cost,
+            ("bench/rank_cost.png",)),
     Section("Data-set scale: index and order per rank",
             ("python bench/dataset_scale.py --samples 20000000",), ("bench/dataset_scale.py",),
             ("dataset_scale.md", "dataset_scale.json"), _md("dataset_scale.md")),
@@ -340,7 +377,7 @@ OTHER_RESULTS: list[Other] = [
 
 #: scripts ``make bench`` (tools/bench.sh) runs; every other script of bench/ is a helper they
 #: import, and one-off probes (A/B of two trees, profiles) live in bench/probes/
-ENTRY_POINTS = ("loaders.py", "gpu_rate.py", "gpu_demo.py", "training.py", "scale.py",
+ENTRY_POINTS = ("loaders.py", "rank_cost.py", "gpu_rate.py", "gpu_demo.py", "training.py", "scale.py",
                 "groups_model.py", "dataset_scale.py", "scale_step.py", "estimator_accuracy.py",
                 "estimator_cluster.py", "backend_choice.py", "groups.py", "report.py")
 HELPERS = ("baselines.py", "bench_plots.py", "choice_worker.py", "ddstore_real.py",
