@@ -25,13 +25,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..backends.base import gather_local
+from ..backends.base import Fetched, gather_local
+from ..batching.pyg import ColumnCollate, pyg_collate, pyg_sample
 from ..core.blocks import block_bounds, exclusive_offsets
 from ..core.errors import ConfigError
 from ..records import codec
 from ..sampling.mixes import DataSets, get_mix
 from ..sampling.plan import StepPlan
 from ..sampling.sampler import GlobalSampler
+from ..sources import synth
 from ..store.index import (CompactIndex, checkpoints, code_dtype, code_params, default_every,
                            encode)
 
@@ -86,8 +88,6 @@ def check_job(job: Job) -> None:
 
 def record_pool(seed: int = 0):
     """``POOL`` real encoded molecules within one byte of size code (a uint8 index code)."""
-    from ..sources import synth
-
     recs = [codec.encode(g) for g in synth.generate("hydragnn", seed, 0, 4 * POOL)]
     recs.sort(key=len)
     mid = len(recs) // 2
@@ -154,8 +154,6 @@ class RankCost:
                                   drop_last=job.drop_last, weights=weights, mix=mix_for(job),
                                   balance_window=p if job.legacy else None)
         self.planner = self.core.planner(self.rank, self.lo, self.hi, self.r0, w)
-        from ..batching.pyg import ColumnCollate, pyg_collate, pyg_sample
-
         self.collate = ColumnCollate(pyg_sample, pyg_collate)
 
     def epoch_start(self, epoch: int) -> float:
@@ -203,8 +201,6 @@ class RankCost:
         t2 = time.thread_time()
         gather_local(self.pool, pool_src, nb, out, dst)  # the transfer, as local copies
         t3 = time.thread_time()
-        from ..backends.base import Fetched
-
         batch = self.collate(Fetched(ids, out, dst, nb))
         t4 = time.thread_time()
         if batch is None:
