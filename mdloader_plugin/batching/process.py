@@ -297,5 +297,26 @@ def main(argv: list[str]) -> None:
         sock.close()
 
 
+def start_helper(columns_enabled: bool, to_sample, log, name: str):
+    """A loader's collate helper process, or None (with one warning) when its batches cannot be
+    built column-wise there: the thread producer then runs as usual."""
+    why, spec = None, None
+    if not columns_enabled:
+        why = "a custom collate, or a to_sample without a column-wise twin"
+    else:
+        try:
+            spec = sample_spec(to_sample)
+        except TypeError as exc:
+            why = f"to_sample.helper_spec() is not JSON ({exc})"
+        else:
+            if spec is None:
+                why = "to_sample has no helper_spec() saying how the helper rebuilds it"
+    if why:
+        log.warning(f"[{name}] producer='process' needs the column-wise batches "
+                    f"of mdloader_plugin.batching.pyg; {why}: the thread producer is used")
+        return None
+    return CollateHelper(spec)
+
+
 if __name__ == "__main__":
     main(sys.argv[1:])
