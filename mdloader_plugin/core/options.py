@@ -90,6 +90,10 @@ ENV = (
            "argument is not given: `thread` (the producer thread, in the trainer's process) or "
            "`process` (a helper process a loader, which keeps the trainer's GIL free; the "
            "fetch stays in the rank's thread)."),
+    Option("MDLOADER_KERNELS", "auto",
+           "The compiled batch kernels (`mdloader_plugin/records/_kernels.c`, built by the "
+           "install; they run with the GIL released): `auto` uses them when they load, `off` "
+           "builds batches with numpy (the same bytes, more of the trainer's GIL a batch)."),
     Option("MDLOADER_FETCH_TIMEOUT", "600",
            "Seconds a step's fetch may take before the rank prints one line naming the ranks it "
            "waited for and aborts the job; `0` turns the watchdog off."),
