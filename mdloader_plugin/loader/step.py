@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..records import codec
+from ..records import codec, kernels
 from ..batching.pyg import ColumnCollate
 
 
@@ -51,6 +51,8 @@ class BatchBuilder:
     def __init__(self, to_sample, collate, log=None, name: str = "train"):
         self.to_sample, self.collate, self.log, self.name = to_sample, collate, log, name
         self.columns = ColumnCollate(to_sample, collate)
+        if self.columns.enabled:
+            kernels.warn_once(log)  # one line when the compiled kernels are wanted but absent
 
     def __call__(self, fetched, backend):
         fast = self.columns
