@@ -151,7 +151,9 @@ class _Fused:
     def of(cls, schema, first, batch, cols):
         k = kernels.get()
         if k is None or schema is None or first is None or "batch" not in batch._store.keys() \
-                or type(getattr(batch._store, "_mapping", None)) is not dict:
+                or type(getattr(batch._store, "_mapping", None)) is not dict \
+                or any(getattr(type(c), a, None) is not None or a not in batch._store.__dict__
+                       for c in (batch, batch._store) for a in _BATCH_ATTRS):
             return None
         return cls(k, schema, first[1], batch, cols)
 
@@ -205,21 +207,19 @@ class _Fused:
         if self.k.fill(buf, *tables, self.leads, outs, self.shift, self.node, slices, vec):
             return None
         out = _empty_batch(*_pyg_classes())
-        mapping = out._store._mapping
-        zeros, before = torch.zeros(n, dtype=torch.long), None
+        store = out._store
+        mapping = store._mapping
+        zeros = torch.from_numpy(np.zeros(n, dtype=np.int64))
+        before = torch.from_numpy(slices[self.node, :-1].copy()) if self.index else None
         slice_d, inc_d = {}, {}
         for key, j in zip(self.keys, self.pos):
             mapping[key] = torch.from_numpy(outs[j])
             slice_d[key] = torch.from_numpy(slices[j])
-            if key in self.index:
-                if before is None:
-                    before = torch.from_numpy(slices[self.node, :-1].copy())
-                inc_d[key] = before
-            else:
-                inc_d[key] = zeros
+            inc_d[key] = before if key in self.index else zeros
         mapping["batch"] = torch.from_numpy(vec)
         mapping["ptr"] = torch.from_numpy(slices[self.node].copy())
-        out._num_graphs, out._slice_dict, out._inc_dict = n, slice_d, inc_d
+        # what `out._num_graphs = n` etc. do through PyG's __setattr__ (checked in `of`)
+        store.__dict__.update(_num_graphs=n, _slice_dict=slice_d, _inc_dict=inc_d)
         return out
 
 
@@ -268,6 +268,7 @@ def build_batch(first, arrays: Mapping[str, np.ndarray], cols: Columns, fresh: b
     return _assemble(_empty_batch(Batch, Data), keys, tensors, nodes, cols, torch)
 
 
+_BATCH_ATTRS = ("_num_graphs", "_slice_dict", "_inc_dict")  # kept in the storage's __dict__
 _BATCH_TYPE: list = []  # the DataBatch class PyG makes for Data, once a process
 
 

@@ -72,6 +72,7 @@ class _Schema:
             fixed[sh:sh + 8 * nd] = False
         self.fixed_at = np.flatnonzero(fixed)
         self.fixed = np.frombuffer(mv, np.uint8, head, start)[self.fixed_at].copy()
+        self.fixed_bytes = self.fixed.tobytes()
         self.off_at = (np.asarray(off_at, dtype=np.int64)[:, None] + np.arange(4)).reshape(-1)
         self.shape_at = np.concatenate([np.arange(sh, sh + 8 * nd)
                                         for sh, nd in zip(shape_at, self.ndims)] or [[]]
@@ -87,7 +88,7 @@ class _Schema:
         self.axes_arr = np.asarray(self.axes, dtype=np.int64)
 
     def matches(self, row0: np.ndarray) -> bool:
-        return row0.size >= self.head and np.array_equal(row0[self.fixed_at], self.fixed)
+        return row0.size >= self.head and row0[self.fixed_at].tobytes() == self.fixed_bytes
 
 
 class Gather:
