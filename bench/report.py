@@ -396,6 +396,14 @@ def main() -> None:
         lines += ["## Keeping a GPU fed (trainer stand-in at GPU step rates)", ""] + \
             gpu_rate.tables(gpu) + ["", "Figure: `bench/gpu_rate.png`; method and caveats: "
                                     "`docs/gpu-feeding.md`.", ""]
+    fast, slow, cost = (_load("gpu_rate_gilfree.json"), _load("gpu_rate_gilfree_numpy.json"),
+                        _load("producer_cost.json"))
+    if fast or cost:  # bench/gil_free.py: the compiled kernels against the numpy path
+        import gil_free
+
+        lines += ["## A producer that does not need the trainer's GIL (compiled kernels)", ""] + \
+            gil_free.tables(cost, fast, slow) + ["Method and reading: `docs/gil-free-batches.md`.",
+                                                 ""]
     gpu16 = _load("gpu_rate_h200.json")
     if gpu16:  # the same benchmark on a 16-core GPU node, a core or more a rank (issue 21)
         import gpu_rate
