@@ -6,7 +6,8 @@ the trainer stand-in's data-wait at 1 and 2 ms steps, compiled kernels against t
 Runs ``bench/producer_cost.py --kernels auto,off`` (thread CPU time, robust to other jobs' load)
 and ``bench/gpu_rate.py`` at 1 and 2 ms steps with ``MDLOADER_KERNELS=auto`` and ``off`` (one
 ``mpiexec`` job a setting and rank count; loaders: the thread producer and the process
-producer), then ``bench/report.py``. JSON: ``bench/results/producer_cost.json``,
+producer; the process producer, removed since, is in the results of 2026-12-06), then
+``bench/report.py``. JSON: ``bench/results/producer_cost.json``,
 ``gpu_rate_gilfree.json``, ``gpu_rate_gilfree_numpy.json``; section "A producer that does not
 need the trainer's GIL" in ``bench/RESULTS.md``. Targets (one rank, stand-in trainer, 25 %
 GIL-held): data-wait <= 2 % at 1 ms and <= 1 % at 2 ms for molecules batch 32/128 and OC20-like
@@ -37,14 +38,30 @@ def _wait(rows: list, ds: str, ranks: int, b: int, loader: str, ms: float):
     return None
 
 
-def tables(cost: dict | None, fast: dict | None, slow: dict | None) -> list[str]:
-    """Markdown for bench/RESULTS.md."""
+def tables(cost: dict | None, fast: dict | None, slow: dict | None,
+           proc: dict | None = None) -> list[str]:
+    """Markdown for bench/RESULTS.md (`proc`: ``producer_cost_process.json``, the removed
+    helper-process producer's CPU left in the trainer's process)."""
     out = []
     if cost:
         import producer_cost
 
         out += ["Producer CPU a step (`bench/producer_cost.py --kernels auto,off`):", ""]
         out += producer_cost.tables(cost) + [""]
+    if cost and proc:
+        out += [f"The helper-process producer (removed since) in the same measure, "
+                f"{proc['machine']['date']} (load average {proc['machine']['loadavg_start'][0]}):"
+                " CPU a step left in the trainer's process against the thread producer's "
+                "GIL-held CPU a step (kernels on in both):", "",
+                "| case | thread: GIL-held ms | process: trainer-side GIL-held ms | "
+                "process: helper ms |", "|---|---:|---:|---:|"]
+        for c, by in proc["cases"].items():
+            t, p = cost["cases"].get(c, {}).get("auto"), by.get("auto")
+            if t and p:
+                helper = p.get("helper_ms")
+                out.append(f"| {c} | {t['gil_held_ms']:.3f} | {p['gil_held_ms']:.3f} | "
+                           + (f"{helper:.3f} |" if helper is not None else "– |"))
+        out.append("")
     if fast:
         m = fast["machine"]
         ranks = sorted({r["ranks"] for r in fast["rows"]})
@@ -87,7 +104,7 @@ def main() -> None:
                     str(a.rounds), "--steps", str(a.steps)], check=True, env=env, cwd=ROOT)
     for setting, tag in (("auto", "gilfree"), ("off", "gilfree_numpy")):
         subprocess.run([py, str(HERE / "gpu_rate.py"), "--ranks", a.ranks, "--step-ms", "1,2",
-                        "--loaders", "onesided,onesided-process", "--steps", str(a.steps),
+                        "--loaders", "onesided", "--steps", str(a.steps),
                         "--repeats", str(a.repeats), "--out",
                         str(HERE / "results" / f"gpu_rate_{tag}.json"), "--figure",
                         str(HERE / f"gpu_rate_{tag}.png")],

@@ -15,8 +15,9 @@ alternated round by round (one subprocess a round and setting), and writes
         [--kernels auto,off] [--rounds 3]
     python bench/producer_cost.py --before REV [--rounds 5]   # A/B: REV's tree vs this one,
                                                               # alternated round by round
-    python bench/producer_cost.py --producer process  # CPU a step left in the trainer's process
-                                                      # (and the helper's own, reported apart)
+    python bench/producer_cost.py --producer process  # the helper-process producer (removed
+        # since: this measures it in a tree that still has it, PYTHONPATH=that tree): CPU a step
+        # left in the trainer's process, and the helper's own, reported apart
 """
 
 from __future__ import annotations

@@ -402,7 +402,7 @@ def main() -> None:
         import gil_free
 
         lines += ["## A producer that does not need the trainer's GIL (compiled kernels)", ""] + \
-            gil_free.tables(cost, fast, slow) + ["Method and reading: `docs/gil-free-batches.md`.",
+            gil_free.tables(cost, fast, slow, _load("producer_cost_process.json")) + ["Method and reading: `docs/gil-free-batches.md`.",
                                                  ""]
     gpu16 = _load("gpu_rate_h200.json")
     if gpu16:  # the same benchmark on a 16-core GPU node, a core or more a rank (issue 21)

@@ -29,6 +29,14 @@ ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uin
               np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128]
 
 
+@pytest.fixture(autouse=True)
+def _propagate(monkeypatch):
+    """caplog listens on the root logger; MDLoader's own logger does not propagate."""
+    from mdloader_plugin.core.log import get_logger
+
+    monkeypatch.setattr(get_logger(), "propagate", True)
+
+
 class _NumpyPath:
     """``with numpy_path:`` runs a block with the kernels off (the numpy fallback)."""
 

@@ -71,8 +71,6 @@ def _IDENTITY(arrays):  # noqa: N802 - pyg_sample's column-wise twin: nothing to
 
 
 pyg_sample.columns = _IDENTITY
-# how a collate helper process rebuilds it (mdloader_plugin.batching.process.sample_spec)
-pyg_sample.helper_spec = lambda: {"factory": f"{__name__}:pyg_sample", "call": False}
 
 
 def pyg_collate(samples: list):

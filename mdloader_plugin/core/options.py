@@ -86,10 +86,10 @@ ENV = (
            "At most this many MiB of records wait in a loader's prefetch queue (one batch always "
            "may); the loader's `prefetch_mib` argument wins."),
     Option("MDLOADER_PRODUCER", "thread",
-           "Who builds the batches from the fetched records when the loader's `producer` "
-           "argument is not given: `thread` (the producer thread, in the trainer's process) or "
-           "`process` (a helper process a loader, which keeps the trainer's GIL free; the "
-           "fetch stays in the rank's thread)."),
+           "Who builds the batches when the loader's `producer` argument is not given: "
+           "`thread` (the producer thread; its batch building releases the GIL). The former "
+           "`process` (a helper process) is deprecated: accepted with a one-line warning, the "
+           "thread runs."),
     Option("MDLOADER_KERNELS", "auto",
            "The compiled batch kernels (`mdloader_plugin/records/_kernels.c`, built by the "
            "install; they run with the GIL released): `auto` uses them when they load, `off` "

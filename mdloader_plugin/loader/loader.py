@@ -35,7 +35,6 @@ import numpy as np
 
 from ..batching.pyg import pyg_collate, pyg_sample
 from ..batching.device import DeviceStage
-from ..batching.process import start_helper
 from ..core.errors import ConfigError
 from ..core.log import get_logger
 from ..mpi.world import agree, allreduce_number
@@ -87,10 +86,8 @@ class MDLoader:
         sampling: how the store's data sets share an epoch (:mod:`.sampling`): a type name,
             ``"TYPE:key=value,..."`` or a mapping ``{type: temperature, temperature: 2}``;
             default ``proportional`` (every sample once, the single-file order).
-        producer: who collates the fetched records: ``"thread"`` (the producer thread, in the
-            trainer's process) or ``"process"`` (a helper process, :mod:`.collate_process`:
-            the trainer's GIL stays free; same batches); default ``MDLOADER_PRODUCER`` or
-            ``thread``. The fetch always runs in the rank's thread (MPI stays in the rank).
+        producer: ``"thread"`` (the default; the deprecated ``"process"`` is accepted with a
+            one-line warning and runs the thread: see ``docs/gil-free-batches.md``).
     """
 
     def __init__(self, store, *, batch_size: int, shuffle: bool = True, seed: int = 0,
@@ -116,16 +113,14 @@ class MDLoader:
         self.collate = collate or pyg_collate
         self.log = get_logger(self.rank)
         self._build = BatchBuilder(self.to_sample, self.collate, self.log, name)
-        self.producer, self._helper = producer_kind(producer), None
+        self.producer, deprecated = producer_kind(producer)
         self.epoch, self._step, self._resuming = 0, 0, False
         self._last_iter_epoch: int | None = None  # to guess the epoch after this one
         self.speculation = {"taken": 0, "dropped": 0}  # early next-epoch steps
         self.requested_backend = backend
         self._device = DeviceStage(device, pin_memory, self.log)
-        if self.producer == "process":
-            self._helper = start_helper(self._build.columns.enabled, self.to_sample, self.log,
-                                        name)
-            self.producer = "thread" if self._helper is None else "process"
+        if deprecated and self.rank == 0:
+            self.log.warning(f"[{name}] {deprecated}")
         self._comm = world.comm.Dup() if self.size > 1 else None
         self._agree_comm = world.comm.Dup() if self.size > 1 else None  # main thread only
         self.group = store.group  # backends work inside it (mdloader_plugin.mpi.groups)
@@ -142,7 +137,7 @@ class MDLoader:
         self._watch = (Watch(timeout, world, self.group, store, self.rank)
                        if self.size > 1 and timeout > 0 else None)
         self._steps = Steps(self.sampler_core, self._switch, self.group, self._build,
-                            self._device, self._watch, self._helper)
+                            self._device, self._watch)
         self.epoch_stats = EpochStats()
         self.dataset = LocalSamples(self)
         self.sampler = EpochSampler(self)
@@ -282,9 +277,6 @@ class MDLoader:
     def close(self) -> None:
         """Stop the producer and free MPI resources (collective: call on every rank)."""
         self._finish_producer()
-        if self._helper is not None:
-            self._helper.close()
-            self._helper = None
         if self._watch is not None:
             self._watch.close()
         self._switch.close()

@@ -12,7 +12,6 @@ still fetches every step but builds nothing.
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,17 +85,14 @@ class Steps:
         build: a :class:`BatchBuilder`.
         device: a :class:`~..batching.device.DeviceStage`.
         watchdog: a :class:`Watch` (or None: no deadline on fetches).
-        helper: the collate helper process (``producer="process"``), or None.
     """
 
-    def __init__(self, sampler, backends, group, build: BatchBuilder, device, watchdog=None,
-                 helper=None):
+    def __init__(self, sampler, backends, group, build: BatchBuilder, device, watchdog=None):
         self.sampler, self.backends, self.group = sampler, backends, group
-        self.build, self.device, self.watchdog, self.helper = build, device, watchdog, helper
+        self.build, self.device, self.watchdog = build, device, watchdog
 
     def run(self, epoch: int, start: int, stop: int, stats: EpochStats, abandoned, drain: bool):
         """Yield (staged batch, record bytes) for steps ``start..stop-1`` of `epoch`."""
-        pending: deque = deque()  # steps whose batch the collate helper is making
         for step in range(start, stop):
             if abandoned.is_set() and not drain:
                 return
@@ -112,22 +108,10 @@ class Steps:
             stats.fetch_s += t1 - t0
             stats.step_fetch_s.append(t1 - t0)
             if abandoned.is_set():
-                while pending:  # every step reported, in step order
-                    yield self._collected(pending.popleft(), stats)
                 self.backends.after_step(t1 - t0)  # every rank reports every step (a collective)
                 backend.buffers.give(fetched.buf)
                 continue  # draining: the exchange ran, nobody wants the batch
             nbytes = int(fetched.nbytes.sum())
-            helper = self.helper if self.build.columns.enabled else None
-            if helper is not None:
-                ticket = helper.submit(fetched.buf, fetched.offsets, fetched.nbytes)
-                pending.append((ticket, fetched, backend, nbytes, t0))
-                del fetched
-                # two steps in flight (the next fetch overlaps the helper's collate) unless
-                # the online check times each step to its ready batch
-                while len(pending) > (0 if self.backends.timing_each_step else 1):
-                    yield self._collected(pending.popleft(), stats)
-                continue
             batch = self.build(fetched, backend)
             del fetched  # the records are in the batch now: free them before the next fetch
             t2 = time.perf_counter()
@@ -135,27 +119,6 @@ class Steps:
             self.backends.after_step(t2 - t0)  # the online decision reads time to a ready batch
             yield self.device.stage(batch), nbytes
             del batch  # nor hold the served batch while making the next one
-        while pending:
-            yield self._collected(pending.popleft(), stats)
-
-    def _collected(self, entry: tuple, stats: EpochStats) -> tuple:
-        """The helper's batch of a submitted step (collated here if the helper declined)."""
-        ticket, fetched, backend, nbytes, t0 = entry
-        t1 = time.perf_counter()
-        batch = self.helper.result(ticket)
-        if batch is None:  # as the thread path: off for good, said once
-            self.build.columns.enabled = False
-            self.build._info("batches are collated sample by sample in the producer thread (the "
-                             "records do not fit the column-wise path: see "
-                             "mdloader_plugin.batching.pyg)")
-            batch = self.build(fetched, backend)
-        else:
-            backend.buffers.give(fetched.buf)
-        del fetched
-        t2 = time.perf_counter()
-        stats.decode_s += t2 - t1
-        self.backends.after_step(t2 - t0)
-        return self.device.stage(batch), nbytes
 
 
 class Watch:
