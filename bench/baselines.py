@@ -28,26 +28,9 @@ from typing import Callable
 
 import numpy as np
 
-from mdloader_plugin import codec
+from mdloader_plugin.records import codec
 from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
-
-
-class PlanLoader:
-    """Base: a loader that serves ``plan[rank]`` of the shared global sampler."""
-
-    name = "base"
-
-    def __init__(self, sampler, rank: int):
-        self.sampler, self.rank = sampler, rank
-
-    def ids(self, epoch: int, step: int) -> np.ndarray:
-        return self.sampler.plan(epoch, step)[self.rank]
-
-    def step(self, epoch: int, step: int):
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Release resources (collective where the loader holds MPI objects)."""
+from plan_loader import PlanLoader
 
 
 class DDStoreStyle(PlanLoader):
@@ -121,7 +104,7 @@ class PygLocal(PlanLoader):
         from torch_geometric.loader import DataLoader
 
         from mdloader_plugin.sources.adios import GraphFile
-        from mdloader_plugin.store.shard import block_bounds
+        from mdloader_plugin.core.blocks import block_bounds
 
         with GraphFile(path) as f:
             info = f.info(label)

@@ -32,7 +32,8 @@ TEMPLATES = 48  # distinct synthetic graphs per rank, cycled (generating thousan
 
 def make_store(world, dist: str, n: int):
     from mdloader_plugin.sources import synth
-    from mdloader_plugin.store.shard import ShardStore, block_bounds
+    from mdloader_plugin.core.blocks import block_bounds
+    from mdloader_plugin.store.shard import ShardStore
 
     lo, hi = (int(x) for x in block_bounds(n, world.size)[world.rank:world.rank + 2])
     kinds = {"hydragnn": "hydragnn", "oc20": "oc20"}

@@ -51,7 +51,7 @@ BATCH = 32
 # -- the data set (written once) --------------------------------------------------------------
 def dataset(tmp: Path, n: int) -> tuple[Path, Path]:
     """``sizes.npy`` (uint8 atoms a record) and ``records.bin`` (all records end to end)."""
-    from mdloader_plugin import codec
+    from mdloader_plugin.records import codec
 
     tmp.mkdir(parents=True, exist_ok=True)
     sizes_p, rec_p = tmp / f"atoms_{n}.npy", tmp / f"records_{n}.bin"
@@ -74,7 +74,7 @@ def _sample(atoms: int, sid: int) -> dict:
 def encode_records(atoms: np.ndarray, first_id: int, lens: dict) -> np.ndarray:
     """Records of samples ``first_id ..`` end to end, built from one template a size (the id
     patched into ``y``'s payload): vectorised, ~50 ns a record."""
-    from mdloader_plugin import codec
+    from mdloader_plugin.records import codec
 
     sizes = np.array([0] + [lens[a] for a in range(1, 5)])[atoms]
     offs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -112,8 +112,9 @@ def _rss_mib() -> float:
 
 
 def load(world, n: int, sizes_p: Path, rec_p: Path, index: str, share: str):
-    from mdloader_plugin import codec
-    from mdloader_plugin.store.shard import ShardStore, block_bounds
+    from mdloader_plugin.records import codec
+    from mdloader_plugin.core.blocks import block_bounds
+    from mdloader_plugin.store.shard import ShardStore
 
     lo, hi = (int(x) for x in block_bounds(n, world.size)[world.rank:world.rank + 2])
     atoms = np.load(sizes_p, mmap_mode="r")
@@ -297,6 +298,7 @@ def main() -> None:
     res["torch_plan_equals_before"] = plans["torch"] == plans["before"]
     res["feistel_plan_1e9_p2048_s"] = feistel_plan_seconds()
     res["extrapolated"] = extrapolate(res["rows"], res["feistel_plan_1e9_p2048_s"])
+    res["date"] = time.strftime("%F %H:%M UTC", time.gmtime())
     Path(a.out).write_text(json.dumps(res, indent=1))
     Path(a.out).with_suffix(".md").write_text(markdown(res))
     print(markdown(res))

@@ -284,6 +284,7 @@ def main() -> None:
                   profiles=profiles, seconds=round(time.perf_counter() - t0, 1),
                   load_avg=os.getloadavg())
     result["single_node"] = single_node(result)
+    result["date"] = time.strftime("%F %H:%M UTC", time.gmtime())
     out = RESULTS / "estimator_cluster.json"
     out.write_text(json.dumps(result, indent=1))
     plot(result, ROOT / "bench" / "estimator_cluster.png")

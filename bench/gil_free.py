@@ -3,7 +3,7 @@ the trainer stand-in's data-wait at 1 and 2 ms steps, compiled kernels against t
 
     python bench/gil_free.py [--steps 200] [--repeats 2] [--rounds 3] [--ranks 1,2]
 
-Runs ``bench/producer_cost.py --kernels auto,off`` (thread CPU time, robust to other jobs' load)
+Runs ``bench/probes/producer_cost.py --kernels auto,off`` (thread CPU time, robust to other jobs' load)
 and ``bench/gpu_rate.py`` at 1 and 2 ms steps with ``MDLOADER_KERNELS=auto`` and ``off`` (one
 ``mpiexec`` job a setting and rank count; loaders: the thread producer and the process
 producer; the process producer, removed since, is in the results of 2026-12-06), then
@@ -26,6 +26,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+PROBES = HERE / "probes"
 CASES = (("hydragnn", 32), ("hydragnn", 128), ("oc20", 8), ("oc20", 32))
 TARGET = {1.0: 2.0, 2.0: 1.0}  # step ms -> data-wait % at most (one rank)
 
@@ -44,9 +45,10 @@ def tables(cost: dict | None, fast: dict | None, slow: dict | None,
     helper-process producer's CPU left in the trainer's process)."""
     out = []
     if cost:
+        sys.path.insert(0, str(PROBES))
         import producer_cost
 
-        out += ["Producer CPU a step (`bench/producer_cost.py --kernels auto,off`):", ""]
+        out += ["Producer CPU a step (`bench/probes/producer_cost.py --kernels auto,off`):", ""]
         out += producer_cost.tables(cost) + [""]
     if cost and proc:
         out += [f"The helper-process producer (removed since) in the same measure, "
@@ -100,7 +102,7 @@ def main() -> None:
     ap.add_argument("--no-report", action="store_true", help="skip bench/report.py")
     a = ap.parse_args()
     py, env = sys.executable, {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run([py, str(HERE / "producer_cost.py"), "--kernels", "auto,off", "--rounds",
+    subprocess.run([py, str(PROBES / "producer_cost.py"), "--kernels", "auto,off", "--rounds",
                     str(a.rounds), "--steps", str(a.steps)], check=True, env=env, cwd=ROOT)
     for setting, tag in (("auto", "gilfree"), ("off", "gilfree_numpy")):
         subprocess.run([py, str(HERE / "gpu_rate.py"), "--ranks", a.ranks, "--step-ms", "1,2",

@@ -110,7 +110,7 @@ def worker(a) -> None:
 
 
 def bench_dataset(world, ds: str, a, names: list[str]) -> list[dict]:
-    from mdloader_plugin import codec
+    from mdloader_plugin.records import codec
     from mdloader_plugin.batching.pyg import pyg_sample
     from mdloader_plugin.store.shard import ShardStore
 

@@ -61,8 +61,8 @@ def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int =
     is unresolved, up to `max_rounds` and `budget_s` seconds of the whole job."""
     from mpi4py import MPI
 
-    from mdloader_plugin import budget as mem
-    from mdloader_plugin import groups
+    from mdloader_plugin.store import budget as mem
+    from mdloader_plugin.mpi import groups
     from mdloader_plugin.loader.loader import MDLoader
     from mdloader_plugin.loader.open import choose_group_size
     from mdloader_plugin.store.shard import ShardStore

@@ -151,7 +151,7 @@ def run_steps(world, stepper, steps: int, budget: float) -> dict:
     Peak PSS is sampled after every ``PSS_EVERY``-th step (and every warm-up step), and the step
     right after a sample is run but not timed: reading ``/proc/self/smaps_rollup`` walks every
     mapping and leaves caches and TLB cold, which tripled the next fetch at small batches
-    (0.05 -> 0.16 ms, MDLoader and the real DDStore alike; bench/fetch_profile.py, 2026-12-04).
+    (0.05 -> 0.16 ms, MDLoader and the real DDStore alike; bench/probes/fetch_profile.py, 2026-12-04).
     Steady-state memory is the same step after step, so the peak is kept. ``--pss-every 1``
     restores the old harness (a sample after every step, every step timed)."""
     from mpi4py import MPI

@@ -31,8 +31,8 @@ BATCHES = (4, 32, 256)
 
 def indexes(n: int) -> dict:
     """Every index kind over `n` samples on `P` ranks (one process builds the whole index)."""
-    from mdloader_plugin.store.index import build_index
-    from mdloader_plugin.store.shard import block_bounds
+    from mdloader_plugin.store.index_build import build_index
+    from mdloader_plugin.core.blocks import block_bounds
 
     sizes = 8 * np.random.default_rng(1).integers(300, 900, n)  # molecule-like, 2 B codes
     starts = block_bounds(n, P)

@@ -97,7 +97,7 @@ def validate(args) -> list[str]:
         raise ConfigError(f"--epochs must be a positive integer, got {args.epochs}")
     if args.prefetch < 0:
         raise ConfigError(f"--prefetch must be >= 0, got {args.prefetch}")
-    from ..store.budget import parse_bytes
+    from ..core.units import parse_bytes
 
     parse_bytes(args.max_memory_per_rank, "--max-memory-per-rank")
     parse_group_sizes(args.group_size)

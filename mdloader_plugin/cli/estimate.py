@@ -63,7 +63,7 @@ def _layout(args, prof, rpn):
     """LayoutDecision for --group-size, from mean record sizes
     (:func:`~mdloader_plugin.estimator.group_size.layout_from_mean`)."""
     from ..mpi import groups
-    from ..store.budget import parse_bytes
+    from ..core.units import parse_bytes
     from ..core.errors import ConfigError
     from ..estimator.group_size import layout_from_mean
 
@@ -116,7 +116,7 @@ def run(args) -> int:
         print(f"  {name:<11s} {seconds * 1e3:9.3f} ms/step   (largest terms, us: {top})")
     print(f"choice: {d.backend} ({d.reason})")
     if grows is not None:
-        from ..store.budget import human
+        from ..core.units import human
 
         print(f"whole data set a rank ({args.num_samples} samples): index "
               f"{human(grows['index'])} ({args.index}, {args.index_share}), order "
@@ -125,7 +125,7 @@ def run(args) -> int:
 
 
 def _print_layout(args, lay) -> int:
-    from ..store.budget import human
+    from ..core.units import human
 
     if args.json:
         print(json.dumps({"choice": lay.backend, "group_size": lay.group_size,

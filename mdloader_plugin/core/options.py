@@ -4,7 +4,7 @@ The configuration reference of the documentation is generated from these tables 
 integrations' own tables: ``integrations/hydragnn/config.py``, the fairchem ``loader`` group
 ``recipes/fairchem/loader/mdloader.yaml``), so a setting and its documentation cannot drift apart.
 Code reads an environment variable through :func:`env`, which refuses a name that has no row
-here; ``tests/test_docs.py`` also checks that every ``MDLOADER_*`` name in the package has one.
+here; ``tests/integration/test_docs.py`` also checks that every ``MDLOADER_*`` name in the package has one.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
+
+from .errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ SCALE = (
     Option("index", "compact",
            "Global index: `compact` (record sizes as 1-2 B codes plus offset checkpoints, about "
            "1.1-2.1 B a sample) or `full` (int64 offset and length, 16 B a sample: the "
-           "representation before issue 19). Same batches, byte for byte."),
+           "representation before the compact index). Same batches, byte for byte."),
     Option("index_share", "rank",
            "`rank`: every rank keeps its own copy of the index; `node`: one copy a node in an "
            "MPI shared-memory window (`index: compact` only), counted once a node."),
@@ -52,8 +54,6 @@ def check_scale(values: Mapping[str, Any], label: Callable[[str], str] = str) ->
 
     A bad value raises a one-line :class:`~mdloader_plugin.core.errors.ConfigError` naming the key
     as `label` spells it (``"cfg.yaml: mdloader.order"``, ``"--index-share"``) and the choices."""
-    from .errors import ConfigError
-
     out = {opt.name: values.get(opt.name, opt.default) for opt in SCALE}
     for key, valid in scale_choices().items():
         if out[key] is None:
@@ -67,13 +67,16 @@ def check_scale(values: Mapping[str, Any], label: Callable[[str], str] = str) ->
     return out
 
 
-def scale_choices() -> dict:
-    """``{setting: valid values}`` of the :data:`SCALE` settings (from the modules that
-    implement them)."""
-    from ..store.index import KINDS, SHARES
-    from ..sampling.order import CHOICES
+#: valid values of the :data:`SCALE` settings (the modules that implement them check that their
+#: registries match: ``sampling/order.py``, ``store/index.py``)
+ORDER_CHOICES = ("auto", "torch", "feistel")
+INDEX_KINDS = ("compact", "full")
+INDEX_SHARES = ("rank", "node")
 
-    return {"order": CHOICES, "index": KINDS, "index_share": SHARES}
+
+def scale_choices() -> dict:
+    """``{setting: valid values}`` of the :data:`SCALE` settings."""
+    return {"order": ORDER_CHOICES, "index": INDEX_KINDS, "index_share": INDEX_SHARES}
 
 
 #: Environment variables read by the ``mdloader_plugin`` package (the Slurm recipes' own

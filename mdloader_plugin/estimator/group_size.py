@@ -32,11 +32,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..store.budget import human
+from ..core.units import human
 from ..core.errors import MemoryBudgetError
 from .choose import cross_node_shape, node_params
 from .models import MODELS, Workload, predict
 from .profile import Profile, get_profile
+from ..mpi import groups
+from ..store.budget import fewest_ranks, index_bytes
 
 SHARE = 0.5  # of the node's available memory, split over its ranks, for the store
 TIE = 0.02   # predicted steps this close to the fastest are tied: the larger W wins
@@ -142,9 +144,6 @@ def layout_from_mean(ranks: int, ranks_per_node: int, batch_size: int, mean_byte
     the scale options chosen, :func:`~mdloader_plugin.store.budget.scale_bytes`); default the compact
     index's bound."""
     import numpy as np
-
-    from ..mpi import groups
-    from ..store.budget import fewest_ranks, index_bytes
 
     prof = get_profile(profile)
     node_of = np.arange(ranks) // max(1, ranks_per_node)

@@ -19,6 +19,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..mpi import groups
+from ..core.errors import ConfigError
+from ..core.log import get_logger
+from ..estimator.group_size import choose_layout, detect_budget
+from ..estimator.online import blind_to_network
+from ..estimator.profile import get_profile
+from ..mpi.world import agree
+from ..sources.adios import GraphFile
+from ..sources.multi import MultiSource, parse_specs
+from ..store import budget as mem
+from ..core.units import parse_bytes
+from ..store.shard import ShardStore
 
 
 def open_store(world, path, label: str = "trainset", *, group_size=None,
@@ -31,10 +42,6 @@ def open_store(world, path, label: str = "trainset", *, group_size=None,
     keys every file must have); `index` and `index_share` as :meth:`ShardStore.from_records
     <mdloader_plugin.store.shard.ShardStore.from_records>` takes them; `replicate`: how the groups get
     their copies (:mod:`~mdloader_plugin.store.replicate`)."""
-    from ..store.budget import parse_bytes
-    from ..store.shard import ShardStore
-    from ..mpi.world import agree
-
     w = agree(world, groups.parse, group_size)
     if w == "auto":
         budget = agree(world, parse_bytes, max_memory_per_rank)
@@ -59,10 +66,6 @@ def choose_group_size(world, path, label, keys, batch_size, backend, profile, bu
     """Collective. The estimator's (backend, W) for this file (or list of data sets) and job,
     the same on every rank; the memory a rank counts the index as the store will hold it
     (`index`, `index_share`: a node-shared index once a node)."""
-    from ..estimator.group_size import detect_budget
-    from ..core.log import get_logger
-    from ..mpi.world import agree
-
     source = "max_memory_per_rank"
     if budget is None:
         found = [detect_budget(world.local_size if world is not None else 1)]
@@ -89,12 +92,6 @@ def choose_group_size(world, path, label, keys, batch_size, backend, profile, bu
 
 def _decide(world, path, label, keys, batch_size, backend, profile, budget, source, digests,
             required=(), index="compact", index_share="rank"):
-    from ..store import budget as mem
-    from ..core.errors import ConfigError
-    from ..estimator.group_size import choose_layout
-    from ..estimator.online import blind_to_network
-    from ..estimator.profile import get_profile
-
     if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
         raise ConfigError(f"group_size auto needs the batch size (samples per rank per step), "
                           f"got {batch_size!r}")
@@ -127,10 +124,6 @@ def index_sharing(node_of: np.ndarray, w: int, index_share: str = "rank") -> int
 
 def _record_sizes(path, label, keys, required) -> np.ndarray:
     """Every sample's exact record size, in global id order (one file, or several)."""
-    from ..store import budget as mem
-    from ..sources.adios import GraphFile
-    from ..sources.multi import MultiSource, parse_specs
-
     if _several(path):
         with MultiSource(parse_specs(path), label, keys, required) as src:
             return mem.multi_record_sizes(src)

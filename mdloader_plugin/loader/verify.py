@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..records import codec
+from ..core.blocks import block_bounds
+from .loader import MDLoader
 
 
 @dataclass
@@ -55,8 +57,6 @@ def run_check(store, backends: list[str], *, batch_size: int, epochs: int, seed:
     `traffic` adds up the bytes the backends received on and off this rank's node; `sampling`
     is the data-set mix (:mod:`.sampling`) of a store over several files; `order` the epoch
     permutation (:mod:`.order`)."""
-    from .loader import MDLoader
-
     world = store.world
     rank = 0 if world is None else world.rank
     loaders = {b: MDLoader(store, batch_size=batch_size, shuffle=shuffle, seed=seed,
@@ -134,8 +134,6 @@ def coverage(world, core, epoch: int, rank: int, served: np.ndarray) -> Mismatch
     padding: at least once; several data sets: as often as the expanded epoch holds it), and
     the served total is one ``Allreduce``. So a duplicated, missing or out-of-range id is found
     and named (the smallest offending id), with no rank holding ``N`` counts or ids."""
-    from ..store.shard import block_bounds
-
     size = 1 if world is None else world.size
     n = int(core.num_ids)
     bounds = block_bounds(n, size)

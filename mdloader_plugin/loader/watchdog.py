@@ -23,6 +23,7 @@ import threading
 import time
 
 from ..core.options import env, env_default
+from ..core.errors import ConfigError
 
 ENV_VAR = "MDLOADER_FETCH_TIMEOUT"
 DEFAULT_TIMEOUT_S = float(env_default(ENV_VAR))
@@ -34,8 +35,6 @@ def fetch_timeout() -> float:
     try:
         return float(raw) if raw.strip() else DEFAULT_TIMEOUT_S
     except ValueError:
-        from ..core.errors import ConfigError
-
         raise ConfigError(f"{ENV_VAR}={raw!r} is not a number of seconds; unset it or give e.g. "
                           "600 (0 turns the watchdog off)") from None
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, internal
+from .world import agree
 
 ALIASES = ("group_size", "width")  # DDStore's users call it width (--ddstore_width)
 
@@ -142,9 +143,8 @@ def make(world, group_size=None) -> Group | None:
             check_size(w, np.zeros(1, dtype=np.int64))
         return None
     if w == "auto":
-        raise AssertionError("Internal error: group_size auto must be resolved by the "
+        raise internal("group_size auto must be resolved by the "
                              "estimator before the store is built (mdloader_plugin.loader.open)")
-    from .world import agree
 
     w = world.size if w is None else w
     agree(world, check_size, w, world.node_of)  # the same verdict everywhere: said once

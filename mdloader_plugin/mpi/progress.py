@@ -18,6 +18,7 @@ import threading
 import time
 
 from ..core.options import env
+from ..core.log import get_logger
 
 OFF_VALUES = ("0", "", "false", "no", "off")
 
@@ -76,8 +77,6 @@ def start(world, wanted: bool, who: str, why: str, without: str) -> ProgressThre
     if not wanted:
         return None
     from mpi4py import MPI
-
-    from ..core.log import get_logger
 
     log = get_logger(world.rank)
     if MPI.Query_thread() < MPI.THREAD_MULTIPLE:

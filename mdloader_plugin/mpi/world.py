@@ -40,10 +40,6 @@ class World:
     def num_nodes(self) -> int:
         return int(self.node_of.max()) + 1 if self.size else 0
 
-    @property
-    def is_root(self) -> bool:
-        return self.rank == 0
-
     @classmethod
     def detect(cls, comm=None) -> "World":
         """Duplicate `comm` (default ``COMM_WORLD``) and find which ranks share a node."""
@@ -164,8 +160,8 @@ def allreduce_number(comm, value, op: str = "sum"):
     rank ran once in 1 s during the first call, ~900 times during later ones). A rank waiting
     there freezes its producer thread, its progress thread and the trainer: if another rank needs
     any of them before it can join (an exchange, a Get's target progress), the job hangs
-    (issue 16: one rank in its first ``Win.Get`` of a loader while the others sat in an
-    allreduce; tests/mpi_scripts/first_allreduce_gil.py)."""
+    (seen on the emulated cluster: one rank in its first ``Win.Get`` of a loader while the
+    others sat in an allreduce; tests/mpi_scripts/first_allreduce_gil.py)."""
     from mpi4py import MPI
 
     ops = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN}

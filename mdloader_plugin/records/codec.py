@@ -91,9 +91,13 @@ def encode_into(buf: np.ndarray, start: int, arrays: Mapping[str, np.ndarray]) -
     arrays = {k: _native(v) for k, v in arrays.items()}
     head, offsets, total = _layout(arrays)
     if total >= 2**32:
-        raise CodecError(f"a sample of {total} bytes exceeds the 4 GiB record limit")
+        big = max(arrays, key=lambda k: arrays[k].nbytes)
+        raise CodecError(f"a sample of {total} bytes exceeds the record limit of 4 GiB (2**32 - 1 "
+                         f"bytes); its largest array is {big!r} ({arrays[big].nbytes} bytes): "
+                         "split such samples into smaller graphs before converting")
     if start + total > buf.size:
-        raise CodecError(f"buffer of {buf.size} bytes too small for a {total}-byte record at {start}")
+        raise CodecError(f"buffer of {buf.size} bytes too small for a {total}-byte record at "
+                         f"{start}")
     mv = memoryview(buf)[start:start + total]
     _FIXED.pack_into(mv, 0, MAGIC, VERSION, len(arrays), 0, head, total)
     pos = _FIXED.size
@@ -151,7 +155,9 @@ def decode(buf, start: int = 0, nbytes: int | None = None) -> dict[str, np.ndarr
         name = bytes(mv[pos:pos + nlen]).decode()
         pos += nlen
         if code >= len(_DTYPES):
-            raise CodecError(f"array {name!r}: unknown dtype code {code}")
+            raise CodecError(f"array {name!r}: unknown dtype code {code} (valid 0.."
+                             f"{len(_DTYPES) - 1}): the record is corrupt or from a newer "
+                             "MDLoader; re-convert the file")
         dt = _DTYPES[code]
         n = math.prod(shape)  # ints from the header (np.prod cost ~15 us a call)
         if off + n * dt.itemsize > total:

@@ -54,7 +54,8 @@ class _Schema:
         for _ in range(_FIXED.unpack_from(mv, start)[2]):
             nlen, code, ndim, _, _ = _ENTRY.unpack_from(mv, start + pos)
             if code >= len(_DTYPES):
-                raise ValueError("unknown dtype code")
+                raise ValueError(f"unknown dtype code {code} (valid 0..{len(_DTYPES) - 1}) in a "
+                                 "record header: the record is corrupt or from a newer MDLoader")
             name_at = start + pos + _ENTRY.size + 8 * ndim
             self.names.append(bytes(mv[name_at:name_at + nlen]).decode())
             self.dtypes.append(_DTYPES[code])

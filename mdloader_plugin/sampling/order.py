@@ -15,7 +15,7 @@ half, the round key and the round number), cycle-walked into ``[0, N)`` (re-appl
 value is ``>= N``; ``2**n < 2N``, so < 2 passes on average).
 A bijection by construction, O(1) memory (``ROUNDS`` keys), no epoch-start cost, ~1 us a
 position in numpy. Keys come from ``(seed, epoch)`` through splitmix64. Its statistics are
-tested against ``torch.randperm`` (tests/test_order.py: position uniformity of single ids over
+tested against ``torch.randperm`` (tests/unit/sampling/test_order.py: position uniformity of single ids over
 keys, independence of neighbouring ids, cycle counts, fixed points) and two deliberately weak
 permutations must fail the same tests. It is not DistributedSampler's order: same guarantees
 (every id once an epoch, deterministic, resumable), different sequence.
@@ -29,6 +29,8 @@ framework-equal order where tests and comparisons happen), ``feistel`` above.
 from __future__ import annotations
 
 import numpy as np
+
+from ..core.options import ORDER_CHOICES
 
 ROUNDS = 8
 AUTO_TORCH_UP_TO = 1 << 22
@@ -152,7 +154,10 @@ def _mix(v: np.ndarray, i: int) -> np.ndarray:
 
 
 ORDERS = {"torch": TorchOrder, "feistel": FeistelOrder}
-CHOICES = ("auto", *ORDERS)
+CHOICES = ORDER_CHOICES  # the settings table's choices: "auto" and every registered order
+if set(CHOICES) != {"auto", *ORDERS}:
+    raise ImportError(f"Internal error: order choices {CHOICES} differ from the registered orders "
+                      f"{sorted(ORDERS)}; please report")
 
 
 def resolve(name: str, num_samples: int) -> str:

@@ -97,10 +97,6 @@ class MultiSource:
     def num_samples(self) -> int:
         return int(self.starts[-1])
 
-    def dataset_of(self, ids) -> np.ndarray:
-        """Data set id of every global id in `ids`."""
-        return np.searchsorted(self.starts, np.asarray(ids), side="right") - 1
-
     def pieces(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
         """``(dataset, start, stop)`` file-local ranges making up global ids ``lo..hi-1``."""
         out = []

@@ -17,47 +17,15 @@ Budgets are bytes (``4294967296``) or strings with a unit: ``"4GiB"``, ``"512 Mi
 
 from __future__ import annotations
 
-import math
-import re
-
 import numpy as np
 
 from ..records import codec
-from ..core.errors import ConfigError, MemoryBudgetError
-
-_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
-          "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30,
-          "tib": 2**40}
-_PATTERN = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
-
-
-def parse_bytes(value, what: str = "max_memory_per_rank") -> int | None:
-    """``None``/``""`` -> no budget; an int or a string like ``"4GiB"`` -> bytes (> 0)."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, bool):
-        raise ConfigError(f"{what}: expected bytes or a size like '4GiB', got {value!r}")
-    if isinstance(value, (int, np.integer, float)):
-        n = value
-    else:
-        m = _PATTERN.match(str(value))
-        unit = m and _UNITS.get(m.group(2).lower())
-        if not m or unit is None:
-            raise ConfigError(f"{what}: {value!r} is not a size; write bytes or a number with a "
-                              "unit, e.g. 4GiB, 512MiB, 8GB")
-        n = float(m.group(1)) * unit
-    if not math.isfinite(n) or n <= 0:
-        raise ConfigError(f"{what} must be positive, got {value!r}")
-    return int(n)
-
-
-def human(n: float) -> str:
-    """``n`` bytes as a short human-readable size (``1.5 GiB``, ``12.0 MiB``, ``512 B``)."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{int(n)} B"
-
+from ..core.errors import MemoryBudgetError
+from ..core.blocks import block_bounds
+from ..core.units import human
+from ..sampling.order import order_class, resolve
+from ..sources.multi import ID_KEY
+from .index import bound_bytes
 
 def header_bytes(info, keys) -> int:
     """Codec header of one record holding `keys` (the same for every sample)."""
@@ -87,8 +55,6 @@ def multi_record_sizes(src, lo: int = 0, hi: int | None = None) -> np.ndarray:
     """Exact record size of each of global ids ``lo..hi-1`` (default: all) of several files
     (a :class:`~mdloader_plugin.sources.multi.MultiSource`), the ``dataset_name`` tag every
     sample carries included; reads only the count arrays."""
-    from ..sources.multi import ID_KEY
-
     hi = src.num_samples if hi is None else hi
     parts = [np.zeros(0, dtype=np.int64)]
     for d, a, b in src.pieces(lo, hi):
@@ -110,8 +76,6 @@ def per_rank_bytes(sizes: np.ndarray, shards: int, digests: bool = False, *,
     """The store's size on its fullest rank when records of `sizes` (every sample, in id order)
     are sharded over `shards` ranks as the store does (``block_bounds``): records + index
     (`kind`, and `ranks_sharing` ranks a node-shared copy: :func:`index_bytes`)."""
-    from .shard import block_bounds
-
     cum = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))])
     b = block_bounds(len(sizes), shards)
     return int((cum[b[1:]] - cum[b[:-1]]).max()) + \
@@ -144,8 +108,6 @@ def index_bytes(num_samples: int, digests: bool = False, *, kind: str = "compact
     """Bytes of the global index a rank holds for ``num_samples`` samples (with digests if
     asked): the bound of :func:`.index.bound_bytes` for `kind`; a node-shared compact index
     (``index_share: node``) counted ``1 / ranks_sharing`` (the ranks of the node)."""
-    from .index import bound_bytes
-
     return bound_bytes(num_samples, digests, kind, ranks_sharing)
 
 
@@ -156,9 +118,6 @@ def scale_bytes(num_samples: int, *, index: str = "compact", index_share: str = 
     the record sizes are known: ``index`` (the bound of :func:`.index.bound_bytes`: 4-byte size
     codes; a node-shared index counted ``1 / ranks_per_node``) and ``order`` (a ``torch`` list
     or a ``feistel`` order's keys; the run of step plans is not included)."""
-    from .index import bound_bytes
-    from ..sampling.order import order_class, resolve
-
     share = ranks_per_node if index_share == "node" else 1
     return {"index": bound_bytes(num_samples, digests, index, share),
             "order": order_class(resolve(order, num_samples), shuffle).bytes_for(num_samples)}

@@ -41,8 +41,11 @@ from typing import Callable
 
 import numpy as np
 
-KINDS = ("compact", "full")
-SHARES = ("rank", "node")
+from ..core.errors import ConfigError
+from ..core.options import INDEX_KINDS, INDEX_SHARES
+
+KINDS = INDEX_KINDS  # the settings table's choices (core/options.py)
+SHARES = INDEX_SHARES
 CHECKPOINT_EVERY = 64  # K: a checkpoint costs 8/K bytes a sample, a lookup reads < K codes
 DENSE_UP_TO = 1 << 22  # up to this many samples K = 1: 10 B a sample, a lookup is one gather
 _CHUNK = 1 << 20       # samples a chunk when a whole column is materialised or reduced
@@ -273,11 +276,8 @@ def bound_bytes(num_samples: int, digests: bool = False, kind: str = "compact",
     return int(math.ceil(num_samples * (per + (8 if digests else 0))))
 
 
-# -- building (collective) -------------------------------------------------------------------
 def check_choice(kind: str, share: str) -> None:
     """A bad ``index``/``index_share`` is a ConfigError naming the valid choices."""
-    from ..core.errors import ConfigError
-
     if kind not in KINDS:
         raise ConfigError(f"index must be one of {', '.join(KINDS)}; got {kind!r}")
     if share not in SHARES:
@@ -285,59 +285,3 @@ def check_choice(kind: str, share: str) -> None:
     if kind == "full" and share == "node":
         raise ConfigError("index_share='node' needs index='compact' (the full index is "
                           "private to each rank)")
-
-
-def build_index(world, sizes: np.ndarray, block_starts: np.ndarray, kind: str = "compact",
-                share: str = "rank", every: int | None = None):
-    """Collective. The global index from every rank's sizes of its own block.
-
-    `kind`: ``"compact"`` or ``"full"``; `share`: ``"rank"`` (a private copy) or ``"node"``
-    (compact only: one copy a node in shared memory, :mod:`.shared_index`)."""
-    sizes = np.asarray(sizes, dtype=np.int64)
-    n = int(block_starts[-1])
-    if kind == "full":
-        from .shard import exclusive_offsets
-
-        offs = allgather_blocks(world, exclusive_offsets(sizes), n)
-        return FullIndex(block_starts, offs, allgather_blocks(world, sizes, n))
-    every = default_every(n) if every is None else int(every)
-    base, unit, dtype = _agree_code(world, sizes)
-    codes = encode(sizes, base, unit, dtype)
-    if share == "node" and world is not None and world.local_size > 1:
-        from .shared_index import build_shared
-
-        return build_shared(world, codes, block_starts, base, unit, every)
-    return CompactIndex(block_starts, allgather_blocks(world, codes, n), base, unit, every)
-
-
-def _agree_code(world, sizes: np.ndarray) -> tuple[int, int, np.dtype]:
-    lo, g, hi = code_params(sizes)
-    if world is not None and world.size > 1:
-        parts = world.comm.allgather((lo, g, hi))
-        lo = min(p[0] for p in parts)
-        g = math.gcd(*(p[1] for p in parts))
-        hi = max(p[2] for p in parts)
-    unit = g or 1
-    return lo, unit, code_dtype((hi - lo) // unit)
-
-
-def allgather_blocks(world, local: np.ndarray, num_samples: int,
-                     out: np.ndarray | None = None) -> np.ndarray:
-    """Every rank's block of a per-sample column, concatenated in rank order (Allgatherv)."""
-    if world is None or world.size == 1:
-        if local.size != num_samples:
-            raise AssertionError("Internal error: one rank must hold every sample")
-        return local
-    from mpi4py import MPI
-
-    counts = world.comm.allgather(int(local.size))
-    if sum(counts) != num_samples:
-        raise AssertionError(f"Internal error: ranks hold {sum(counts)} of {num_samples} samples")
-    from mpi4py.util.dtlib import from_numpy_dtype
-
-    glob = np.empty(num_samples, dtype=local.dtype) if out is None else out
-    mpitype = from_numpy_dtype(local.dtype)  # counts in elements: below 2**31 up to 2e9 samples
-    displs = np.concatenate([[0], np.cumsum(counts)[:-1]]).tolist()
-    world.comm.Allgatherv([np.ascontiguousarray(local), mpitype],
-                          [glob, (counts, displs), mpitype])
-    return glob

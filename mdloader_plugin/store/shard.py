@@ -21,19 +21,24 @@ node-shared compact index counts once a node).
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ..core.blocks import block_bounds, exclusive_offsets
+from ..core.errors import DataError, MemoryBudgetError, internal
 from ..records import codec
-from ..core.errors import DataError, MemoryBudgetError
-
-
-def block_bounds(num_samples: int, size: int) -> np.ndarray:
-    """``size + 1`` block starts: rank ``r`` owns ``[b[r], b[r+1])`` (sizes differ by <= 1)."""
-    r = np.arange(size + 1, dtype=np.int64)
-    return (r * num_samples) // size
+from . import budget as mem, replicate
+from ..core.log import get_logger
+from ..core.units import mib, parse_bytes
+from ..mpi import groups
+from ..mpi.world import agree, allreduce_number
+from ..sources.adios import GraphFile
+from ..sources.multi import MultiSource, parse_specs
+from .index import FullIndex, bound_bytes, check_choice
+from .index_build import allgather_blocks, build_index
 
 
 @dataclass
@@ -68,8 +73,6 @@ class ShardStore:
 
     def __post_init__(self):
         if self.index is None:
-            from .index import FullIndex
-
             self.index = FullIndex(self.block_starts, self.offsets, self.nbytes)
 
     # -- queries ---------------------------------------------------------------------------
@@ -120,11 +123,6 @@ class ShardStore:
         `group_size`: an int, None for all ranks, or a :class:`~.groups.Group`). `index`:
         ``"compact"`` or ``"full"``; `index_share`: ``"rank"`` or ``"node"`` (one compact copy a
         node in shared memory), see :mod:`.index`."""
-        from ..mpi import groups
-        from .budget import parse_bytes
-        from .index import allgather_blocks, build_index, check_choice
-        from ..mpi.world import agree
-
         group = groups.make(world, group_size)
         holder = world if group is None else group
 
@@ -134,7 +132,7 @@ class ShardStore:
         total = int(sizes.sum())
         agree(world, check_choice, index, index_share)
         agree(world, _check_budget, total, num_samples, max_memory_per_rank, digests, index,
-              _sharing(holder, index_share))
+              _sharing(holder, index_share), _size(holder))
         buf, win = _allocate(holder, total)
         fill(buf, offs)
         dig = _record_digests(buf, offs, sizes) if digests else None
@@ -148,8 +146,6 @@ class ShardStore:
     def from_samples(cls, world, local_samples: Iterable[Mapping[str, np.ndarray]],
                      num_samples: int, progress: bool = False, **kw) -> "ShardStore":
         """Collective. Store this rank's samples (dicts of arrays), e.g. a block read from a file."""
-        from ..mpi.world import agree
-
         samples = list(local_samples)
         sizes = agree(world, _record_sizes, samples)
         fill = _encoder(samples, progress and (world is None or world.rank == 0))
@@ -174,8 +170,6 @@ class ShardStore:
         (:mod:`.sources.multi`): data set ``d`` holds ids ``meta["dataset_starts"][d]..``, every
         sample carries its id in ``dataset_name``; keys are the common set (`required` ones
         must be in every file)."""
-        from ..sources.multi import parse_specs
-
         specs = parse_specs(specs)
         what = f"{len(specs)} data sets [{label}]"
         return cls._load(world, _read_multi_block, (specs, label, keys, tuple(required)), what,
@@ -186,12 +180,6 @@ class ShardStore:
         """Collective. `read(world, *args, budget, digests)` gives ``(ndata, samples, meta)``
         of this rank's block; store them and log what was loaded."""
         import time
-
-        from ..mpi import groups
-        from . import replicate
-        from .budget import parse_bytes
-        from ..core.log import get_logger
-        from ..mpi.world import agree, allreduce_number
 
         t0 = time.perf_counter()
         kw["max_memory_per_rank"] = agree(world, parse_bytes, kw.get("max_memory_per_rank"))
@@ -220,9 +208,9 @@ class ShardStore:
         get_logger(0 if world is None else world.rank).info(
             f"loaded {what}: {ndata} samples on {_size(world)} ranks{_groups(group)} in "
             f"{store.meta['load_s']:.2f} s{_copied(group, mode)}; read "
-            f"{_mib(meta['bytes_read'])} on rank 0, "
-            f"{_mib(total_read)} on all ranks; memory on rank 0: records "
-            f"{_mib(rep['records_bytes'])}, index {_mib(rep['index_bytes'])} "
+            f"{mib(meta['bytes_read'])} on rank 0, "
+            f"{mib(total_read)} on all ranks; memory on rank 0: records "
+            f"{mib(rep['records_bytes'])}, index {mib(rep['index_bytes'])} "
             f"({rep['index_bytes'] / ndata:.2f} B a sample, {rep['index_kind']})")
         return store
 
@@ -230,9 +218,6 @@ class ShardStore:
     def _load_copied(cls, world, group, read, args: tuple, **kw):
         """Collective. Read once, copy across groups (:mod:`.replicate`): block ``i`` is read by
         rank ``i`` of one group and broadcast to rank ``i`` of the others."""
-        from . import replicate
-        from ..mpi.world import agree
-
         comm, root = replicate.cross(world, group)
         reader = group.index == root
         try:
@@ -267,7 +252,7 @@ class ShardStore:
         Several loaders may read one store (train and a checker, or both backends of ``auto``);
         MPI allows one ``Lock_all`` a window at a time, so the store counts its readers."""
         if self.window is None:
-            raise AssertionError("Internal error: a multi-rank store has no window (closed?)")
+            raise internal("a multi-rank store has no window (closed?)")
         if self._readers == 0:
             from mpi4py import MPI
 
@@ -283,7 +268,7 @@ class ShardStore:
     def close(self) -> None:
         """Free the window (collective). The buffer must not be used afterwards."""
         if self.window is not None and self._readers:
-            raise AssertionError(f"Internal error: store closed with {self._readers} loaders open")
+            raise internal(f"store closed with {self._readers} loaders open")
         if self.window is not None:
             self.window.Free()
             self.window = None
@@ -340,24 +325,9 @@ def _groups(group) -> str:
     return f" ({group.count} replica groups of {group.size})"
 
 
-def _mib(n: int) -> str:
-    return f"{n / 2**20:.1f} MiB"
-
-
-def exclusive_offsets(sizes: np.ndarray) -> np.ndarray:
-    """Start offsets of records of the given sizes laid end to end: ``[0, s0, s0+s1, ...]``."""
-    offs = np.zeros(sizes.size, dtype=np.int64)
-    if sizes.size > 1:
-        np.cumsum(sizes[:-1], out=offs[1:])
-    return offs
-
-
 def _read_block(world, path, label, keys, budget=None, digests=False, index=None):
     """Rank-local: read this rank's block of `label` (one bulk read per key), after checking the
     predicted store size against `budget`."""
-    from . import budget as mem
-    from ..sources.adios import GraphFile
-
     with GraphFile(path) as f:
         info = f.info(label)
         if info.ndata == 0:
@@ -384,9 +354,6 @@ def _read_multi_block(world, specs, label, keys, required, budget=None, digests=
                       index=None):
     """Rank-local: this rank's block of the global ids of several files (:mod:`.sources.multi`),
     after checking the predicted store size against `budget`; dropped keys are logged once."""
-    from . import budget as mem
-    from ..sources.multi import MultiSource
-
     with MultiSource(specs, label, keys, required) as src:
         n = src.num_samples
         if n < _size(world):
@@ -398,15 +365,13 @@ def _read_multi_block(world, specs, label, keys, required, budget=None, digests=
         if budget is not None:
             idx = index or {}
             _check_budget(int(mem.multi_record_sizes(src, lo, hi).sum()), n, budget, digests,
-                          idx.get("kind", "compact"), idx.get("ranks_sharing", 1))
+                          idx.get("kind", "compact"), idx.get("ranks_sharing", 1), _size(world))
         samples, nread = src.read_range(lo, hi)
         meta = {"path": [s.path for s in specs], "label": label, "keys": list(src.keys),
                 "attributes": src.attributes(), "bytes_read": nread,
                 "dataset_names": list(src.names), "dataset_starts": src.starts.tolist(),
                 "dataset_weights": [s.weight for s in specs], "dropped_keys": src.dropped}
     if src.dropped and r == 0:
-        from ..core.log import get_logger
-
         get_logger(0).warning("; ".join(f"key {k!r} dropped: missing from {', '.join(v)}"
                                         for k, v in src.dropped.items()))
     return n, samples, meta
@@ -428,13 +393,21 @@ def _sharing(world, share: str) -> int:
 
 
 def _check_budget(total: int, num_samples: int, budget: int | None, digests: bool = False,
-                  kind: str = "compact", sharing: int = 1) -> None:
-    from .index import bound_bytes
-
-    need = total + bound_bytes(num_samples, digests, kind, sharing)
-    if budget is not None and need > budget:
-        raise MemoryBudgetError(f"this rank needs {_mib(need)} for its block and the index but "
-                                f"max_memory_per_rank is {_mib(budget)}; use more ranks")
+                  kind: str = "compact", sharing: int = 1, ranks: int = 1) -> None:
+    """Raise when this rank's block (`total` bytes, one of `ranks` blocks) and the index do not
+    fit `budget`, naming how many ranks would."""
+    index = bound_bytes(num_samples, digests, kind, sharing)
+    need = total + index
+    if budget is None or need <= budget:
+        return
+    msg = (f"this rank needs {mib(need)} for its block and the index but max_memory_per_rank "
+           f"is {mib(budget)}")
+    if index >= budget:
+        raise MemoryBudgetError(f"{msg}; the index alone is {mib(index)}: raise "
+                                "max_memory_per_rank (more ranks do not shrink the index)")
+    fewer = max(ranks + 1, math.ceil(ranks * total / (budget - index)))
+    raise MemoryBudgetError(f"{msg}; run with about {fewer} ranks (or more) instead of {ranks}, "
+                            "a larger group_size, or raise max_memory_per_rank")
 
 
 def _allocate(world, nbytes: int):

@@ -5,7 +5,7 @@ Several comma-separated files are one store over all of them (each a data set)."
 
 import sys
 
-from mdloader_plugin import budget as mem
+from mdloader_plugin.store import budget as mem
 from mdloader_plugin.loader.loader import MDLoader
 from mdloader_plugin.loader.open import open_store
 from mdloader_plugin.mpi.world import World, abort_on_error

@@ -18,7 +18,8 @@ from torch_geometric.loader import DataLoader
 from mdloader_plugin.loader import producer as loader_module  # _IDLE_EXIT_S lives there
 from mdloader_plugin.loader.loader import MDLoader, pyg_sample
 from mdloader_plugin.sources import synth
-from mdloader_plugin.store.shard import ShardStore, block_bounds
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -16,7 +16,8 @@ import time
 import numpy as np
 
 from mdloader_plugin.loader.loader import MDLoader
-from mdloader_plugin.store.shard import ShardStore, block_bounds
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
 
 backend, victim, at_step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -13,7 +13,8 @@ import sys
 import numpy as np
 
 from mdloader_plugin.loader.loader import MDLoader
-from mdloader_plugin.store.shard import ShardStore, block_bounds
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
 
 N, B = 203, 5

@@ -22,7 +22,7 @@ CPU from the peer it waited for. Measured (3 hosts x 2 ranks, 300mbit, 2 cores, 
 1, 30 steps a backend): without it 130 s for the job, median step 10.9 / 7.4 ms (one-sided /
 collective) with stalls of 1.6 s and 5.4 s; with it 19 s, 3.4 / 4.3 ms, worst step 0.12 s. On a
 real machine every rank has its own core and nobody yields; yielding here is what makes the
-emulation behave like that (issue 15: the stalls that made the backend choice a lottery).
+emulation behave like that (the stalls that made the backend choice a lottery).
 
 Environment: the agent is a child of ``mpiexec`` and ``ip netns exec``/``unshare`` keep the
 environment, so ranks see ``mpiexec``'s whole environment (PATH, PYTHONPATH, OMPI_MCA_*, ...)

@@ -254,7 +254,7 @@ def _check_spelling(cfg: dict, source: str) -> None:
 
 
 def _check_mdloader_options(opts: dict, source: str) -> None:
-    from ...store.budget import parse_bytes
+    from ...core.units import parse_bytes
 
     unknown = sorted(set(opts) - set(MDLOADER_DEFAULTS))
     if unknown:

@@ -54,7 +54,8 @@ def ratios(kind: str, sizes, names, spec: dict) -> list[float]:
             raise ValueError(f"sampling weighted needs ratios: a list of {len(sizes)} numbers, "
                              f"one a data set ({', '.join(names)}), got {given!r}")
         return [_ratio(r, n) for r, n in zip(given, names)]
-    raise ValueError(f"sampling type {kind!r} is unknown")
+    raise ValueError(f"sampling type {kind!r} is unknown; choose one of "
+                     f"{', '.join(TYPES)}")
 
 
 def _ratio(value, name: str) -> float:

@@ -40,12 +40,6 @@ def _registry() -> dict:
     return {m.NAME: m for m in (asedb, oc20lmdb, extxyz, pyg, g2)}
 
 
-def source_names() -> list[str]:
-    """Names of the registered converter sources (``asedb``, ``lmdb``, ``extxyz``, ``pyg``,
-    ``g2``)."""
-    return list(_registry())
-
-
 def detect(path: str, kind: str | None = None):
     """The source module for `path` (or the one named `kind`)."""
     reg = _registry()
