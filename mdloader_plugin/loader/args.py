@@ -28,6 +28,7 @@ def producer_kind(producer: str | None) -> tuple[str, str | None]:
 
 
 def prefetch_bytes(mib: float | None) -> int:
+    """The prefetch queue's cap in bytes (`mib`, else ``MDLOADER_PREFETCH_MIB``; must be > 0)."""
     src = "prefetch_mib"
     if mib is None:
         src, mib = "MDLOADER_PREFETCH_MIB", env("MDLOADER_PREFETCH_MIB")
