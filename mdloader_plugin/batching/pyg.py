@@ -185,8 +185,10 @@ class _Fused:
 
         buf, s = fetched.buf, self.schema
         starts, limits = fetched.offsets, fetched.nbytes
-        if buf.dtype != np.uint8 or buf.ndim != 1 or starts.dtype != np.int64 or \
-                limits.dtype != np.int64 or gather.schema is not s or \
+        if buf.dtype != np.uint8 or buf.ndim != 1 or not buf.flags.c_contiguous or \
+                starts.dtype != np.int64 or limits.dtype != np.int64 or \
+                not (starts.flags.c_contiguous and limits.flags.c_contiguous) or \
+                starts.size == 0 or gather.schema is not s or \
                 not gather.same_schema(buf, int(starts[0]), int(limits[0])):
             return None
         n, nk = starts.size, len(s.names)

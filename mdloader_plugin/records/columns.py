@@ -116,8 +116,9 @@ class Gather:
         if schema is None:
             return None
         k = kernels.get()
-        if k is not None and buf.dtype == np.uint8 and buf.ndim == 1:
-            return _columns_compiled(k, buf, schema, starts, limits)
+        if k is not None and buf.dtype == np.uint8 and buf.ndim == 1 and buf.flags.c_contiguous:
+            return _columns_compiled(k, buf, schema, np.ascontiguousarray(starts),
+                                     np.ascontiguousarray(limits))
         hdr = buf[starts[:, None] + np.arange(schema.head)]
         if not np.array_equal(hdr[:, schema.fixed_at],
                               np.broadcast_to(schema.fixed, (len(hdr), schema.fixed.size))):
