@@ -23,8 +23,8 @@ from mdloader_plugin.sources import synth
 from pyg_equal import batch_diff
 from test_pyg import KEYS, fetched_of, slow
 
-pytestmark = pytest.mark.skipif(kernels.get() is None,
-                                reason=f"compiled kernels not built: {kernels.why_not()}")
+needs_kernels = pytest.mark.skipif(kernels.get() is None,
+                                   reason=f"compiled kernels not built: {kernels.why_not()}")
 ALL_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64,
               np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128]
 
@@ -91,6 +91,7 @@ def runs(draw):
     return out
 
 
+@needs_kernels
 @settings(max_examples=150, deadline=None)
 @given(runs())
 def test_compiled_and_numpy_paths_give_pyg_s_bytes(run):
@@ -111,6 +112,7 @@ def test_compiled_and_numpy_paths_give_pyg_s_bytes(run):
         assert fused, "a batch with a node key did not set up the one-call path"
 
 
+@needs_kernels
 @pytest.mark.parametrize("kind,batch", [("hydragnn", 32), ("oc20", 8), ("hydragnn", 1)])
 def test_synthetic_data_sets_batch_for_batch(kind, batch):
     samples = list(synth.generate(kind, 3, 0, 4 * batch))
@@ -126,6 +128,7 @@ def test_synthetic_data_sets_batch_for_batch(kind, batch):
         assert same_bytes(g, r) == "" and same_bytes(g, slow(f)) == ""
 
 
+@needs_kernels
 def test_a_key_missing_from_one_record_falls_back_with_one_line(caplog):
     rng = np.random.default_rng(1)
     good = [{"x": rng.normal(size=(3, 2)).astype(np.float32),
@@ -160,6 +163,7 @@ def test_an_unknown_dtype_code_fails_naming_the_record():
     assert not build.columns.enabled
 
 
+@needs_kernels
 def test_kernels_refuse_bad_sizes_and_write_nothing():
     k = kernels.get()
     f = fetched_of([{"x": np.arange(6, dtype=np.int64).reshape(3, 2)}] * 2)
