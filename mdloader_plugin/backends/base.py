@@ -114,7 +114,7 @@ def gather_local(buf: np.ndarray, src_offsets: np.ndarray, nbytes: np.ndarray,
     k = kernels.get()
     if k is not None and buf.dtype == out.dtype == np.uint8 and buf.ndim == out.ndim == 1 \
             and buf.flags.c_contiguous and out.flags.c_contiguous:
-        if not k.gather(buf, np.ascontiguousarray(src_offsets, dtype=np.int64),
+        if not k.copy_records(buf, np.ascontiguousarray(src_offsets, dtype=np.int64),
                         np.ascontiguousarray(nbytes, dtype=np.int64), out,
                         np.ascontiguousarray(dst_offsets, dtype=np.int64)):
             return

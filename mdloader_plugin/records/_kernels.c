@@ -2,7 +2,7 @@
  * with the GIL released (mdloader_plugin/records/kernels.py is the Python face; every caller has
  * a numpy fallback that gives the same bytes).
  *
- *   gather(src, src_off, nbytes, dst, dst_off)           records -> one buffer (memcpy each)
+ *   copy_records(src, src_off, nbytes, dst, dst_off)     records -> one buffer (memcpy each)
  *   scan(buf, starts, limits, axes, pay, cnt, ext)       every header checked against record 0's;
  *                                                         payload offsets, element counts and
  *                                                         extents along the joined axis
@@ -53,7 +53,7 @@ static void release(Buf *bs, int n) {
 static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static inline int64_t rd64(const uint8_t *p) { int64_t v; memcpy(&v, p, 8); return v; }
 
-/* gather(src, src_off, nbytes, dst, dst_off) -> 0, or 1 when a record is out of bounds */
+/* copy_records(src, src_off, nbytes, dst, dst_off) -> 0, or 1 when a record is out of bounds */
 static PyObject *k_gather(PyObject *self, PyObject *args) {
     PyObject *o[5];
     Buf b[5];
@@ -410,7 +410,7 @@ static PyObject *k_fill(PyObject *self, PyObject *args) {
 }
 
 static PyMethodDef methods[] = {
-    {"gather", k_gather, METH_VARARGS, "records -> one buffer, a memcpy each (GIL released)"},
+    {"copy_records", k_gather, METH_VARARGS, "records -> one buffer, a memcpy each (GIL released)"},
     {"scan", k_scan, METH_VARARGS, "check every record header against record 0's"},
     {"join", k_join, METH_VARARGS, "key k of every record joined along its axis"},
     {"shift", k_shift, METH_VARARGS, "add each record's node offset to an index key"},

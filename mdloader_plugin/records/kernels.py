@@ -70,7 +70,7 @@ class _Timed:
         import time
 
         self.cpu_s, self.calls = 0.0, 0
-        for name in ("gather", "scan", "join", "shift", "repeat", "fill"):
+        for name in ("copy_records", "scan", "join", "shift", "repeat", "fill"):
             setattr(self, name, self._wrap(getattr(mod, name), time.thread_time))
 
     def _wrap(self, fn, clock):

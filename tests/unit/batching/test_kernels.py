@@ -180,7 +180,7 @@ def test_kernels_refuse_bad_sizes_and_write_nothing():
     assert (out == -7).all() and (slices == 0).all()
     src = np.arange(10, dtype=np.uint8)
     dst = np.zeros(4, dtype=np.uint8)
-    assert k.gather(src, np.array([8]), np.array([4]), dst, np.array([0])) == 1
+    assert k.copy_records(src, np.array([8]), np.array([4]), dst, np.array([0])) == 1
     assert (dst == 0).all()
 
 
