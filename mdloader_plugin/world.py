@@ -159,13 +159,14 @@ def launched_size(environ=None) -> tuple[str, int] | None:
     task ``srun`` started directly carries ``SLURM_STEP_NUM_TASKS`` (the step's tasks) and
     ``SLURM_PROCID``; ``SLURM_NTASKS`` is named when it says the same."""
     env = os.environ if environ is None else environ
-    for var in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
-        if str(env.get(var, "")).isdigit():
-            return var, int(env[var])
-    step = str(env.get("SLURM_STEP_NUM_TASKS", ""))
-    if step.isdigit() and "SLURM_PROCID" in env:
+    if str(env.get("OMPI_COMM_WORLD_SIZE", "")).isdigit():
+        return "OMPI_COMM_WORLD_SIZE", int(env["OMPI_COMM_WORLD_SIZE"])
+    pmi, step = str(env.get("PMI_SIZE", "")), str(env.get("SLURM_STEP_NUM_TASKS", ""))
+    if step.isdigit() and "SLURM_PROCID" in env and pmi in ("", step):  # srun's own tasks
         var = "SLURM_NTASKS" if env.get("SLURM_NTASKS") == step else "SLURM_STEP_NUM_TASKS"
         return var, int(step)
+    if pmi.isdigit():  # MPICH's mpiexec (hydra), also when its proxies are srun tasks
+        return "PMI_SIZE", int(pmi)
     return None
 
 
