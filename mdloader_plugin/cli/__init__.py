@@ -21,6 +21,7 @@ COMMANDS = [
     "check",
     "estimate",
     "calibrate",
+    "plan",
 ]
 
 #: commands that run as MPI ranks: each checks at start that MPI's world is what the launcher
