@@ -32,8 +32,9 @@ def oc20_folders(tmp_path_factory):
     d = tmp_path_factory.mktemp("oc20")
     write_oc20_like(str(d), num_train=16, num_val=8, seed=2)
     out = d / "conv" / "oc20.bp"
-    r = convert_cli(f"train={d / 'train'}", f"val={d / 'val'}", "--x", X, "--y", Y,
-                    "--out", out)
+    # HydraGNN's driver also loads a testset: OC20's val folder serves as both, as it often does
+    r = convert_cli(f"train={d / 'train'}", f"val={d / 'val'}", f"test={d / 'val'}",
+                    "--x", X, "--y", Y, "--out", out)
     assert r.returncode == 0, r.stderr
     return d, out, r.stdout
 
@@ -44,12 +45,12 @@ def test_labelled_splits_and_hydragnn_columns(oc20_folders):
     from mdloader_plugin.sources.adios import GraphFile
 
     d, out, stdout = oc20_folders
-    assert "wrote" in stdout and "trainset 16, valset 8" in stdout
+    assert "wrote" in stdout and "trainset 16, valset 8, testset 8" in stdout
     assert ("node_features: {column_index: [0, 1], dim: [1, 3], name: [atomic_numbers, forces]}"
             in stdout)
     with GraphFile(out) as f:
-        assert f.labels() == ["trainset", "valset"]
-        for label, folder in (("trainset", "train"), ("valset", "val")):
+        assert f.labels() == ["trainset", "valset", "testset"]
+        for label, folder in (("trainset", "train"), ("valset", "val"), ("testset", "val")):
             info = f.info(label)
             assert info.keys["edge_index"].vdim == 1 and info.keys["x"].vdim == 0
             block = f.read_block(label, 0, info.ndata)
