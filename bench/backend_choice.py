@@ -62,7 +62,7 @@ TUNE_GRID = {"margin": (0.02, 0.05, 0.08), "close": (0.10, 0.15, 0.20), "alpha":
 def measure_cluster(spec: str, args, profile_dir: Path) -> list[dict]:
     """Calibrate one cluster and measure its configurations; rows carry the shape and rate."""
     from coll_progress import parse_shape, run_worker
-    from mdloader_plugin.cluster import Cluster
+    from mdloader_plugin.devtools.cluster import Cluster
 
     hosts, rph, rate = parse_shape(spec)
     prof = profile_dir / f"profile-{hosts}x{rph}-{rate}.json"

@@ -1,6 +1,6 @@
 """The loaders users would otherwise pick, driven step by step by ``bench/loaders.py``.
 
-Every loader here takes the same step plan as MDLoader (:class:`~mdloader_plugin.sampler.
+Every loader here takes the same step plan as MDLoader (:class:`~mdloader_plugin.sampling.sampler.
 GlobalSampler`, same seed: rank ``r`` takes ``plan[r]``), except ``pyg-local``, which by design
 never leaves its rank. Each has ``step(epoch, step) -> (fetch_s, batch)``: ``fetch_s`` is the time
 to get this rank's samples into its memory (``None`` where it cannot be separated), the rest of
@@ -28,8 +28,8 @@ from typing import Callable
 
 import numpy as np
 
-from mdloader_plugin import codec
-from mdloader_plugin.loader import pyg_collate, pyg_sample
+from mdloader_plugin.records import codec
+from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
 
 
 class PlanLoader:
@@ -121,7 +121,7 @@ class PygLocal(PlanLoader):
         from torch_geometric.loader import DataLoader
 
         from mdloader_plugin.sources.adios import GraphFile
-        from mdloader_plugin.store import block_bounds
+        from mdloader_plugin.core.blocks import block_bounds
 
         with GraphFile(path) as f:
             info = f.info(label)

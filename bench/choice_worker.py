@@ -32,7 +32,8 @@ TEMPLATES = 48  # distinct synthetic graphs per rank, cycled (generating thousan
 
 def make_store(world, dist: str, n: int):
     from mdloader_plugin.sources import synth
-    from mdloader_plugin.store import ShardStore, block_bounds
+    from mdloader_plugin.core.blocks import block_bounds
+    from mdloader_plugin.store.shard import ShardStore
 
     lo, hi = (int(x) for x in block_bounds(n, world.size)[world.rank:world.rank + 2])
     kinds = {"hydragnn": "hydragnn", "oc20": "oc20"}
@@ -105,7 +106,7 @@ def short_epoch(store, batch: int, steps: int) -> dict | None:
     reads as cold and scattered as in a big epoch. Closing a collective loader early runs the
     rest of its epoch's exchanges (the ranks' Alltoallvs must stay matched): with the store's
     whole epoch a batch-1 round spent ~40 s draining 3000 steps nobody timed."""
-    from mdloader_plugin.sampling import DataSets
+    from mdloader_plugin.sampling.mixes import DataSets
 
     want = store.world.size * batch * (steps + 1)
     n = store.num_samples
@@ -121,7 +122,7 @@ def run_arms(world, store, job: dict, batch: int,
     round, so the scoring can compare the arms round by round (drift cancels). After
     ``job["rounds"]`` rounds, more while :func:`more_rounds` (rank 0 decides, every rank
     follows) up to ``max_rounds`` and ``seq_budget_s`` seconds for the configuration."""
-    from mdloader_plugin.loader import MDLoader
+    from mdloader_plugin.loader.loader import MDLoader
 
     arms = job["arms"]
     out: dict[str, list[float]] = {a["label"]: [] for a in arms}
@@ -156,7 +157,7 @@ def run_arms(world, store, job: dict, batch: int,
 
 def run_auto(world, store, profile: str, batch: int, steps: int) -> dict:
     """What ``backend="auto"`` picks at start and after its online check (and re-check)."""
-    from mdloader_plugin.loader import MDLoader
+    from mdloader_plugin.loader.loader import MDLoader
 
     ld = MDLoader(store, batch_size=batch, backend="auto", prefetch=0, seed=99, profile=profile,
                   sampling=short_epoch(store, batch, 5))
@@ -178,7 +179,7 @@ def run_auto(world, store, profile: str, batch: int, steps: int) -> dict:
 
 
 def main(job: dict) -> None:
-    from mdloader_plugin.world import World
+    from mdloader_plugin.mpi.world import World
 
     world = World.detect()
     rows = []

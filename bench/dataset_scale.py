@@ -51,7 +51,7 @@ BATCH = 32
 # -- the data set (written once) --------------------------------------------------------------
 def dataset(tmp: Path, n: int) -> tuple[Path, Path]:
     """``sizes.npy`` (uint8 atoms a record) and ``records.bin`` (all records end to end)."""
-    from mdloader_plugin import codec
+    from mdloader_plugin.records import codec
 
     tmp.mkdir(parents=True, exist_ok=True)
     sizes_p, rec_p = tmp / f"atoms_{n}.npy", tmp / f"records_{n}.bin"
@@ -74,7 +74,7 @@ def _sample(atoms: int, sid: int) -> dict:
 def encode_records(atoms: np.ndarray, first_id: int, lens: dict) -> np.ndarray:
     """Records of samples ``first_id ..`` end to end, built from one template a size (the id
     patched into ``y``'s payload): vectorised, ~50 ns a record."""
-    from mdloader_plugin import codec
+    from mdloader_plugin.records import codec
 
     sizes = np.array([0] + [lens[a] for a in range(1, 5)])[atoms]
     offs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -112,8 +112,9 @@ def _rss_mib() -> float:
 
 
 def load(world, n: int, sizes_p: Path, rec_p: Path, index: str, share: str):
-    from mdloader_plugin import codec
-    from mdloader_plugin.store import ShardStore, block_bounds
+    from mdloader_plugin.records import codec
+    from mdloader_plugin.core.blocks import block_bounds
+    from mdloader_plugin.store.shard import ShardStore
 
     lo, hi = (int(x) for x in block_bounds(n, world.size)[world.rank:world.rank + 2])
     atoms = np.load(sizes_p, mmap_mode="r")
@@ -131,7 +132,7 @@ def load(world, n: int, sizes_p: Path, rec_p: Path, index: str, share: str):
 
 
 def measure(world, n, sizes_p, rec_p, name, ref=None) -> dict:
-    from mdloader_plugin.sampler import GlobalSampler
+    from mdloader_plugin.sampling.sampler import GlobalSampler
 
     index, share, order = CONFIGS[name]
     world.comm.Barrier()
@@ -166,7 +167,7 @@ def measure(world, n, sizes_p, rec_p, name, ref=None) -> dict:
 
 
 def worker(a) -> None:
-    from mdloader_plugin.world import World
+    from mdloader_plugin.mpi.world import World
 
     import torch  # noqa: F401 - imported before any timing (the legacy table needs it)
 
@@ -198,9 +199,9 @@ def worker(a) -> None:
 def formula(r: dict, n: int, p: int, rpn: int) -> dict:
     """Per-rank bytes of `r`'s configuration at N = `n`, P = `p`, `rpn` ranks a node: the
     formulas of docs/scale.md (``r`` gives the code width and the mean record)."""
-    from mdloader_plugin.index import default_every
-    from mdloader_plugin.order import ROUNDS, TorchOrder
-    from mdloader_plugin.sampler import PLAN_POSITIONS
+    from mdloader_plugin.store.index import default_every
+    from mdloader_plugin.sampling.order import ROUNDS, TorchOrder
+    from mdloader_plugin.sampling.sampler import PLAN_POSITIONS
 
     small = 16 * (p + 1)  # block starts (+ their cum, compact)
     if r["index"].startswith("full"):
@@ -234,7 +235,7 @@ def extrapolate(rows: list[dict], feistel_plan_s: float) -> list[dict]:
 
 def feistel_plan_seconds(n: int = 10**9, p: int = 2048, b: int = BATCH) -> float:
     """One step's plan at N = 1e9, P = 2048 (every rank computes all ranks' ids): measured."""
-    from mdloader_plugin.sampler import GlobalSampler
+    from mdloader_plugin.sampling.sampler import GlobalSampler
 
     s = GlobalSampler(n, p, b, order="feistel")
     t0 = time.perf_counter()
@@ -297,6 +298,7 @@ def main() -> None:
     res["torch_plan_equals_before"] = plans["torch"] == plans["before"]
     res["feistel_plan_1e9_p2048_s"] = feistel_plan_seconds()
     res["extrapolated"] = extrapolate(res["rows"], res["feistel_plan_1e9_p2048_s"])
+    res["date"] = time.strftime("%F %H:%M UTC", time.gmtime())
     Path(a.out).write_text(json.dumps(res, indent=1))
     Path(a.out).with_suffix(".md").write_text(markdown(res))
     print(markdown(res))

@@ -24,8 +24,8 @@ import time
 import numpy as np
 
 from baselines import PlanLoader
-from mdloader_plugin import codec
-from mdloader_plugin.loader import pyg_collate, pyg_sample
+from mdloader_plugin.records import codec
+from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
 
 LABEL = "trainset"
 

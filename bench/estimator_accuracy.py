@@ -46,8 +46,9 @@ def record_sizes(dist: str, n: int, seed: int = 0) -> np.ndarray:
 # -- worker: runs under mpiexec --------------------------------------------------------------
 def worker(batches: list[int], steps: int, out: str) -> None:
     from mdloader_plugin.backends import get_backend
-    from mdloader_plugin.store import ShardStore, block_bounds
-    from mdloader_plugin.world import World
+    from mdloader_plugin.core.blocks import block_bounds
+    from mdloader_plugin.store.shard import ShardStore
+    from mdloader_plugin.mpi.world import World
 
     world = World.detect()
     rows = []
@@ -175,7 +176,8 @@ def main() -> None:
     print(f"measuring {len(ranks) * len(batches) * len(DISTS)} configurations x "
           f"{len(BACKENDS)} backends ...", flush=True)
     result = evaluate(measure(ranks, batches, steps), profile)
-    result.update(profile=prof_path, quick=a.quick, steps=steps)
+    result.update(profile=prof_path, quick=a.quick, steps=steps,
+                  date=time.strftime("%F %H:%M UTC", time.gmtime()))
     out = RESULTS / "estimator_accuracy.json"
     out.write_text(json.dumps(result, indent=1))
     estimator_plots.predicted_vs_measured(result, ROOT / "bench" / "estimator_pred_vs_meas.png")

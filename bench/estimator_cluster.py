@@ -75,7 +75,7 @@ def measure(cl, rate: str, batches: list[int], steps: int) -> list[dict]:
 def run_grid(rates: list[str], layouts: list[int], batches: list[int], steps: int,
              quick: bool) -> tuple[list[dict], dict[str, str]]:
     """Calibrate per rate (on the 2-ranks-a-host layout) and measure every layout x rate."""
-    from mdloader_plugin.cluster import Cluster
+    from mdloader_plugin.devtools.cluster import Cluster
 
     rows, profiles = [], {}
     name = f"eb{os.getpid() % 10000}"
@@ -268,7 +268,7 @@ def main() -> None:
     a = ap.parse_args()
     sys.path.insert(0, str(ROOT / "bench"))
     sys.path.insert(0, str(ROOT))
-    from mdloader_plugin.errors import MDLoaderError
+    from mdloader_plugin.core.errors import MDLoaderError
 
     rates = [r.strip() for r in a.rates.split(",") if r.strip()]
     batches = [int(b) for b in a.batches.split(",")]
@@ -284,6 +284,7 @@ def main() -> None:
                   profiles=profiles, seconds=round(time.perf_counter() - t0, 1),
                   load_avg=os.getloadavg())
     result["single_node"] = single_node(result)
+    result["date"] = time.strftime("%F %H:%M UTC", time.gmtime())
     out = RESULTS / "estimator_cluster.json"
     out.write_text(json.dumps(result, indent=1))
     plot(result, ROOT / "bench" / "estimator_cluster.png")

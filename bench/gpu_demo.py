@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from mdloader_plugin.epochlog import parse_epoch_lines  # noqa: E402
+from mdloader_plugin.core.epochlog import parse_epoch_lines  # noqa: E402
 
 RESULT = ROOT / "bench" / "results" / "gpu_demo.json"
 VARIANTS = {"hydragnn": "HydraGNN's own loader", "mdloader-host": "MDLoader, host batches",

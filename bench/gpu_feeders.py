@@ -6,7 +6,7 @@ Each ``make(name, ...)`` returns ``(iterator, close)``: the iterator yields PyG 
 
 - ``collective``, ``onesided``, ``auto``: MDLoader, prefetch 2 (its producer thread runs ahead
   while the trainer computes); ``onesided-process``, ``auto-process``: the same with
-  ``producer="process"`` (batches built in a helper process, :mod:`mdloader_plugin.collate_process`).
+  ``producer="process"`` (batches built in a helper process, :mod:`mdloader_plugin.batching.process`).
 - ``pyg-nw0``, ``pyg-nw2``: PyG ``DataLoader`` over this rank's own block held in memory as a list
   of ``Data`` (no communication, local shuffle), ``num_workers`` 0 and 2 (forked workers,
   persistent, prefetch factor 2).
@@ -39,7 +39,7 @@ def make(name: str, store, path: str, world, batch: int, local_samples: list):
 
 
 def _mdl(name: str, store, batch: int):
-    from mdloader_plugin.loader import MDLoader
+    from mdloader_plugin.loader.loader import MDLoader
 
     backend, _, producer = name.partition("-")
     loader = MDLoader(store, batch_size=batch, shuffle=True, seed=0, backend=backend, prefetch=2,
@@ -77,7 +77,7 @@ def _pyg_local(samples: list, batch: int, workers: int):
 
 
 def _hydragnn(path: str, batch: int, preload: bool):
-    from mdloader_plugin.batching import pyg_sample
+    from mdloader_plugin.batching.pyg import pyg_sample
     from mdloader_plugin.integrations.hydragnn.baseline import build_loaders
 
     cfg = {"Dataset": {"path": path}, "hydragnn_loader": {"preload": preload},
@@ -88,7 +88,7 @@ def _hydragnn(path: str, batch: int, preload: bool):
 
 def _ddstore_real(store, world, batch: int):
     from ddstore_real import RealDDStore
-    from mdloader_plugin.sampler import GlobalSampler
+    from mdloader_plugin.sampling.sampler import GlobalSampler
 
     sampler = GlobalSampler(store.num_samples, world.size, batch, shuffle=True, seed=0)
     dds = RealDDStore(sampler, store, method=0)

@@ -90,8 +90,8 @@ def measure(world, it, trainer: Trainer, steps: int, warm: int) -> dict:
 def worker(a) -> None:
     import torch
 
-    from mdloader_plugin.log import get_logger
-    from mdloader_plugin.world import World
+    from mdloader_plugin.core.log import get_logger
+    from mdloader_plugin.mpi.world import World
 
     torch.set_num_threads(1)
     world = World.detect()
@@ -110,9 +110,9 @@ def worker(a) -> None:
 
 
 def bench_dataset(world, ds: str, a, names: list[str]) -> list[dict]:
-    from mdloader_plugin import codec
-    from mdloader_plugin.batching import pyg_sample
-    from mdloader_plugin.store import ShardStore
+    from mdloader_plugin.records import codec
+    from mdloader_plugin.batching.pyg import pyg_sample
+    from mdloader_plugin.store.shard import ShardStore
 
     path = str(lb.WORK / f"{ds}-{lb.DATASETS[ds]}.bp")
     store = ShardStore.from_file(world, path)

@@ -61,12 +61,12 @@ def worker(path: str, batch: int, steps: int, profile: str | None, rounds: int =
     is unresolved, up to `max_rounds` and `budget_s` seconds of the whole job."""
     from mpi4py import MPI
 
-    from mdloader_plugin import budget as mem
-    from mdloader_plugin import groups
-    from mdloader_plugin.loader import MDLoader
-    from mdloader_plugin.placement import choose_group_size
-    from mdloader_plugin.store import ShardStore
-    from mdloader_plugin.world import World, abort_on_error
+    from mdloader_plugin.store import budget as mem
+    from mdloader_plugin.mpi import groups
+    from mdloader_plugin.loader.loader import MDLoader
+    from mdloader_plugin.loader.open import choose_group_size
+    from mdloader_plugin.store.shard import ShardStore
+    from mdloader_plugin.mpi.world import World, abort_on_error
 
     world = World.detect()
     t0 = time.perf_counter()
@@ -199,8 +199,8 @@ def loading_worker(path: str, w: int, rounds: int) -> None:
     interleaved rounds; the slowest rank's load time each, and the bytes read from the file."""
     from mpi4py import MPI
 
-    from mdloader_plugin.store import ShardStore
-    from mdloader_plugin.world import World, abort_on_error
+    from mdloader_plugin.store.shard import ShardStore
+    from mdloader_plugin.mpi.world import World, abort_on_error
 
     world = World.detect()
     rows = []
@@ -224,7 +224,7 @@ def loading_worker(path: str, w: int, rounds: int) -> None:
 def drive_loading(args) -> None:
     """Read-once-and-copy against every group reading: on the emulated cluster (each of
     `args.shapes` at each of `args.rates`) and on this one host (``local``, plain mpiexec)."""
-    from mdloader_plugin.cluster import Cluster
+    from mdloader_plugin.devtools.cluster import Cluster
 
     sys.path.insert(0, str(ROOT / "tests"))
     from mpirun import mpirun
@@ -297,7 +297,7 @@ def _max(world, arr, MPI):
 
 
 def drive(args) -> None:
-    from mdloader_plugin.cluster import Cluster
+    from mdloader_plugin.devtools.cluster import Cluster
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     out_path = RESULTS / args.out

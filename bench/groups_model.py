@@ -3,7 +3,7 @@ ranks, and its predicted step against W = P (MODEL OUTPUT, nothing measured).
 
 For each shipped machine profile (``perlmutter``: 4 ranks a GPU node of 256 GB; ``frontier``: 8
 ranks a node of 512 GB; published figures, see the profiles' ``source`` fields), each data set
-and each batch size, :func:`mdloader_plugin.estimator.layout.layout_from_mean` weighs every valid
+and each batch size, :func:`mdloader_plugin.estimator.group_size.layout_from_mean` weighs every valid
 ``W`` x backend exactly as ``mdloader estimate --group-size auto`` does (and as the Slurm recipe
 comments quote): memory a rank ``ceil(N / W)`` mean records plus the index, the budget half of
 the node's memory over its ranks, the fastest fitting candidate wins (ties within 2% to the
@@ -38,7 +38,7 @@ KIND = "MODEL OUTPUT (estimator cost models and shipped profiles; not measured)"
 
 def model() -> dict:
     from mdloader_plugin.estimator import get_profile
-    from mdloader_plugin.estimator.layout import layout_from_mean
+    from mdloader_plugin.estimator.group_size import layout_from_mean
 
     rows = []
     for name in PROFILES:

@@ -151,7 +151,7 @@ def run_steps(world, stepper, steps: int, budget: float) -> dict:
     Peak PSS is sampled after every ``PSS_EVERY``-th step (and every warm-up step), and the step
     right after a sample is run but not timed: reading ``/proc/self/smaps_rollup`` walks every
     mapping and leaves caches and TLB cold, which tripled the next fetch at small batches
-    (0.05 -> 0.16 ms, MDLoader and the real DDStore alike; bench/fetch_profile.py, 2026-12-04).
+    (0.05 -> 0.16 ms, MDLoader and the real DDStore alike; bench/probes/fetch_profile.py, 2026-12-04).
     Steady-state memory is the same step after step, so the peak is kept. ``--pss-every 1``
     restores the old harness (a sample after every step, every step timed)."""
     from mpi4py import MPI
@@ -180,7 +180,7 @@ def run_steps(world, stepper, steps: int, budget: float) -> dict:
         if sampled:
             peak_pss = max(peak_pss, pss())
         k += 1
-    from mdloader_plugin.store import _trim_heap
+    from mdloader_plugin.store.shard import _trim_heap
 
     _trim_heap()  # what is left once the allocator hands its free blocks back to the OS
     return {"step": t_step, "fetch": t_fetch, "nodes": nodes, "warm": warm, "pss": peak_pss,
@@ -236,8 +236,8 @@ def worker(datasets: list[str], batches: list[int], steps: int, budget: float, r
            loaders: list[str], out: str, profile: str | None = None) -> None:
     import torch
 
-    from mdloader_plugin.log import get_logger
-    from mdloader_plugin.world import World
+    from mdloader_plugin.core.log import get_logger
+    from mdloader_plugin.mpi.world import World
 
     torch.set_num_threads(1)
     world = World.detect()
@@ -259,7 +259,7 @@ def _warm_imports() -> None:
     import torch_geometric.loader  # noqa: F401
 
     import baselines  # noqa: F401
-    from mdloader_plugin.loader import pyg_collate, pyg_sample
+    from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
     from mdloader_plugin.sources import adios  # noqa: F401
 
     pyg_collate([pyg_sample({"x": np.zeros((2, 3), np.float32),
@@ -270,8 +270,8 @@ def bench_dataset(world, ds: str, path: Path, batches, steps, budget, base, repe
                   loaders, profile=None) -> list[dict]:
     """All loaders over one data set. Store-based loaders run `repeats` interleaved rounds (the
     machine's noise hits them alike); file-based ones run once, after the store is freed."""
-    from mdloader_plugin.sampler import GlobalSampler
-    from mdloader_plugin.store import ShardStore
+    from mdloader_plugin.sampling.sampler import GlobalSampler
+    from mdloader_plugin.store.shard import ShardStore
 
     store = ShardStore.from_file(world, str(path))
     info = {"dataset": ds, "ranks": world.size, "hosts": world.num_nodes,
@@ -311,7 +311,7 @@ def bench_one(world, name, sampler, store, path, steps, budget, base, profile=No
     import gc
 
     from baselines import FACTORIES
-    from mdloader_plugin.loader import MDLoader
+    from mdloader_plugin.loader.loader import MDLoader
 
     gc.collect()
     reset_peak()
@@ -414,7 +414,7 @@ def run_grid(a, datasets, batches, steps, budget, repeats, loaders) -> list[dict
             "--pss-every", str(a.pss_every), *(["--onesided-numpy"] if a.onesided_numpy else [])]
     rows = []
     if a.cluster:
-        from mdloader_plugin.cluster import Cluster
+        from mdloader_plugin.devtools.cluster import Cluster
 
         hosts, rph, rate = parse_cluster(a.cluster)
         tmp = RESULTS / ".loaders-cluster.json"

@@ -1,482 +1,188 @@
-"""``bench/RESULTS.md`` from the JSON under ``bench/results/``: tables and the issue's targets.
+"""``bench/RESULTS.md``, section by section, from the JSON under ``bench/results/``.
 
-    python bench/report.py
+    python bench/report.py            # writes bench/RESULTS.md and the tables of bench/README.md
+    python bench/report.py --check    # exit 1 (and say which) if either is not what the JSON gives
 
-Reads ``loaders.json``, ``training.json``, ``scale_perlmutter.json`` and
-``estimator_accuracy.json`` (each optional) and writes the Markdown that ``docs/benchmarks.md``
-includes as it stands.
+Every section of ``RESULTS.md`` is one :class:`Section` of ``SECTIONS`` (``bench/sections.py``):
+its title, the command that produced its data, the script, the files under ``bench/results/`` it
+reads and the figures it names, and a function that turns the loaded files into Markdown lines.
+Each section is headed by its command and by the dates its own JSON records (:func:`stamps`), so
+no date is typed by hand. A section whose first file is absent is left out.
+
+``tests/integration/test_bench_report.py`` fails when ``RESULTS.md`` or the generated tables of
+``bench/README.md`` differ from what this module makes, so neither can drift from the JSON.
 """
 
 from __future__ import annotations
 
+import argparse
+import ast
 import json
-import math
+import re
+import sys
 from pathlib import Path
+
+from report_tables import targets  # noqa: F401  (re-exported: tests/integration/test_bench.py)
+from sections import ENTRY_POINTS, HELPERS, OTHER_RESULTS, SECTIONS, Section
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-LOADERS = ("auto", "collective", "onesided", "ddstore", "ddstore-real", "ddstore-real-fabric",
-           "file", "preload", "pyg-local")
-TITLES = {"auto": "MDL auto", "collective": "MDL coll.", "onesided": "MDL 1-sided",
-          "ddstore": "DDStore-style", "ddstore-real": "DDStore (MPI)",
-          "ddstore-real-fabric": "DDStore (fabric)", "file": "file/sample", "preload": "preload",
-          "pyg-local": "PyG local"}
+README = HERE / "README.md"
+OUT = HERE / "RESULTS.md"
+
+_DATE = re.compile(r"^(\d{4}-\d\d-\d\d)"
+                   r"(?:[T ](\d\d:\d\d)(?::\d\d(?:\.\d+)?)?(?:Z|[+-]00:?00| UTC)?)?$")
+_DATE_KEYS = ("date", "utc")
 
 
-NOTES = [
-    "- **DDStore-style on one host**: Open MPI's one-sided component on one node is shared "
-    "memory, so a per-sample `Lock`/`Get`/`Unlock` costs a few microseconds and fetching alone "
-    "is on par with MDLoader's coalesced Get. MDLoader's step is several times faster (7-8x at "
-    "batch 256) because it joins each key of all records at once into the batch "
-    "(`mdloader_plugin/batching.py`), while the DDStore-style loader, like DDStore under "
-    "HydraGNN, builds one `Data` per sample and calls `Batch.from_data_list` (~0.1 ms a "
-    "molecule, ~0.2 ms an OC20 slab). At batch 32 both steps are mostly fixed per-step costs "
-    "(2-3 ms on these shared cores), so 10x is out of reach on one host; it is reached where "
-    "each lock/unlock is a network round trip (emulated cluster rows).",
-    "- **File-per-sample**: far slower at every batch size >= 32, per step and per fetch, on a "
-    "page-cached local file (it reads each sample's slices of every key on demand).",
-    "- **Fetch vs the memcpy floor**: the floor is one unshared core copying contiguous bytes "
-    "(measured on the same loaded machine). OC20 batch 256 (18-19 MB a step) meets it on 2 "
-    "ranks (and on 4 in some runs); molecules (1.3 MB a step) do not: a fetch has ~0.4 ms of fixed cost (plan, owner "
-    "grouping, datatype creation, `Flush_all`, local copies) against a ~0.2 ms floor. With 8 "
-    "ranks on 2 cores each rank gets a quarter of a core.",
-    "- **auto on one host**: auto runs one-sided everywhere, the faster backend in all or all "
-    "but one configuration from run to run; with no more ranks than cores it is within 1% of it. "
-    "With 4 and 8 ranks on 2 cores, step times are bimodal (~3 ms or ~15 ms, a scheduler time "
-    "slice), so the medians of two loaders that run the same backend with the same fetch times "
-    "differ by up to 3.5x at small batches (their p95s agree), and the geometric mean over all "
-    "configurations moved between -4.8% and +11.8% across runs of this grid. The estimator "
-    "benchmark (many steps, both backends measured in one job) shows auto's regret ~0%.",
-    "- **auto across hosts**: since the one-sided backend runs its own progress thread across "
-    "nodes (and leaves Open MPI's TCP progress thread off), a 4-molecule fetch across hosts "
-    "takes ~3 ms instead of ~23 ms: one-sided is the faster backend at batch 4, collective at batch "
-    ">= 32. auto (the probe is never skipped when a multi-node job uses a profile calibrated on "
-    "one node) was -0.3% at 1gbit and +0.4% at 200mbit with 16 measured steps x 3 rounds. Single "
-    "configurations differ by up to +14%: between two loaders that ran the same backend (noise "
-    "of the emulated links), or at batch 4, where auto kept collective although one-sided's "
-    "median step was ~1 ms shorter (the online check compares 5 probe steps of each, fetch time "
-    "only, slowest rank).",
-    "- **Per-rank memory**: only OC20 batch 256 (18 MB of records a step a rank) on 2 ranks "
-    "exceeds the budget: the store's share (~35 MiB), the pooled receive buffer (the step's "
-    "bytes + 10%), the batch being built (the same again) and what the allocator keeps of the "
-    "previous step's freed batch. After `malloc_trim` hands those free blocks back, the same "
-    "rank is within the budget. Handing them back every step is not free: with "
-    "`MALLOC_MMAP_THRESHOLD_=1048576` (large blocks unmapped when freed) a 2-rank OC20 batch-256 "
-    "step took ~2x as long (page faults on first touch) for ~3 MiB less PSS.",
-    "- **Data-wait in training**: the producer fetches the first steps of the next epoch while "
-    "the last ones are trained on, so the trainer does not wait for each epoch's first batch "
-    "(this cut data-wait from 2.1-2.4% to 0.3-0.6% when it was added). HydraGNN's native loader "
-    "waits 74-80% of the epoch.",
-]
+def stamps(obj) -> list[str]:
+    """Every timestamp a JSON document records (values of ``date``/``utc`` keys at any depth),
+    as ``YYYY-MM-DD HH:MM UTC`` (or ``YYYY-MM-DD`` where no time was recorded), sorted."""
+    out: set[str] = set()
+
+    def walk(o, key=None):
+        if isinstance(o, dict):
+            for k, v in o.items():
+                walk(v, k)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v, key)
+        elif isinstance(o, str) and key in _DATE_KEYS:
+            m = _DATE.match(o.strip())
+            if m:
+                out.add(m.group(1) + (f" {m.group(2)} UTC" if m.group(2) else ""))
+
+    walk(obj)
+    return sorted(out)
 
 
-def _load(name: str):
+def when(found: list[str]) -> str:
+    """A date range for a section's header, from :func:`stamps`."""
+    if not found:
+        return "date not recorded in its JSON"
+    lo, hi = found[0], found[-1]
+    if lo == hi:
+        return lo
+    if lo[:10] == hi[:10] and len(hi) > 10:
+        return f"{lo.removesuffix(' UTC')}–{hi[11:]}"
+    return f"{lo} to {hi}"
+
+
+def load(name: str):
+    """A file under ``bench/results/``: JSON parsed, Markdown as text, ``None`` if absent."""
     p = RESULTS / name
-    return json.loads(p.read_text()) if p.exists() else None
+    if not p.exists():
+        return None
+    return json.loads(p.read_text()) if p.suffix == ".json" else p.read_text()
 
 
-def _geo(xs) -> float:
-    xs = [x for x in xs if x and x > 0]
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+def section_dates(sec: Section) -> list[str]:
+    """Timestamps of the JSON a section reads (a ``.md`` file's sibling ``.json`` stands for it)."""
+    found: list[str] = []
+    for name in sec.data:
+        p = RESULTS / name
+        if p.suffix == ".md":
+            p = p.with_suffix(".json")
+        if p.exists() and p.suffix == ".json":
+            found += stamps(json.loads(p.read_text()))
+    return sorted(set(found))
 
 
-def _ms(x) -> str:
-    return "–" if x is None else (f"{x * 1e3:.2f}" if x < 0.1 else f"{x * 1e3:.0f}")
+def header(sec: Section) -> list[str]:
+    cmds = " and ".join(f"`{c}`" for c in sec.commands)
+    files = ", ".join(f"`bench/results/{n}`" for n in sec.data if (RESULTS / n).exists())
+    return [f"{'#' * sec.level} {sec.title}", "",
+            f"*Produced by* {cmds}; *measured* {when(section_dates(sec))}; *data* {files}.", ""]
 
 
-def _configs(rows):
-    keys = sorted({(r["dataset"], r["ranks"], r["batch"]) for r in rows})
-    by = {(r["dataset"], r["ranks"], r["batch"], r["loader"]): r for r in rows}
-    return keys, by
-
-
-def loader_tables(res: dict) -> list[str]:
-    keys, by = _configs(res["rows"])
-    ran = [l for l in LOADERS if any(r["loader"] == l for r in res["rows"])]
-    out = ["### Per-step time to a collated batch (ms, median over steps of the slowest rank; "
-           "p95 in the JSON)", "",
-           "| data | ranks | batch | floor | " + " | ".join(TITLES[l] for l in ran) + " |",
-           "|---|---:|---:|---:|" + "---:|" * len(ran)]
-    for ds, p, b in keys:
-        cells = [_ms(by[(ds, p, b, l)]["step_median_s"]) if (ds, p, b, l) in by else "–"
-                 for l in ran]
-        floor = by[(ds, p, b, "auto")]["floor_s"]
-        out.append(f"| {ds} | {p} | {b} | {_ms(floor)} | " + " | ".join(cells) + " |")
-    out += ["", "### Fetch only (ms: bytes of the step into the rank; MDLoader: the backend's "
-            "fetch), ratio to the memcpy floor, per-rank memory", "",
-            "| data | ranks | batch | MB/step/rank | floor ms | MDL auto fetch (x floor) | "
-            "coll. fetch | 1-sided fetch | DDStore-style fetch | real DDStore fetch (MPI) | "
-            "file fetch | auto samples/s | "
-            "auto PSS MiB (target) | preload PSS MiB | auto peak RSS MiB |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for ds, p, b in keys:
-        a = by[(ds, p, b, "auto")]
-        f = {l: by.get((ds, p, b, l), {}).get("fetch_median_s") for l in LOADERS}
-        tgt = 1.15 * a["dataset_bytes"] / p / 2**20 + 64
-        pre = by.get((ds, p, b, "preload"), {}).get("data_pss_mib")
-        out.append(f"| {ds} | {p} | {b} | {a['step_bytes_max'] / 1e6:.2f} | {_ms(a['floor_s'])} "
-                   f"| {_ms(f['auto'])} ({a['fetch_over_floor']:.1f}x) | {_ms(f['collective'])} "
-                   f"| {_ms(f['onesided'])} | {_ms(f['ddstore'])} | {_ms(f['ddstore-real'])} "
-                   f"| {_ms(f['file'])} "
-                   f"| {a['samples_per_s']:.0f} | {a['data_pss_mib']:.0f} ({tgt:.0f}) "
-                   f"| {pre:.0f} | {a['peak_rss_mib']:.0f} |" if pre is not None else "")
-    return out
-
-
-def fetch_cost_tables(before: dict | None, after: dict, profs=(),
-                      before_what: str = "one-sided steps on the numpy path, "
-                                         "`--onesided-numpy`") -> list[str]:
-    """Issue 21 part 4: MDLoader's fetch against the real DDStore's and the memcpy floor, before
-    and after the small-step plan (``loaders_fetch_{before,after}.json``, ``bench/loaders.py
-    --loaders onesided,auto,ddstore-real``; before = ``--onesided-numpy``), and where a fetch's
-    time goes (``fetch_profile.json``, ``bench/fetch_profile.py``)."""
-    keys, by = _configs(after["rows"])
-    _, old = _configs(before["rows"]) if before else ([], {})
-    m = after["machine"]
-    out = [f"After: {m['date']}, load average {m['loadavg_start'][0]} at start, "
-           f"{m['loadavg_end'][0]} at end; {after['steps']} measured steps x {after['repeats']} "
-           f"rounds, PSS sampled every {after.get('pss_every', 1)} steps (the step after a "
-           "sample untimed)."]
-    if before:
-        b = before["machine"]
-        out[0] += (f" Before (the same harness, {before_what}): {b['date']}, load "
-                   f"{b['loadavg_start'][0]} -> "
-                   f"{b['loadavg_end'][0]}.")
-    out += ["", "| data | ranks | batch | floor µs | 1-sided before | 1-sided after | auto after "
-            "| real DDStore (MPI) | auto / DDStore | 1-sided / DDStore | auto / floor | target |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    met = total = 0
-    for ds, p, bt in keys:
-        f = {l: by.get((ds, p, bt, l), {}).get("fetch_median_s") for l in LOADERS}
-        fb = old.get((ds, p, bt, "onesided"), {}).get("fetch_median_s")
-        floor = by[(ds, p, bt, "auto")]["floor_s"]
-        dd = f["ddstore-real"]
-        r_a = f["auto"] / dd if dd else None
-        r_o = f["onesided"] / dd if dd else None
-        over = f["auto"] / floor
-        ok = (r_a is not None and r_a <= 1) and (bt < 32 or over <= 3)
-        why = [] if ok else (["> DDStore"] if r_a is None or r_a > 1 else []) + (
-            [f"> 3x floor"] if bt >= 32 and over > 3 else [])
-        met += ok
-        total += 1
-        out.append(f"| {ds} | {p} | {bt} | {floor * 1e6:.1f} | {_ms(fb)} | {_ms(f['onesided'])} "
-                   f"| {_ms(f['auto'])} | {_ms(dd)} | "
-                   + (f"{r_a:.2f}" if r_a else "–") + " | " + (f"{r_o:.2f}" if r_o else "–")
-                   + " | " + (f"{over:.1f}x" if bt >= 32 else f"({over:.0f}x)") + " | "
-                   + ("met" if ok else "missed: " + ", ".join(why)) + " |")
-    out += ["", f"Target met in {met} of {total} cells (fetch <= the real DDStore's everywhere, "
-            "<= 3x the memcpy floor at batch >= 32; the floor is one core copying the step's "
-            "bytes in a warm loop)."]
-    for prof in [p for p in profs if p]:
-        between = {"collate": "a batch collated before each timed fetch, caches as cold as in "
-                              "the grid", "none": "fetches back to back, caches warm"}
-        out += ["", f"Where a fetch goes (`bench/fetch_profile.py`, {prof['date']}, load "
-                f"{prof['loadavg'][0]:.2f}; {between[prof.get('between', 'none')]}; "
-                "median of the slowest rank, ms; the parts are timed one by one on the same "
-                "plans):", "",
-                "| data | ranks | batch | fetch | index | plan (numpy path) | local copies | "
-                "local by one Get | Gets + flush | bare Get + flush | bare flush | real DDStore "
-                "| floor |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in prof["rows"]:
-            out.append(f"| {r['dataset']} | {r['ranks']} | {r['batch']} | "
-                       + " | ".join(f"{r[k] * 1e3:.3f}" if r.get(k) is not None else "–"
-                                    for k in ("onesided", "index", "plan", "local", "local_get",
-                                              "get+flush", "bare_get", "bare_flush",
-                                              "ddstore-real", "memcpy_floor")) + " |")
-    return out
-
-
-def _verdict(step_ratio: float, fetch_ratio: float) -> str:
-    return "yes" if step_ratio >= 10 else "fetch only" if fetch_ratio >= 10 else "no"
-
-
-def cluster_targets(cl: dict) -> list[str]:
-    """Target rows from one emulated-cluster run (DDStore-style ratio, auto's regret)."""
-    keys, by = _configs(cl["rows"])
-    where = f"across hosts ({cl['cluster']}, profile `{Path(cl.get('profile', 'local')).stem}`)"
-    st = [by[(*k, "ddstore")]["step_median_s"] / by[(*k, "auto")]["step_median_s"]
-          for k in keys if k[2] >= 32 and (*k, "ddstore") in by and (*k, "auto") in by]
-    au = [by[(*k, "auto")]["step_median_s"] / min(by[(*k, "onesided")]["step_median_s"],
-                                                  by[(*k, "collective")]["step_median_s"])
-          for k in keys if (*k, "onesided") in by and (*k, "collective") in by]
-    picks = [by[(*k, "auto")].get("chosen_backend") for k in keys if (*k, "auto") in by]
-    out = []
-    if st:
-        out.append(f"| MDLoader ≥ 10x faster than DDStore-style at batch ≥ 32, {where} | "
-                   f"step: {min(st):.1f}x–{max(st):.1f}x (geo-mean {_geo(st):.1f}x) | "
-                   f"{'yes' if min(st) >= 10 else 'no'} |")
-    if au:
-        out.append(f"| auto within 2% of the faster backend, {where} | {_geo(au) - 1:+.1%} "
-                   f"(worst {max(au) - 1:+.1%}, {len(au)} configs); auto ran "
-                   + ", ".join(f"{b} {picks.count(b)}x" for b in sorted(set(map(str, picks))))
-                   + f" | {'yes' if _geo(au) <= 1.02 else 'no'} |")
-    return out
-
-
-def targets(res: dict | None, train: dict | None, clusters: list[dict] = ()) -> list[str]:
-    out = ["| target | measured | met? |", "|---|---|---|"]
-    for cl in clusters:
-        out += cluster_targets(cl)
-    if res:
-        keys, by = _configs(res["rows"])
-        for base in ("ddstore", "file"):
-            st = [by[(*k, base)]["step_median_s"] / by[(*k, "auto")]["step_median_s"]
-                  for k in keys if k[2] >= 32 and (*k, base) in by]
-            fe = [by[(*k, base)]["fetch_median_s"] / by[(*k, "auto")]["fetch_median_s"]
-                  for k in keys if k[2] >= 32 and (*k, base) in by]
-            if st:
-                out.append(f"| MDLoader ≥ 10x faster than {TITLES[base]} at batch ≥ 32, one "
-                           "host | "
-                           f"step (batch ready): {min(st):.1f}x–{max(st):.1f}x (geo-mean "
-                           f"{_geo(st):.1f}x); fetch only: {min(fe):.1f}x–{max(fe):.1f}x "
-                           f"(geo-mean {_geo(fe):.1f}x) | "
-                           f"{_verdict(min(st), min(fe))} |")
-        fl = [by[(*k, "auto")]["fetch_over_floor"] for k in keys if k[2] >= 64]
-        sf = [by[(*k, "auto")]["step_over_floor"] for k in keys if k[2] >= 64]
-        if fl:
-            out.append(f"| fetch ≤ 3x memcpy floor at batch ≥ 64 | auto fetch {min(fl):.1f}x–"
-                       f"{max(fl):.1f}x the floor (batch ready: {min(sf):.0f}x–{max(sf):.0f}x) | "
-                       f"{'yes' if max(fl) <= 3 else 'no'} |")
-        ratio = [by[(*k, "auto")]["step_median_s"] / min(by[(*k, "onesided")]["step_median_s"],
-                                                         by[(*k, "collective")]["step_median_s"])
-                 for k in keys]
-        picks = [by[(*k, "auto")].get("chosen_backend") for k in keys]
-        right = sum(p == min(("onesided", "collective"),
-                             key=lambda b, k=k: by[(*k, b)]["step_median_s"])
-                    for p, k in zip(picks, keys))
-        cores = (res.get("machine") or {}).get("cores") or 0
-        fit = [r for r, k in zip(ratio, keys) if k[1] <= cores]
-        fit_note = (f"; with no more ranks than cores ({cores}): {_geo(fit) - 1:+.1%}"
-                    if fit and len(fit) < len(ratio) else "")
-        out.append(f"| auto within 2% of the faster backend (geo-mean), one host | "
-                   f"{_geo(ratio) - 1:+.1%} "
-                   f"(worst {max(ratio) - 1:+.1%}, {len(ratio)} configs{fit_note}); auto ran "
-                   + ", ".join(f"{b} {picks.count(b)}x" for b in sorted(set(map(str, picks))))
-                   + f", the faster one in {right} of {len(keys)} | "
-                   f"{'yes' if _geo(ratio) <= 1.02 else 'no'} |")
-        mem = [(by[(*k, "auto")]["data_pss_mib"],
-                1.15 * by[(*k, "auto")]["dataset_bytes"] / k[1] / 2**20 + 64) for k in keys]
-        worst = max(m / t for m, t in mem)
-        trimmed = [by[(*k, "auto")].get("trimmed_pss_mib") for k in keys]
-        after = (f"; after `malloc_trim` hands the allocator's free blocks back, at most "
-                 f"{max(m / t for m, (_, t) in zip(trimmed, mem)):.0%}"
-                 if all(v is not None for v in trimmed) else "")
-        out.append(f"| per-rank memory ≤ 1.15 × data/ranks + 64 MiB | auto peak PSS above the "
-                   f"process baseline at most {worst:.0%} of the budget{after} | "
-                   f"{'yes' if worst <= 1 else 'no'} |")
-    if train:
-        md = [s for s in train["summary"] if s["variant"].startswith("mdloader")]
-        shares = ", ".join(f"{s['variant'].split('-')[1]} {s['data_wait_share']:.1%}" for s in md)
-        ok = all(s["data_wait_share"] <= 0.02 for s in md)
-        out.append(f"| data-wait ≤ 2% of step time in training | {shares} | "
-                   f"{'yes' if ok else 'no'} |")
-    return out
-
-
-def cluster_table(cl: dict) -> list[str]:
-    keys, by = _configs(cl["rows"])
-    r0 = cl["rows"][0]
-    out = [f"Emulated cluster (`--cluster {cl['cluster']}`): {r0['hosts']} hosts (network "
-           f"namespaces) x {r0['ranks'] // r0['hosts']} ranks, Open MPI over TCP on links "
-           f"limited to {r0.get('link_rate', '?')}; auto's profile "
-           f"`{cl.get('profile', 'local')}`; store-based loaders only; up to "
-           f"{cl.get('steps', '?')} measured steps x {cl.get('repeats', '?')} interleaved rounds "
-           "(auto's probe and the batches fetched during it are warm-up). ms per step, median "
-           "(fetch in brackets).", "",
-           "| data | ranks | batch | MDL auto | MDL coll. | MDL 1-sided | DDStore-style | "
-           "DDStore / auto (step) | DDStore / auto (fetch) |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for ds, p, b in keys:
-        g = {l: by.get((ds, p, b, l)) for l in ("auto", "collective", "onesided", "ddstore")}
-        cell = {l: f"{_ms(r['step_median_s'])} ({_ms(r['fetch_median_s'])})" if r else "–"
-                for l, r in g.items()}
-        a, d = g["auto"], g["ddstore"]
-        rs = f"{d['step_median_s'] / a['step_median_s']:.1f}x" if a and d else "–"
-        rf = f"{d['fetch_median_s'] / a['fetch_median_s']:.1f}x" if a and d else "–"
-        out.append(f"| {ds} | {p} | {b} | {cell['auto']} | {cell['collective']} | "
-                   f"{cell['onesided']} | {cell['ddstore']} | {rs} | {rf} |")
-    return out
-
-
-def training_table(train: dict) -> list[str]:
-    out = [f"HydraGNN GIN demo (`{train['config']}`), {train['ranks']} ranks, "
-           f"{train['graphs']} graphs (80% train), {train['epochs']} epochs; medians of epochs "
-           f"1.. of {train.get('rounds', 1)} interleaved round(s) (epoch 0 includes warm-up).", "",
-           "| loader | backend | epoch s | data-wait s | data-wait share | samples/s | "
-           "epoch 0 s |", "|---|---|---:|---:|---:|---:|---:|"]
-    for s in train["summary"]:
-        out.append(f"| {s['variant']} | {s['backend']} | {s['epoch_s']:.2f} | "
-                   f"{s['data_wait_s']:.3f} | {s['data_wait_share']:.1%} | "
-                   f"{s['samples_per_s']:.0f} | {s['epoch0_s']:.2f} |")
-    return out
-
-
-def scale_table(scale: dict) -> list[str]:
-    out = [f"**{scale['kind']}** — `{scale['profile']}` profile, {scale['ranks_per_node']} "
-           "ranks a node; predicted fetch ms per step (auto's pick):", "",
-           "| data | batch | " + " | ".join(str(p) for p in sorted({r['ranks'] for r in
-                                                                    scale['rows']})) + " |",
-           "|---|---:|" + "---:|" * len({r['ranks'] for r in scale['rows']})]
-    groups = sorted({(r["dataset"], r["batch"]) for r in scale["rows"]})
-    for ds, b in groups:
-        rs = sorted((r for r in scale["rows"] if r["dataset"] == ds and r["batch"] == b),
-                    key=lambda r: r["ranks"])
-        out.append(f"| {ds} | {b} | " + " | ".join(f"{r['auto_s'] * 1e3:.2f} ({r['auto'][:4]})"
-                                                    for r in rs) + " |")
-    return out
-
-
-def _merged_note(mw: dict) -> str:
-    ranks = ", ".join(str(r) for r in mw.get("ranks", [])) or "other"
-    steps = (f", {mw['steps']} measured steps x {mw.get('repeats') or 1} rounds"
-             if mw.get("steps") else "")
-    return (f" The rows of {ranks} ranks come from a run at {mw['date']} (load average "
-            f"{mw['loadavg_start'][0]} at start{steps}).")
-
-
-def main() -> None:
-    res, train = _load("loaders.json"), _load("training.json")
-    scale, est = _load("scale_perlmutter.json"), _load("estimator_accuracy.json")
-    m = (res or train or {}).get("machine", {})
+def render() -> str:
+    """The whole of ``bench/RESULTS.md``."""
     lines = ["# MDLoader benchmark results", "",
-             f"Measured {m.get('date', '?')} on `{m.get('host', '?')}`: {m.get('cpu', '?')}, "
-             f"{m.get('cores', '?')} cores shared with other jobs (load average "
-             f"{m.get('loadavg_start', ['?'])[0]} at start, {m.get('loadavg_end', ['?'])[0]} at "
-             f"end), Python {m.get('python', '?')}, Open MPI 5 wheel, every rank count "
-             "oversubscribed on these cores. Numbers are noisy; the JSON under `bench/results/` "
-             "has every value. Reproduce with `make bench` (reduced grid) or "
-             "`BENCH_FULL=1 make bench`."
-             + (_merged_note(m["merged_with"]) if m.get("merged_with") else ""), ""]
-    clusters = [json.loads(p.read_text()) for p in sorted(RESULTS.glob("loaders_cluster*.json"))]
-    lines += ["## Targets", ""] + targets(res, train, clusters) + [""]
-    if res:
-        lines += [f"## Loaders side by side ({'full' if res['full'] else 'reduced'} grid, "
-                  f"{res['steps']} measured steps x {res.get('repeats', 1)} interleaved rounds for "
-                  "the store-based loaders, 1 round for the others; same plans and seed for every "
-                  "loader except PyG local)", ""] + loader_tables(res) + [""]
-        same = {r["loader"]: r["same_batches"] for r in res["rows"]
-                if r["same_batches"] is not None}
-        bad = sorted(k for k, v in same.items() if not v)
-        lines += ["Same graphs at every step as MDLoader collective: " +
-                  ("all plan-driven loaders" if not bad else f"NOT for {', '.join(bad)}"), "",
-                  "Figures: `bench/loaders_hydragnn.png`, `bench/loaders_oc20.png`, "
-                  "`bench/loaders_memory.png`.", ""]
-    lines += ["## Why targets are missed (read with the numbers above)", ""] + NOTES + [""]
-    if clusters:
-        lines += ["## Across hosts (emulated cluster)", ""]
-        for cl in clusters:
-            lines += cluster_table(cl) + [""]
-    fetch_after = _load("loaders_fetch_after.json")
-    if fetch_after:  # bench/loaders.py --loaders onesided,auto,ddstore-real (issue 21, part 4)
-        lines += ["## Fixed per-step cost: fetch against the real DDStore and the memcpy floor", ""
-                  ] + fetch_cost_tables(_load("loaders_fetch_before.json"), fetch_after,
-                                        (_load("fetch_profile.json"),
-                                         _load("fetch_profile_warm.json"))) + [""]
-        after2 = _load("loaders_fetch_after2.json")
-        if after2:  # a second before/after pair, run right after the first (noise)
-            lines += ["Second round (the same grid, before then after, right after the first):",
-                      ""] + fetch_cost_tables(_load("loaders_fetch_before2.json"), after2) + [""]
-        kept = _load("loaders_fetch_i21_after.json")
-        after3 = kept or _load("loaders_fetch_i21_after_localget.json")
-        if after3:  # the fixed-cost work after the per-owner Get helper (batch 128 added)
-            tag = "" if kept else "_localget"
-            lines += ["Third round (owners of a small step from the index's vectorised lookup; "
-                      "batch 128 added" + ("" if kept else "; 'after' ran the tried local "
-                                           "indexed Get from 128 records a step, dropped since: "
-                                           "its batch 128/256 rows are that variant's") + "):",
-                      ""] + fetch_cost_tables(
-                _load("loaders_fetch_i21_before.json"), after3,
-                (_load(f"fetch_profile_i21{tag}_n2.json"), _load(f"fetch_profile_i21{tag}_n4.json")),
-                before_what="the tree before this round, b5124e3") + [""]
-    gpu = _load("gpu_rate.json")
-    if gpu:  # bench/gpu_rate.py (issue 21)
-        import gpu_rate
-
-        lines += ["## Keeping a GPU fed (trainer stand-in at GPU step rates)", ""] + \
-            gpu_rate.tables(gpu) + ["", "Figure: `bench/gpu_rate.png`; method and caveats: "
-                                    "`docs/gpu-feeding.md`.", ""]
-    gpu16 = _load("gpu_rate_h200.json")
-    if gpu16:  # the same benchmark on a 16-core GPU node, a core or more a rank (issue 21)
-        import gpu_rate
-
-        lines += ["## Keeping a GPU fed, with a core a rank (16-core H200 node)", ""] + \
-            gpu_rate.tables(gpu16) + ["", "Figure: `bench/gpu_rate_h200.png`; reading: "
-                                      "docs/gpu-feeding.md.", ""]
-    demo = _load("gpu_demo.json")
-    if demo:  # bench/gpu_demo.py over tools/gpu_demo.sh's epoch lines (issue 21)
-        import gpu_demo
-
-        lines += ["## HydraGNN on a GPU (`tools/gpu_demo.sh`, `bench/gpu_demo.py`)", ""] + \
-            gpu_demo.table(demo) + [""]
-    for name, title in (("groups.json", "the issue's grid, the one the estimator was developed "
-                         "on"), ("groups_heldout.json", "held out: shapes and rates the "
-                                 "estimator was not developed on")):
-        groups = _load(name)
-        if not groups:
+             "Generated by `python bench/report.py` from the JSON under `bench/results/`: do not "
+             "edit by hand (`tests/integration/test_bench_report.py` fails when this file is not what the "
+             "JSON gives). Each section names the command that produced its numbers and the "
+             "dates its JSON records; `bench/README.md` maps every section to its script, JSON "
+             "and figure. Unless a section says otherwise, the machine is a 2-core VM shared "
+             "with other jobs, every rank count oversubscribed: numbers are noisy, relations "
+             "matter more than absolute times.", ""]
+    for sec in SECTIONS:
+        data = {n: load(n) for n in sec.data}
+        if data[sec.data[0]] is None:
             continue
-        import groups as groups_bench
+        body = sec.body(data)
+        lines += header(sec) + body + [""]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
-        lines += [f"## Replica groups across hosts: {title} (emulated cluster, "
-                  f"`bench/groups.py --out {name}`)", "",
-                  f"Every group size W x backend in interleaved rounds (more rounds for the "
-                  f"contenders while the score is unresolved), then `group_size: auto` with "
-                  f"`backend: auto` as users run it, for epochs until its online check has "
-                  f"decided (its step median: the last epoch's). "
-                  f"{groups['note']}.", ""]
-        for run in groups["runs"]:
-            lines += [groups_bench.table(run) if "rounds" in run else run["table"], ""]
-        if groups["runs"]:
-            lines += [groups_bench.summary_text(groups_bench.summary(groups["runs"])) + ".", ""]
-    loading = _load("groups_loading.json")
-    if loading:  # bench/groups.py --loading (issue 16)
-        import groups as groups_bench
 
-        lines += ["## Replica groups: read once and copy, or every group reads "
-                  "(`bench/groups.py --loading`)", "",
-                  "OC20-like slabs, W = 2 (two groups), load time of the store (slowest rank; "
-                  "median over interleaved rounds, a job's first load left out as warm-up). "
-                  f"{loading['note']}.", "", groups_bench.loading_table(loading["runs"]), ""]
-    gmodel = _load("groups_model.json")
-    if gmodel:  # bench/groups_model.py (issue 16)
-        import groups_model
+# -- bench/README.md: the generated tables ---------------------------------------------------
+BEGIN = "<!-- generated by bench/report.py: begin -->"
+END = "<!-- generated by bench/report.py: end -->"
 
-        lines += ["## Replica groups on paper: Perlmutter and Frontier, 64-2048 ranks "
-                  "(`bench/groups_model.py`, model output)", ""] + groups_model.table(gmodel) + [""]
-    if train:
-        lines += ["## Training (HydraGNN)", ""] + training_table(train) + [
-            "", "Figure: `bench/training.png`.", ""]
-    if est:
-        s = est["summary"]["online"]
-        lines += ["## Backend choice (estimator accuracy, `bench/estimator_accuracy.py`)", "",
-                  f"{est['summary']['configs']} configurations: auto (model + online check) "
-                  f"picked the faster backend in {s['right_pick_fraction']:.0%}, regret "
-                  f"geo-mean {s['regret_geomean']:.1%}, worst {s['regret_worst']:.0%}.", ""]
-    choice = _load("backend_choice.json")
-    if choice and choice.get("evaluation"):
-        from backend_choice import results_section
 
-        lines += ["## Backend choice on varied clusters (`bench/backend_choice.py`, "
-                  "tune half and held-out half)", ""] + results_section(choice) + [""]
-    if scale:
-        lines += ["## Scale on paper (model output)", ""] + scale_table(scale) + [
-            "", "Figure: `bench/scale_perlmutter.png` (labelled MODEL OUTPUT).", ""]
-    if (RESULTS / "dataset_scale.md").exists():  # bench/dataset_scale.py (docs/scale.md)
-        lines += ["## Data-set scale: index and order per rank", "",
-                  (RESULTS / "dataset_scale.md").read_text(), ""]
-    if (RESULTS / "scale_regression.md").exists():  # bench/scale_regression.py (issue 19)
-        lines += [(RESULTS / "scale_regression.md").read_text(), ""]
-    if (RESULTS / "scale_regression_ab.md").exists():  # its --ab re-check of two cells
-        lines += [(RESULTS / "scale_regression_ab.md").read_text(), ""]
-    if (RESULTS / "scale_regression_grid.md").exists():  # the reduced grid again at b5124e3
-        lines += [(RESULTS / "scale_regression_grid.md").read_text(), ""]
-    if (RESULTS / "scale_regression_oc20_ab.md").exists():  # the OC20 cells at b5124e3
-        lines += [(RESULTS / "scale_regression_oc20_ab.md").read_text(), ""]
-    if (RESULTS / "scale_regression_h2x32_ab.md").exists():  # the one grid cell left open
-        lines += [(RESULTS / "scale_regression_h2x32_ab.md").read_text(), ""]
-    (HERE / "RESULTS.md").write_text("\n".join(lines))
-    print(f"wrote {HERE / 'RESULTS.md'}")
+def _code(xs) -> str:
+    return "<br>".join(f"`{x}`" for x in xs) or "–"
+
+
+def summary_line(path: Path) -> str:
+    """The first sentence of a script's module docstring (read, not imported), at most about
+    160 characters."""
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    first = " ".join(doc.split("\n\n")[0].split()).replace("``", "`")
+    m = re.match(r"(.*?[.!])(\s|$)", first)
+    first = m.group(1) if m else first
+    if len(first) > 160:
+        first = first[:160].rsplit(" ", 1)[0] + " …"
+    return first.replace("|", "\\|")
+
+
+def readme_tables() -> str:
+    """The section map, the other results and the scripts, as bench/README.md carries them."""
+    out = ["### Where every section of `RESULTS.md` comes from", "",
+           "| section of `RESULTS.md` | command | script | data under `bench/results/` | "
+           "figure | `make bench` |", "|---|---|---|---|---|---|"]
+    for sec in SECTIONS:
+        out.append(f"| {sec.title} | {_code(sec.commands)} | {_code(sec.scripts)} | "
+                   f"{_code(sec.data)} | {_code(sec.figures)} | "
+                   f"{sec.make_bench} |")
+    out += ["", "### Results not in `RESULTS.md`, kept because a page quotes them", "",
+            "| data under `bench/results/` | command | script | quoted by |", "|---|---|---|---|"]
+    for o in OTHER_RESULTS:
+        out.append(f"| `{o.data}` | {_code(o.commands)} | {_code(o.scripts)} | "
+                   f"{', '.join(o.cited_by)} |")
+    probes = sorted((HERE / "probes").glob("*.py"))
+    for head, names in (("Entry points: what `make bench` runs", ENTRY_POINTS),
+                        ("Helpers: imported by the entry points, `report.py` and "
+                         "`tools/docs_figures.py`", HELPERS),
+                        ("Probes (`bench/probes/`): one-off measurements, run by hand",
+                         [f"probes/{p.name}" for p in probes])):
+        out += ["", f"### {head}", "", "| script | what it measures or does |", "|---|---|"]
+        out += [f"| `bench/{n}` | {summary_line(HERE / n)} |" for n in names]
+    return "\n".join(out) + "\n"
+
+
+def readme_text(current: str) -> str:
+    """``current`` (bench/README.md) with the text between the markers regenerated."""
+    a, b = current.index(BEGIN) + len(BEGIN), current.index(END)
+    return current[:a] + "\n\n" + readme_tables() + "\n" + current[b:]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 if RESULTS.md or bench/README.md is stale")
+    a = ap.parse_args()
+    want = {OUT: render(), README: readme_text(README.read_text())}
+    stale = [p for p, text in want.items() if not p.exists() or p.read_text() != text]
+    if a.check:
+        for p in stale:
+            print(f"{p} is not what bench/report.py makes from "
+                  "bench/results/: run `python bench/report.py` and commit it")
+        return 1 if stale else 0
+    for p, text in want.items():
+        p.write_text(text)
+        print(f"wrote {p}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

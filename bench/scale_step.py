@@ -31,8 +31,8 @@ BATCHES = (4, 32, 256)
 
 def indexes(n: int) -> dict:
     """Every index kind over `n` samples on `P` ranks (one process builds the whole index)."""
-    from mdloader_plugin.index import build_index
-    from mdloader_plugin.store import block_bounds
+    from mdloader_plugin.store.index_build import build_index
+    from mdloader_plugin.core.blocks import block_bounds
 
     sizes = 8 * np.random.default_rng(1).integers(300, 900, n)  # molecule-like, 2 B codes
     starts = block_bounds(n, P)
@@ -53,7 +53,7 @@ def lookup_us(idx, ids: np.ndarray, reps: int) -> float:
 def plan_us(n: int, batch: int, order: str) -> tuple[float, float]:
     """(first plan of the epoch, mean of the next steps) in us; the steps span two runs of
     plans, so a run's computation (the feistel evaluations) is in the mean."""
-    from mdloader_plugin.sampler import PLAN_POSITIONS, GlobalSampler
+    from mdloader_plugin.sampling.sampler import PLAN_POSITIONS, GlobalSampler
 
     core = GlobalSampler(n, P, batch, seed=0, order=order)
     t = time.perf_counter()

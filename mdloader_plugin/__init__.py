@@ -1,22 +1,33 @@
 """MDLoader: keep a graph data set in the memory of the MPI ranks and serve random mini-batches.
 
-Layers (arrows point down only)::
+Layers, one folder each, imports pointing down only::
 
-    integrations/  hydragnn, fairchem: the `loader: mdloader` config switch, epoch-time logs
-    loader         MDLoader: iterable of batches, prefetch thread, timing stats, backend choice
-    batching       fetched records -> PyG batch (column-wise, or per sample + collate)
-    sampler | estimator/ | backends/ | store
-    codec          one graph <-> one byte record; columns: many records -> joined arrays
+    integrations/  hydragnn, fairchem: the `loader: mdloader` switch, drivers, epoch-time logs
+    cli/           the `mdloader` command, one file a subcommand
+    loader/        MDLoader: the iterable of batches, its producer, the backend switch, open, verify
+    estimator/     cost models, machine profiles, the backend and group-size choice, online check
+    batching/      fetched records -> PyG batch (column-wise, or per sample + collate)
+    backends/      one-sided (RMA Get) and collective (Alltoallv) fetches
+    store/         this rank's records in one buffer, the global index, budget, replica copies
     sources/       ADIOS2 files in HydraGNN's layout, converters, synthetic data
+    mpi/           the job's topology and collectives, replica groups, the progress thread
+    sampling/      the epoch order, each rank's plan, data-set mixes
+    records/       one graph <-> one byte record; many records -> joined columns
+    core/          errors, settings, the logger
 
-Nothing here imports a training framework outside ``integrations/``; ``codec``, ``columns``,
-``sampler`` and ``sources`` never import MPI.
+``devtools/`` holds the emulated multi-node cluster (test and benchmark infrastructure). Nothing
+imports a training framework outside ``integrations/`` except torch/PyG in ``batching/``;
+``core``, ``records``, ``sampling`` and ``sources`` never import MPI.
 """
 
 import os as _os
 import sys as _sys
 
+from . import _aliases
+
 __version__ = "0.1.0"
+
+_aliases.install()  # old import paths (mdloader_plugin.world, ...) keep working
 
 # Open MPI setting that must be in place before MPI starts: no UCX on these machines (it prints an
 # error per window otherwise). Import this package before mpi4py.MPI for it to apply; a user's own

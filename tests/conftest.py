@@ -7,8 +7,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # MPI ranks and helper processes import this checkout's package, also when the venv's editable
 # install points at another checkout (a git worktree beside the main one).
-_ROOT = str(Path(__file__).resolve().parents[1])
-os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH", "")) if p)
+# tests/ too: MPI scripts anywhere below it import the shared helpers (mpirun, pyg_equal, ...).
+_ROOT = Path(__file__).resolve().parents[1]
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(_ROOT), str(_ROOT / "tests"), os.environ.get("PYTHONPATH", "")) if p)
 
 import mpirun  # noqa: E402
 from mpirun import mpi_env  # noqa: E402

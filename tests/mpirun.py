@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mdloader_plugin.cluster.launch import MPI_ENV as CLUSTER_MPI_ENV
+from mdloader_plugin.devtools.cluster.launch import MPI_ENV as CLUSTER_MPI_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

@@ -69,4 +69,5 @@ if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then
 fi
 # --- end of the emulated-cluster block ---
 "$PY" bench/report.py
+"$PY" tools/docs_figures.py   # the figures README.md and docs/ quote, from the new JSON
 echo "bench done in $(( $(date +%s) - start )) s: bench/RESULTS.md, bench/*.png, bench/results/*.json"

@@ -3,7 +3,7 @@
 A page asks for generated text with one HTML comment on its own line:
 
 * ``<!-- generated: config -->``: every setting, from the code's own tables
-  (``mdloader_plugin/options.py``, ``integrations/hydragnn/config.py``, the fairchem ``loader``
+  (``mdloader_plugin/core/options.py``, ``integrations/hydragnn/config.py``, the fairchem ``loader``
   group ``recipes/fairchem/loader/mdloader.yaml``, the signatures and ``Args:`` of ``MDLoader``
   and of fairchem's ``build_loader``);
 * ``<!-- generated: cli -->``: every ``mdloader`` command and option, from the argparse parsers;
@@ -12,7 +12,11 @@ A page asks for generated text with one HTML comment on its own line:
 * ``<!-- include: PATH -->``: a Markdown file of the repository (``bench/RESULTS.md``), its
   headings one level down and the figures it names shown.
 
-``bench/*.png`` are published at ``bench/`` in the site. ``tests/test_docs.py`` imports this
+Below a ``generated``/``api`` marker a page may carry the committed text of its expansion, up to
+``<!-- end generated -->`` (``tools/gen_reference.py`` writes it, for readers on GitHub); the
+site replaces marker and committed text together.
+
+``bench/*.png`` are published at ``bench/`` in the site. ``tests/integration/test_docs.py`` imports this
 module to check that the generated references cover every option and command.
 """
 
@@ -28,9 +32,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "mdloader_plugin"
-MARKER = re.compile(r"^<!-- (generated|api|include): *(.*?) *-->$", re.M)
-#: modules the API reference leaves out: the CLI has its own generated reference
-API_EXCLUDE = re.compile(r"^mdloader_plugin\.(cli(\..*)?|.*__main__)$")
+#: the end of a committed generated block (``tools/gen_reference.py`` writes the block below its
+#: marker so the page reads on GitHub; the site replaces marker and block together)
+END = "<!-- end generated -->"
+MARKER = re.compile(r"^<!-- (generated|api|include): *(.*?) *-->$"
+                    r"(?:\n(?:(?!<!-- (?:generated|api|include):)[^\n]*\n)*?" + re.escape(END)
+                    + r"$)?", re.M)
+#: modules the API reference leaves out: the CLI has its own generated reference; private
+#: modules (``_aliases``: the old import paths) are not API
+API_EXCLUDE = re.compile(r"^mdloader_plugin\.(cli(\..*)?|.*__main__|(.*\.)?_[a-z]\w*)$")
 FAIRCHEM_GROUP = ROOT / "recipes" / "fairchem" / "loader" / "mdloader.yaml"
 
 
@@ -143,10 +153,10 @@ def fairchem_group_rows() -> list[tuple]:
 
 def config_rows() -> dict[str, list[tuple]]:
     """Every documented setting, by table: what the configuration reference shows."""
-    from mdloader_plugin import options
+    from mdloader_plugin.core import options
     from mdloader_plugin.integrations.fairchem.loader import build_loader
     from mdloader_plugin.integrations.hydragnn import config as hconfig
-    from mdloader_plugin.loader import MDLoader
+    from mdloader_plugin.loader.loader import MDLoader
 
     rows = lambda table: [(o.name, o.default, o.meaning) for o in table]  # noqa: E731
     return {
@@ -165,7 +175,7 @@ def config_reference() -> str:
     r = config_rows()
     return "\n\n".join([
         "## Python: `MDLoader(store, ...)`",
-        "Keyword arguments of `mdloader_plugin.loader.MDLoader` (signature and `Args:` of its "
+        "Keyword arguments of `mdloader_plugin.loader.loader.MDLoader` (signature and `Args:` of its "
         "docstring).",
         _table(r["mdloader"], ("argument", "default", "meaning")),
         "## HydraGNN config: MDLoader's keys",
@@ -189,7 +199,7 @@ def config_reference() -> str:
         "be set as `loader.train_dataloader.ARG=VALUE`:",
         _table(r["fairchem.build_loader"], ("argument", "default", "meaning")),
         "## Environment variables",
-        "Read by the package (`mdloader_plugin/options.py`, `ENV`). The Slurm recipes' own "
+        "Read by the package (`mdloader_plugin/core/options.py`, `ENV`). The Slurm recipes' own "
         "variables (`MDLOADER_LOADER`, `MDLOADER_CONFIG`, ...) are on the "
         "[Slurm page](../slurm.md#site-parameters).",
         _table(r["env"], ("variable", "default", "meaning")),

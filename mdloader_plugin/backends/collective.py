@@ -15,10 +15,10 @@ over TCP a rank's incoming Alltoallv fragments are only read while that rank is 
 reach the exchange at different times (each packs, decodes and collates on its own), so without a
 thread the early ranks' data waits in socket buffers while the late ones compute. The same
 :class:`~.progress.ProgressThread` the one-sided backend uses keeps reading them. Measured on
-the emulated cluster (``bench/coll_progress.py``, step to a ready batch, interleaved in one job, a
-shared and loaded 2-core machine): one rank a host, 1.15-1.57x faster with the thread (4 hosts at
+the emulated cluster (``bench/probes/coll_progress.py``, step to a ready batch, interleaved in
+one job, a shared and loaded 2-core machine): one rank a host, 1.15-1.57x faster with the thread (4 hosts at
 300mbit, 3 hosts at 500mbit, molecules and OC20 slabs, batch 2-64); 3 ranks a host at 100mbit,
-0.90-1.11x (link-bound). Not the 2x issue 15 saw, but real where ranks are few a host: so it is on
+0.90-1.11x (link-bound). Not the 2x an earlier run saw, but real where ranks are few a host: on
 across nodes by default. The backend ``auto`` does not serve keeps its thread paused
 (:meth:`set_active`).
 """
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import progress as _progress
+from ..mpi import progress as _progress
 from .base import Backend, Fetched, exclusive_cumsum, gather_local
 
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import progress as _progress
+from ..mpi import progress as _progress
 from .base import Backend, Fetched, exclusive_cumsum, gather_local
-from .progress import ProgressThread
+from ..mpi.progress import ProgressThread
 
 SMALL_STEP = 64  # records a step up to which the step is planned in plain Python (_fetch_small)
 
@@ -111,7 +111,7 @@ class OneSidedBackend(Backend):
         plan order inside an owner; the same Gets through :meth:`_get_owner`), planned on Python
         lists. A step of a few records pays per call, not per byte: ~40 small numpy calls cost
         4-5x more than these list operations once a collate between two fetches has left the
-        caches cold (bench/fetch_profile.py)."""
+        caches cold (bench/probes/fetch_profile.py)."""
         rank = self.rank
         nb_l, src_l, owners = nb.tolist(), src.tolist(), owners.tolist()
         order = sorted(range(len(nb_l)), key=owners.__getitem__)  # stable: plan order inside
@@ -146,7 +146,7 @@ class OneSidedBackend(Backend):
     def _get_remote(self, out, owners, order, src, nb, dst) -> None:
         """The numpy path's Gets: one :meth:`_get_owner` a remote owner's run, one flush. (This
         rank's own run by one indexed Get from its own window was tried and is slower than the
-        Python copies: ``local_get`` in bench/fetch_profile.py, docs/gpu-feeding.md.)"""
+        Python copies: ``local_get`` in bench/probes/fetch_profile.py, docs/gpu-feeding.md.)"""
         sorted_owners = owners[order]
         bounds = np.flatnonzero(sorted_owners[1:] != sorted_owners[:-1]) + 1
         types = []

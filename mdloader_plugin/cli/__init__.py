@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..world import report_error
+    from ..mpi.world import report_error
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -71,7 +71,7 @@ def _check_launch() -> None:
     """Stop this process with exit 2 when MPI's world is not what the launcher started. No MPI
     job exists to abort then (each process is its own world), so the process just ends: the
     line is printed once (by the launcher's rank 0), without MPI_Abort's help text a process."""
-    from ..world import LaunchError, check_launch, report_error
+    from ..mpi.world import LaunchError, check_launch, report_error
 
     try:
         check_launch()

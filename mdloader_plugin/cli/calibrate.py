@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 
 def register(sub) -> None:
@@ -27,7 +27,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..estimator.calibrate import Plan
     from ..estimator.calibrate import run as calibrate
-    from ..world import World, abort_on_error
+    from ..mpi.world import World, abort_on_error
 
     out = Path(args.out)
     if out.suffix != ".json":

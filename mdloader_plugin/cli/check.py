@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 EPILOG = """\
 examples:
@@ -53,8 +53,8 @@ def register(sub) -> None:
 
 def add_scale_arguments(p, order: bool = True) -> None:
     """``--order`` (if `order`), ``--index``, ``--index-share``: the :data:`options.SCALE
-    <mdloader_plugin.options.SCALE>` settings, described by their table rows."""
-    from ..options import SCALE, scale_choices
+    <mdloader_plugin.core.options.SCALE>` settings, described by their table rows."""
+    from ..core.options import SCALE, scale_choices
 
     choices = scale_choices()
     for opt in SCALE:
@@ -71,7 +71,7 @@ def _plain(text: str) -> str:
 
 def scale_options(args) -> dict:
     """The validated scale settings of parsed CLI `args` (a bad value names its option)."""
-    from ..options import check_scale
+    from ..core.options import check_scale
 
     given = {k: getattr(args, k) for k in ("order", "index", "index_share") if hasattr(args, k)}
     return check_scale(given, lambda key: "--" + key.replace("_", "-"))
@@ -97,7 +97,7 @@ def validate(args) -> list[str]:
         raise ConfigError(f"--epochs must be a positive integer, got {args.epochs}")
     if args.prefetch < 0:
         raise ConfigError(f"--prefetch must be >= 0, got {args.prefetch}")
-    from ..budget import parse_bytes
+    from ..core.units import parse_bytes
 
     parse_bytes(args.max_memory_per_rank, "--max-memory-per-rank")
     parse_group_sizes(args.group_size)
@@ -110,7 +110,7 @@ def validate(args) -> list[str]:
 
 def parse_group_sizes(text) -> list:
     """``--group-size 1,2,all`` -> [1, 2, None] (None: all ranks); no option -> [None]."""
-    from ..groups import parse
+    from ..mpi.groups import parse
 
     if text is None:
         return [None]
@@ -122,9 +122,9 @@ def parse_group_sizes(text) -> list:
 
 
 def run(args) -> int:
-    from ..check import compare_served
-    from ..log import get_logger
-    from ..world import World, abort_on_error, agree
+    from ..loader.verify import compare_served
+    from ..core.log import get_logger
+    from ..mpi.world import World, abort_on_error, agree
 
     world = World.detect()
     log = get_logger(world.rank)
@@ -162,8 +162,8 @@ def run(args) -> int:
 
 def _check_one(world, args, backends, group_size, log):
     """Collective: load the store with `group_size`, check it, close it."""
-    from ..check import run_check
-    from ..store import ShardStore
+    from ..loader.verify import run_check
+    from ..store.shard import ShardStore
 
     scale = scale_options(args)
     kw = dict(label=args.label, digests=True, max_memory_per_rank=args.max_memory_per_rank,
@@ -189,7 +189,7 @@ def _mix_note(store, sampling) -> str:
         return ""
     import numpy as np
 
-    from ..sampling import DataSets, parse_spec
+    from ..sampling.mixes import DataSets, parse_spec
 
     sets = DataSets.of_store(store)
     sizes = ", ".join(f"{n} {s}" for n, s in zip(sets.names, np.asarray(sets.sizes).tolist()))

@@ -1,14 +1,14 @@
 """``mdloader cluster``: an emulated multi-node cluster (network namespaces) for real MPI tests.
 
 ``up`` creates hosts, ``run`` starts an Open MPI job across them, ``down`` removes everything,
-``status`` lists clusters. See :mod:`mdloader_plugin.cluster` for the design.
+``status`` lists clusters. See :mod:`mdloader_plugin.devtools.cluster` for the design.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 EPILOG = """\
 examples (as root):
@@ -59,7 +59,7 @@ def _name(p) -> None:
 
 
 def run_up(args) -> int:
-    from ..cluster import Cluster
+    from ..devtools.cluster import Cluster
 
     cl = Cluster.up(args.hosts, args.ranks_per_host, args.rate, args.name)
     print(f"up {cl.describe()}")
@@ -69,7 +69,7 @@ def run_up(args) -> int:
 def run_run(args) -> int:
     import subprocess
 
-    from ..cluster import Cluster
+    from ..devtools.cluster import Cluster
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     if not cmd:
@@ -83,7 +83,7 @@ def run_run(args) -> int:
 
 
 def run_down(args) -> int:
-    from ..cluster import Cluster
+    from ..devtools.cluster import Cluster
 
     removed = Cluster.down_by_name(args.name)
     print(f"down {args.name}: removed {len(removed)} namespaces/links" if removed
@@ -92,7 +92,7 @@ def run_down(args) -> int:
 
 
 def run_status(args) -> int:
-    from ..cluster import Cluster
+    from ..devtools.cluster import Cluster
 
     clusters = Cluster.all()
     for cl in clusters:

@@ -1,6 +1,6 @@
 """``mdloader compare-logs``: epoch times of several training runs side by side.
 
-Reads the ``MDLOADER-EPOCH`` lines (see :mod:`mdloader_plugin.epochlog`) that the HydraGNN and
+Reads the ``MDLOADER-EPOCH`` lines (see :mod:`mdloader_plugin.core.epochlog`) that the HydraGNN and
 fairchem integrations write into the trainer's own log, for MDLoader and for the baselines alike,
 and prints one row a run: loader, backend, epochs, median epoch seconds, data-wait share and the
 speed-up against the first run given. ``--plot`` draws epoch time against epoch for every run.
@@ -26,8 +26,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..epochlog import TAG, parse_epoch_lines
-from ..errors import ConfigError, DataError
+from ..core.epochlog import TAG, parse_epoch_lines
+from ..core.errors import ConfigError, DataError
 
 # HydraGNN 3.0's per-epoch line in logs/<name>/run.log (no time on it).
 _HYDRAGNN_EPOCH = re.compile(r"Epoch:\s*(\d+),\s*Train Loss")

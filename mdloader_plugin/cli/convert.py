@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 EPILOG = """\
 sources (guessed from the name, or --from):

@@ -1,6 +1,6 @@
 """``mdloader estimate``: predicted per-step time of each backend, and the choice.
 
-With ``--group-size auto|N`` it also weighs replica groups (:mod:`mdloader_plugin.groups`):
+With ``--group-size auto|N`` it also weighs replica groups (:mod:`mdloader_plugin.mpi.groups`):
 memory a rank from ``--num-samples`` and the mean record size (the runtime uses the exact
 sizes), the budget from ``--max-memory-per-rank`` or the profile's node memory (``local``: this
 machine's) with the estimator's safety share, every (backend, W) and the one auto would pick."""
@@ -61,11 +61,11 @@ def _decide(args):
 
 def _layout(args, prof, rpn):
     """LayoutDecision for --group-size, from mean record sizes
-    (:func:`~mdloader_plugin.estimator.layout.layout_from_mean`)."""
-    from .. import groups
-    from ..budget import parse_bytes
-    from ..errors import ConfigError
-    from ..estimator.layout import layout_from_mean
+    (:func:`~mdloader_plugin.estimator.group_size.layout_from_mean`)."""
+    from ..mpi import groups
+    from ..core.units import parse_bytes
+    from ..core.errors import ConfigError
+    from ..estimator.group_size import layout_from_mean
 
     want = groups.parse(args.group_size, "--group-size")
     if not args.num_samples or args.num_samples <= 0:
@@ -82,7 +82,7 @@ def _layout(args, prof, rpn):
 
 def _scale_bytes(args, rpn: int) -> dict:
     """Index and order bytes a rank for ``--num-samples`` with the scale options (bound)."""
-    from ..budget import scale_bytes
+    from ..store.budget import scale_bytes
     from .check import scale_options
 
     return scale_bytes(args.num_samples, ranks_per_node=rpn, **scale_options(args))
@@ -91,7 +91,7 @@ def _scale_bytes(args, rpn: int) -> dict:
 def run(args) -> int:
     from ..estimator import get_model
     from ..estimator.choose import node_params
-    from ..world import World, _world_size_env, agree
+    from ..mpi.world import World, _world_size_env, agree
 
     # started by mpiexec on several ranks: one answer (or one error), rank 0's
     world = World.detect() if _world_size_env() > 1 else None
@@ -116,7 +116,7 @@ def run(args) -> int:
         print(f"  {name:<11s} {seconds * 1e3:9.3f} ms/step   (largest terms, us: {top})")
     print(f"choice: {d.backend} ({d.reason})")
     if grows is not None:
-        from ..budget import human
+        from ..core.units import human
 
         print(f"whole data set a rank ({args.num_samples} samples): index "
               f"{human(grows['index'])} ({args.index}, {args.index_share}), order "
@@ -125,7 +125,7 @@ def run(args) -> int:
 
 
 def _print_layout(args, lay) -> int:
-    from ..budget import human
+    from ..core.units import human
 
     if args.json:
         print(json.dumps({"choice": lay.backend, "group_size": lay.group_size,

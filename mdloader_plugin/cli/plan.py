@@ -3,10 +3,10 @@
 Reads the files' metadata and ``variable_count`` arrays only (never a record), so it runs on a
 login node in seconds. From them it knows every sample's exact record size, hence for a job of
 ``P`` ranks, ``K`` a node: the records, index and epoch order a rank holds (the store's own
-sharding, :func:`~mdloader_plugin.budget.per_rank_bytes`; the index as
-:func:`~mdloader_plugin.index.build_index` builds it), the step buffers and prefetch queue, a
+sharding, :func:`~mdloader_plugin.store.budget.per_rank_bytes`; the index as
+:func:`~mdloader_plugin.store.index_build.build_index` builds it), the step buffers and prefetch queue, a
 node's total, the load time, and the predicted step time of every backend and replica-group
-size on a machine profile (:func:`~mdloader_plugin.estimator.layout.choose_layout`, the same
+size on a machine profile (:func:`~mdloader_plugin.estimator.group_size.choose_layout`, the same
 choice ``group_size: auto`` makes at run time). When nothing fits the budget it says what to
 change. Every split of the file is planned (HydraGNN's driver loads ``trainset``, ``valset`` and
 ``testset``); the step time is the train split's.
@@ -63,7 +63,7 @@ def register(sub) -> None:
 
 
 def _labels(files, wanted):
-    from ..errors import DataError
+    from ..core.errors import DataError
     from ..sources.adios import GraphFile
 
     with GraphFile(files[0]) as f:
@@ -81,15 +81,16 @@ def _labels(files, wanted):
 
 def plan(args) -> dict:
     """The plan of `args` as a JSON-ready dict (see the module doc)."""
-    from .. import groups
-    from ..budget import block_records_bytes, parse_bytes, scale_bytes
-    from ..errors import ConfigError, MemoryBudgetError
-    from ..estimator.layout import profile_budget
+    from ..core.errors import ConfigError, MemoryBudgetError
+    from ..core.units import parse_bytes
+    from ..estimator.group_size import profile_budget
     from ..estimator.profile import get_profile
-    from ..index import exact_bytes
-    from ..loader import _prefetch_bytes
-    from ..placement import _record_sizes, decide_layout, index_sharing
-    from ..sampler import plan_run_bytes
+    from ..loader.loader import _prefetch_bytes
+    from ..loader.open import _record_sizes, decide_layout, index_sharing
+    from ..mpi import groups
+    from ..sampling.sampler import plan_run_bytes
+    from ..store.budget import block_records_bytes, scale_bytes
+    from ..store.index import exact_bytes
     from .check import scale_options
 
     P, K, B = args.ranks, args.ranks_per_node, args.batch_size
@@ -176,7 +177,7 @@ def _load_seconds(prof, rank_bytes: int, ranks_per_node: int, ranks: int) -> dic
 
 
 def run(args) -> int:
-    from ..budget import human
+    from ..core.units import human
 
     doc = plan(args)
     if args.json:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 
 def register(sub) -> None:

@@ -49,7 +49,7 @@ def node_params(prof: Profile, world_size: int, ranks_per_node: int) -> dict[str
     Without them (profiles written before): a profile calibrated across nodes with ``R`` ranks a
     node and ``P`` ranks in all (pairwise Alltoallv) measured only ``(R-1) t_peer_intra +
     (P-R) t_peer_inter``: every calibration step had the same mix of node and network peers, so
-    the fit's split between the two is arbitrary (issue 16: the 2x2 1gbit fit put all of it
+    the fit's split between the two is arbitrary (measured: the 2x2 1gbit fit put all of it
     across, intra 6 us; the 200mbit one all on the node). A group inside a node sees only the
     intra term; it is taken at its upper bound, the whole measured per-peer cost on the node, so
     an unidentified term cannot rate the collective hundreds of times cheaper than it measured

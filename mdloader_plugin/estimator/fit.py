@@ -8,7 +8,7 @@ Columns the data cannot identify (all zero, e.g. inter-node terms on one node) c
 
 Bounds: a coefficient may be given a floor (``lower``): a per-byte cost of at least
 ``1 / (plausible bandwidth)``. Without one, a fit that puts a slow link's time into the latency
-columns returns a per-byte cost near zero, i.e. a bandwidth far above the link's (issue 15:
+columns returns a per-byte cost near zero, i.e. a bandwidth far above the link's (measured:
 518 MB/s fitted on a 62.5 MB/s link). Every fit reports its relative residuals (rms, worst
 point), and :data:`POOR_FIT` is the rms above which the caller warns.
 """

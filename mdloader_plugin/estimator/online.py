@@ -8,7 +8,7 @@ pays), reduced with MAX over ranks, so every rank sees identical inputs and take
 decisions at identical steps. The loader also keeps the backend that is not serving *inactive*
 (``Backend.set_active``: its progress thread paused), so each backend is measured in the state it
 will run in; a probe beside the other backend's running thread measured the collective 2x too
-fast across hosts (issue 15).
+fast across hosts (measured on the emulated cluster).
 
 Schedule (``window`` steps a block, the first ``warmup`` of each block not counted: a switch
 touches cold buffers and caches)::
@@ -183,9 +183,6 @@ class OnlineCheck:
             return True
         return False
 
-    def _probing(self) -> str:
-        return self.other if self.result is None else _other_of(self.result.backend, self.times)
-
     def _abandon(self, name: str) -> bool:
         keep = self.current if self.result is None else self.result.backend
         probe = self.times[name]
@@ -209,7 +206,7 @@ class OnlineCheck:
         # A decision is taken after round 1 (AB: far from close) or after a whole ABBA pair,
         # never after a trailing odd round (ABBAAB): there the probe's steps sit later on
         # average than the kept backend's, and a drift of the machine's speed biases the ratio
-        # (+2% at 1%/step; tests/test_estimator_online.py::test_abba_rounds_cancel_a_linear_drift).
+        # (+2% at 1%/step; tests/unit/estimator/test_online.py::test_abba_rounds_cancel_a_linear_drift).
         unpaired = self.rounds > 1 and self.rounds % 2
         if self.result is None and (unpaired or (self.rounds < self._cap() and (
                 abs(ratio - 1) < self.close or not self._told_apart(keep, probe)))):

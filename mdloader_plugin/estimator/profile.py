@@ -2,8 +2,8 @@
 
 A profile is ``{"name", "description", "provenance", "params": {key: {"value", "source"}}}``,
 optionally with ``"node_params"`` (same shape, a subset of the keys): the same-host terms that a
-calibration across several hosts measured again on a per-node sub-communicator (``calibrate.py``,
-issue 16), which a job or replica group inside one node uses instead (``choose.node_params``).
+calibration across several hosts measured again on a per-node sub-communicator (``calibrate.py``),
+which a job or replica group inside one node uses instead (``choose.node_params``).
 Profiles without it (every one written before) load unchanged.
 Shipped profiles live in ``estimator/profiles/`` (``perlmutter`` and ``frontier`` from published
 figures, ``local`` a fallback measured on a small x86 box); ``mdloader calibrate`` writes one for
@@ -23,8 +23,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..options import env
+from ..core.errors import ConfigError
+from ..core.options import env
 from .models import required_params
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"

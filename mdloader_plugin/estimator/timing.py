@@ -1,7 +1,7 @@
 """Timing calibration points under a time budget (``calibrate.py``'s clock).
 
-A calibration must end in about a minute at any link rate (issue 15: 310 s at 100mbit before
-this). :class:`Plan` holds the sizes, repetitions and the run's time budget, split over the
+A calibration must end in about a minute at any link rate (an earlier version took 310 s at
+100mbit). :class:`Plan` holds the sizes, repetitions and the run's time budget, split over the
 stages by :data:`SHARES`, and a stage that overran leaves the later ones less (:func:`stage_scale`:
 each stage gets its share of what is left of the budget, never more than its share of the whole);
 :func:`median_time` runs as many repetitions of a point as its share

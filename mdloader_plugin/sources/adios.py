@@ -25,8 +25,8 @@ from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ..errors import DataError
-from ..options import env, env_default
+from ..core.errors import DataError
+from ..core.options import env, env_default
 
 LABELS = ("trainset", "valset", "testset")
 GLOBAL_ATTRS = ("total_ndata", "dataset_name", "pna_deg", "minmax_node_feature",

@@ -10,7 +10,7 @@ route on (``branch-<id>``); batched it becomes ``[B, 1]``.
 
 Keys: the common key set. A key missing from some files is dropped (reported once, naming the
 files); a key the caller requires (``required``) missing anywhere, or one key with different dtypes
-or different fixed dimensions in two files, is a :class:`~mdloader_plugin.errors.DataError`.
+or different fixed dimensions in two files, is a :class:`~mdloader_plugin.core.errors.DataError`.
 PNA degree histograms are merged as HydraGNN's multibranch example merges them: each resampled
 to the shortest length by an interpolating spline over ``[0, 1]`` (scipy's
 ``make_interp_spline``), summed, truncated to int64.
@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, DataError
+from ..core.errors import ConfigError, DataError
 from .adios import GraphFile, LabelInfo
 
 ID_KEY = "dataset_name"
@@ -96,10 +96,6 @@ class MultiSource:
     @property
     def num_samples(self) -> int:
         return int(self.starts[-1])
-
-    def dataset_of(self, ids) -> np.ndarray:
-        """Data set id of every global id in `ids`."""
-        return np.searchsorted(self.starts, np.asarray(ids), side="right") - 1
 
     def pieces(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
         """``(dataset, start, stop)`` file-local ranges making up global ids ``lo..hi-1``."""

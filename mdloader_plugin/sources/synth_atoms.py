@@ -26,6 +26,9 @@ import os
 from typing import Callable, Iterator
 
 import numpy as np
+from .convert.atoms import atoms_to_graph
+from .graph import radius_graph
+from .writer import write_graphs
 
 METALS = ("Al", "Cu", "Ag", "Au", "Ni", "Pd", "Pt")
 ADSORBATES = ("H", "C", "N", "O", "OH", "CO")
@@ -111,9 +114,6 @@ def structures(kind: str, seed: int, start: int, stop: int) -> Iterator:
 
 def record(atoms, index: int, cutoff: float = 5.0) -> dict[str, np.ndarray]:
     """The graph both front ends read (see the module docstring)."""
-    from .convert.atoms import atoms_to_graph
-    from .graph import radius_graph
-
     g = atoms_to_graph(atoms, extra={"sid": index})
     g = {k: g[k] for k in ("pos", "atomic_numbers", "cell", "pbc", "natoms", "tags", "fixed",
                            "energy", "forces", "sid")}
@@ -151,8 +151,6 @@ def write_set(out_dir: str, kind: str, counts, seed: int = 0, aselmdb: bool = Fa
     """``out_dir/<kind>.bp`` with ``counts`` structures in trainset/valset/testset (empty labels
     left out) and ``dataset_name`` = `kind`; with `aselmdb` the same structures also as
     ``out_dir/<kind>/<split>/data.aselmdb``. Structure ids run on across the labels."""
-    from .writer import write_graphs
-
     graphs, start = {}, 0
     for (label, split), n in zip(SPLITS, counts):
         if n == 0:

@@ -35,7 +35,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from ..errors import DataError
+from ..core.errors import DataError
 
 DEFAULT_CHUNK_BYTES = 64 << 20
 

@@ -12,13 +12,14 @@ Run with ``MDLOADER_PROGRESS_THREAD=1`` (one host has no thread otherwise) and
 
 import time
 
-from mdloader_plugin import codec
+from mdloader_plugin.records import codec
 from mdloader_plugin.estimator.choose import Decision
 from mdloader_plugin.estimator.online import OnlineCheck
-from mdloader_plugin.loader import MDLoader
+from mdloader_plugin.loader.loader import MDLoader
 from mdloader_plugin.sources import synth
-from mdloader_plugin.store import ShardStore, block_bounds
-from mdloader_plugin.world import World
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
+from mdloader_plugin.mpi.world import World
 
 
 N, B = 240, 4

@@ -13,11 +13,12 @@ import torch
 import torch.distributed as dist
 from mpi4py import MPI
 
-from mdloader_plugin import codec
-from mdloader_plugin.loader import MDLoader
+from mdloader_plugin.records import codec
+from mdloader_plugin.loader.loader import MDLoader
 from mdloader_plugin.sources import synth
-from mdloader_plugin.store import ShardStore, block_bounds
-from mdloader_plugin.world import World, rendezvous_env
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
+from mdloader_plugin.mpi.world import World, rendezvous_env
 
 backend = sys.argv[1] if len(sys.argv) > 1 else "onesided"
 world = World.detect()

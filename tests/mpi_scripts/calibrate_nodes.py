@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 from mdloader_plugin.estimator.calibrate import Plan, run
-from mdloader_plugin.world import World
+from mdloader_plugin.mpi.world import World
 
 world = World.detect()
 world.node_of = np.asarray([int(x) for x in sys.argv[1].split(",")], dtype=np.int64)

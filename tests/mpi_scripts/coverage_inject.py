@@ -11,8 +11,8 @@ import types
 import numpy as np
 from mpi4py import MPI
 
-from mdloader_plugin.check import coverage
-from mdloader_plugin.sampler import GlobalSampler
+from mdloader_plugin.loader.verify import coverage
+from mdloader_plugin.sampling.sampler import GlobalSampler
 
 comm = MPI.COMM_WORLD
 world = types.SimpleNamespace(size=comm.size, comm=comm, rank=comm.rank)

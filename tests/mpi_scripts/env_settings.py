@@ -28,7 +28,7 @@ def settings(loader) -> dict:
 
 def hydragnn(path):
     from mdloader_plugin.integrations.hydragnn import config, graphs, loaders
-    from mdloader_plugin.world import World
+    from mdloader_plugin.mpi.world import World
 
     cfg = yaml.safe_load((ROOT / "recipes/hydragnn/demo.yaml").read_text())
     cfg["Dataset"]["path"] = path
@@ -66,7 +66,7 @@ def dropin(path):
 if __name__ == "__main__":
     from mpi4py import MPI
 
-    from mdloader_plugin.world import report_error
+    from mdloader_plugin.mpi.world import report_error
 
     which, path = sys.argv[1], sys.argv[2]
     try:

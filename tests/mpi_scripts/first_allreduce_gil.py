@@ -18,10 +18,11 @@ import time
 
 import numpy as np
 
-from mdloader_plugin.loader import MDLoader
+from mdloader_plugin.loader.loader import MDLoader
 from mdloader_plugin.sources import synth
-from mdloader_plugin.store import ShardStore, block_bounds
-from mdloader_plugin.world import World
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
+from mdloader_plugin.mpi.world import World
 
 faulthandler.dump_traceback_later(60, exit=True)  # a hang ends the job with every stack
 profile = sys.argv[1]

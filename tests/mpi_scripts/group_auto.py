@@ -5,10 +5,10 @@ Several comma-separated files are one store over all of them (each a data set)."
 
 import sys
 
-from mdloader_plugin import budget as mem
-from mdloader_plugin.loader import MDLoader
-from mdloader_plugin.placement import open_store
-from mdloader_plugin.world import World, abort_on_error
+from mdloader_plugin.store import budget as mem
+from mdloader_plugin.loader.loader import MDLoader
+from mdloader_plugin.loader.open import open_store
+from mdloader_plugin.mpi.world import World, abort_on_error
 
 path, batch, budget = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 share = sys.argv[4] if len(sys.argv) > 4 else "rank"

@@ -10,10 +10,11 @@ import sys
 
 import numpy as np
 
-from mdloader_plugin import index as idx
-from mdloader_plugin.loader import MDLoader
-from mdloader_plugin.store import ShardStore, block_bounds
-from mdloader_plugin.world import World
+from mdloader_plugin.store import index as idx
+from mdloader_plugin.loader.loader import MDLoader
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
+from mdloader_plugin.mpi.world import World
 
 N, out_path = int(sys.argv[1]), sys.argv[2]
 world = World.detect()

@@ -17,10 +17,11 @@ from torch.utils.data import DistributedSampler
 from torch_geometric.loader import DataLoader
 
 from mdloader_plugin import loader as loader_module
-from mdloader_plugin.loader import MDLoader, pyg_sample
+from mdloader_plugin.loader.loader import MDLoader, pyg_sample
 from mdloader_plugin.sources import synth
-from mdloader_plugin.store import ShardStore, block_bounds
-from mdloader_plugin.world import World
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
+from mdloader_plugin.mpi.world import World
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyg_equal import batch_diff  # noqa: E402

@@ -13,8 +13,9 @@ import numpy as np
 
 from mdloader_plugin.backends import onesided
 from mdloader_plugin.backends.onesided import OneSidedBackend
-from mdloader_plugin.store import ShardStore, block_bounds
-from mdloader_plugin.world import World
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
+from mdloader_plugin.mpi.world import World
 
 N = int(sys.argv[1])
 world = World.detect()

@@ -8,9 +8,9 @@ kind over the ranks as one JSON line (``MEMORY {...}``).
 import json
 import sys
 
-from mdloader_plugin.loader import MDLoader
-from mdloader_plugin.store import ShardStore
-from mdloader_plugin.world import World
+from mdloader_plugin.loader.loader import MDLoader
+from mdloader_plugin.store.shard import ShardStore
+from mdloader_plugin.mpi.world import World
 
 path, batch, backend = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 world = World.detect()

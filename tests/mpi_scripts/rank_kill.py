@@ -15,9 +15,10 @@ import time
 
 import numpy as np
 
-from mdloader_plugin.loader import MDLoader
-from mdloader_plugin.store import ShardStore, block_bounds
-from mdloader_plugin.world import World
+from mdloader_plugin.loader.loader import MDLoader
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
+from mdloader_plugin.mpi.world import World
 
 backend, victim, at_step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 trainer_allreduce = (sys.argv[4] if len(sys.argv) > 4 else "allreduce") == "allreduce"

@@ -8,8 +8,8 @@ import sys
 
 import numpy as np
 
-from mdloader_plugin.store import ShardStore
-from mdloader_plugin.world import World, abort_on_error
+from mdloader_plugin.store.shard import ShardStore
+from mdloader_plugin.mpi.world import World, abort_on_error
 
 path, w = sys.argv[1], int(sys.argv[2])
 multi = len(sys.argv) > 3 and sys.argv[3] == "multi"

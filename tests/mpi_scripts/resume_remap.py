@@ -12,9 +12,10 @@ import sys
 
 import numpy as np
 
-from mdloader_plugin.loader import MDLoader
-from mdloader_plugin.store import ShardStore, block_bounds
-from mdloader_plugin.world import World
+from mdloader_plugin.loader.loader import MDLoader
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
+from mdloader_plugin.mpi.world import World
 
 N, B = 203, 5
 phase, backend, state_path, out_path = sys.argv[1:5]

@@ -16,10 +16,11 @@ faulthandler.dump_traceback_later(60, exit=True)  # a hang ends the job with eve
 
 import numpy as np
 
-from mdloader_plugin.loader import MDLoader
+from mdloader_plugin.loader.loader import MDLoader
 from mdloader_plugin.sources import synth
-from mdloader_plugin.store import ShardStore, block_bounds
-from mdloader_plugin.world import World
+from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.store.shard import ShardStore
+from mdloader_plugin.mpi.world import World
 
 backend, N, B = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 world = World.detect()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 from . import collective, onesided
 from .workload import Workload, expected_max_normal
 

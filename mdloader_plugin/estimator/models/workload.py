@@ -20,7 +20,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 fairchem 2.x logs per-step metrics but no epoch time. `EpochLogCallback` goes in
 ``runner.callbacks`` and, on rank 0, logs one line per training epoch (through ``logging``, so it
 lands on stdout and in the run's ``logs/train.log`` that the MPI launcher adds) with the format of
-:mod:`mdloader_plugin.epochlog`, which ``mdloader compare-logs`` reads.
+:mod:`mdloader_plugin.core.epochlog`, which ``mdloader compare-logs`` reads.
 
 Times are measured by the callback itself, the same way for every loader: the epoch's wall time
 runs from ``on_train_epoch_start`` to ``on_train_epoch_end`` (training steps only; evaluation comes
@@ -23,7 +23,7 @@ import time
 
 from torchtnt.framework.callback import Callback
 
-from ...epochlog import format_epoch_line
+from ...core.epochlog import format_epoch_line
 
 log = logging.getLogger("fairchem.mdloader")  # propagates to the root handlers fairchem sets up
 

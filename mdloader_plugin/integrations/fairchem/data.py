@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ...errors import DataError
+from ...core.errors import DataError
 
 REQUIRED = ("pos", "atomic_numbers", "cell", "pbc", "fixed", "tags")
 OPTIONAL = ("natoms", "energy", "forces", "stress", "sid", "charge", "spin")

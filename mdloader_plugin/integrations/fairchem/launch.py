@@ -35,7 +35,7 @@ import os
 import sys
 from typing import Sequence
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 
 LOG_NAME = "train.log"
 
@@ -53,7 +53,7 @@ def set_rank_env(comm) -> dict[str, str]:
     """Export the torch.distributed variables for this MPI rank; returns them."""
     from mpi4py import MPI
 
-    from ...world import rendezvous_env
+    from ...mpi.world import rendezvous_env
 
     local = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.rank)
     single_node = local.size == comm.size
@@ -134,7 +134,7 @@ def run(config: str, overrides: Sequence[str] = ()) -> int:
     except SystemExit:
         raise
     except BaseException as exc:  # noqa: BLE001 - one line, then take the whole job down
-        from ...world import report_error
+        from ...mpi.world import report_error
 
         code = report_error(exc)
         if comm.size > 1:

@@ -1,7 +1,7 @@
 """``loader: mdloader`` for fairchem: an MDLoader that looks like fairchem's train DataLoader.
 
 ``build_loader`` is the Hydra ``_target_`` of ``recipes/fairchem/loader/mdloader.yaml``. It loads
-one label of an ADIOS2 file into a :class:`~mdloader_plugin.store.ShardStore` (each rank reads its
+one label of an ADIOS2 file into a :class:`~mdloader_plugin.store.shard.ShardStore` (each rank reads its
 own block once), and returns :class:`FairchemMDLoader`, which yields ``AtomicData`` batches built
 by :class:`~.data.ToAtomicData` and collated by the ``collate_fn`` of the config (fairchem's own
 ``MTCollater`` via ``mt_collater_adapter``), i.e. the same batch objects fairchem's DataLoader
@@ -20,13 +20,13 @@ start-up and ``O(P*b log(P*b))`` a step.
 
 Several data sets (``datasets: {name: path | {path, key_mapping, transforms, no_shuffle}}``
 instead of ``path``): one store over all files
-(:meth:`~mdloader_plugin.store.ShardStore.from_files`; ``group_size: auto`` sized over all of
+(:meth:`~mdloader_plugin.store.shard.ShardStore.from_files`; ``group_size: auto`` sized over all of
 them), data sets in name order as fairchem's ``create_concat_dataset`` orders them, each sample
 converted with its own data set's name, key mapping and transforms (``data.dataset`` routes it to
 the tasks listing that name), ``no_shuffle: true`` keeping that data set in file order as
 fairchem's split option does, and ``sampling`` = fairchem's ``combined_dataset_config.sampling``
 (``{type: temperature, temperature: 2}``, ...) expanded with fairchem's arithmetic
-(:mod:`mdloader_plugin.sampling.fairchem`).
+(:mod:`mdloader_plugin.sampling.mixes.fairchem`).
 
 All loaders built in a process are closed (a collective) at exit, in creation order, before
 mpi4py finalises MPI.
@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 
 _WORLD = None
 _OPEN: list = []
@@ -48,7 +48,7 @@ _OPEN: list = []
 def _world():
     global _WORLD
     if _WORLD is None:
-        from ...world import World
+        from ...mpi.world import World
 
         _WORLD = World.detect()
         atexit.register(close_all)
@@ -94,7 +94,7 @@ class _Dataset:
 
 
 class FairchemMDLoader:
-    """An :class:`~mdloader_plugin.loader.MDLoader` with the surface fairchem's trainer uses."""
+    """An :class:`~mdloader_plugin.loader.loader.MDLoader` with the surface fairchem's trainer uses."""
 
     def __init__(self, loader, dataset_names: list[str]):
         self.loader = loader
@@ -121,7 +121,7 @@ class FairchemMDLoader:
 
 def local_natoms(store) -> np.ndarray:
     """Atoms of each of this rank's samples (from the stored ``pos`` shapes, no copy)."""
-    from ... import codec
+    from ...records import codec
 
     lo, hi = store.local_range
     return np.array([codec.decode(store.local_record(i))["pos"].shape[0] for i in range(lo, hi)],
@@ -179,7 +179,7 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         width: DDStore's name for ``group_size``.
         replicate: how replica groups get their copies: ``read`` (every group reads the
             file), ``copy`` (read once, copied across groups over MPI) or ``auto``/None (the
-            default, :mod:`mdloader_plugin.replicate`).
+            default, :mod:`mdloader_plugin.store.replicate`).
         datasets: several data sets instead of `path`: ``{name: path}`` or ``{name: {path,
             key_mapping, transforms, no_shuffle}}`` (one store; names sorted as fairchem sorts
             them; ``no_shuffle: true`` keeps that data set in file order, as fairchem's split
@@ -192,11 +192,11 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         index: the global index: ``compact`` (about 1-2 bytes a sample) or ``full`` (16).
         index_share: ``rank`` (a copy a rank) or ``node`` (one copy a node in shared memory).
     """
-    from ...groups import from_options
-    from ...loader import MDLoader
-    from ...log import get_logger
-    from ...options import check_scale
-    from ...placement import open_store
+    from ...mpi.groups import from_options
+    from ...loader.loader import MDLoader
+    from ...core.log import get_logger
+    from ...core.options import check_scale
+    from ...loader.open import open_store
     from .data import ToAtomicData
 
     if collate_fn is None:
@@ -262,9 +262,9 @@ def _multi_store(world, datasets: Mapping[str, Any], label, split, key_mapping, 
                  max_memory_per_rank, placement: Mapping[str, Any]):
     """One store over several files (name order, as fairchem's create_concat_dataset) and the
     per-data-set AtomicData conversion, and the names of the data sets that keep their file order
-    (``no_shuffle``). `placement`: :func:`~mdloader_plugin.placement.open_store`'s group_size
+    (``no_shuffle``). `placement`: :func:`~mdloader_plugin.loader.open.open_store`'s group_size
     (``auto`` too), batch_size, backend, profile, replicate, index, index_share."""
-    from ...placement import open_store
+    from ...loader.open import open_store
     from ...sources.multi import DatasetSpec
     from .data import REQUIRED, ToAtomicDataByDataset
 

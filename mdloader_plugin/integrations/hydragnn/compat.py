@@ -33,7 +33,7 @@ import importlib
 import os
 from typing import Any, Callable
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 
 # name -> modules to try, newest layout first.
 _WHERE: dict[str, tuple[str, ...]] = {
@@ -255,7 +255,7 @@ def init_distributed(comm, single_node: bool) -> None:
     rank, size = comm.Get_rank(), comm.Get_size()
     export_rank_env(rank, size)
     if not dist.is_initialized():
-        from ...world import rendezvous_env
+        from ...mpi.world import rendezvous_env
 
         env = rendezvous_env(comm, single_node)
         addr, port = env["MASTER_ADDR"], env["MASTER_PORT"]

@@ -22,7 +22,7 @@ HydraGNN, which also writes ``logs/`` there), or a list of files, each a named d
 strings work too; the name defaults to the file's ``dataset_name``): one store over all of them,
 every graph carrying its data set's id as ``data.dataset_name`` (``[1, 1]`` int64, HydraGNN 5.0's
 multibranch routing tensor). ``mdloader.sampling`` picks how they share an epoch
-(:mod:`mdloader_plugin.sampling`; default: the weights if given, else proportional to size).
+(:mod:`mdloader_plugin.sampling.mixes`; default: the weights if given, else proportional to size).
 ``--set KEY=VALUE`` overrides any key by dotted path; VALUE is parsed as YAML (``3``, ``true``,
 ``[0, 1]``, ``collective``). Validation names the bad key and the valid choices in one line.
 HydraGNN keys are read in upstream's (5.0) vocabulary: ``Architecture.mpnn_type`` (3.0's
@@ -39,8 +39,8 @@ from typing import Any, Iterable
 
 import yaml
 
-from ...errors import ConfigError
-from ...options import SCALE, Option, check_scale, defaults
+from ...core.errors import ConfigError
+from ...core.options import SCALE, Option, check_scale, defaults
 
 LOADERS = ("mdloader", "hydragnn")
 BACKENDS = ("auto", "onesided", "collective")
@@ -255,7 +255,7 @@ def _check_spelling(cfg: dict, source: str) -> None:
 
 
 def _check_mdloader_options(opts: dict, source: str) -> None:
-    from ...budget import parse_bytes
+    from ...core.units import parse_bytes
 
     unknown = sorted(set(opts) - set(MDLOADER_DEFAULTS))
     if unknown:
@@ -266,7 +266,7 @@ def _check_mdloader_options(opts: dict, source: str) -> None:
         raise ConfigError(f"{source}: mdloader.prefetch must be an integer >= 0, got {pf!r}")
     opts["max_memory_per_rank"] = parse_bytes(opts["max_memory_per_rank"],
                                               f"{source}: mdloader.max_memory_per_rank")
-    from ...groups import from_options
+    from ...mpi.groups import from_options
 
     opts["group_size"], opts["width"] = from_options(opts, f"{source}: mdloader"), None
     opts.update(check_scale(opts, lambda key: f"{source}: mdloader.{key}"))

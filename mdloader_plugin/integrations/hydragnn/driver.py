@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from ...errors import DataError
-from ...world import World, abort_on_error, report_error
+from ...core.errors import DataError
+from ...mpi.world import World, abort_on_error, report_error
 from . import compat, config, epochs, graphs, loaders, resume
 
 

@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 from . import baseline, graphs, loaders as _loaders
 
 _OPEN: list = []  # (loader, world) made here, for close_dataloaders
@@ -91,7 +91,7 @@ def _to_arrays(data) -> dict[str, np.ndarray]:
 
 
 def _store(world, dataset, label: str):
-    from ...store import ShardStore
+    from ...store.shard import ShardStore
 
     if isinstance(dataset, AdiosDataset):
         return ShardStore.from_file(world, dataset.path, dataset.label), dataset.to_sample
@@ -109,8 +109,8 @@ def create_dataloaders(trainset, valset, testset, batch_size: int,
                        seed: int = 0, prefetch: int = 2, profile: str | None = None):
     """Upstream's ``create_dataloaders`` signature; returns (train, val, test) MDLoaders.
     Collective over `group` (default: every rank)."""
-    from ...loader import MDLoader
-    from ...world import World
+    from ...loader.loader import MDLoader
+    from ...mpi.world import World
 
     if oversampling:
         raise ConfigError("create_dataloaders(oversampling=True) is not honoured by MDLoader "

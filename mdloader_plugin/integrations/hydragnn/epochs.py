@@ -23,7 +23,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ...epochlog import format_epoch_line
+from ...core.epochlog import format_epoch_line
 from . import compat
 
 

@@ -30,10 +30,10 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ...batching import ColumnTransform, pyg_sample
-from ...errors import ConfigError
+from ...batching.pyg import ColumnTransform, pyg_sample
+from ...core.errors import ConfigError
 from ...sources.adios import GraphFile
-from ...world import allreduce_number
+from ...mpi.world import allreduce_number
 
 _CHUNK = 65536  # graphs a read when scanning node counts
 
@@ -104,7 +104,7 @@ class HydraSample(ColumnTransform):
     ``edge_index`` as int64; a uint8 key (a string, as HydraGNN's writer stores one) as ``str``;
     every other key kept. With graph heads only, each key's map works the same on one graph's
     array and on a batch's joined one, so MDLoader runs it once a batch
-    (:mod:`mdloader_plugin.batching`); node heads need each graph's x, so they go graph by graph.
+    (:mod:`mdloader_plugin.batching.pyg`); node heads need each graph's x, so they go graph by graph.
     """
 
     def __init__(self, node_features: Sequence[int] | None,

@@ -1,14 +1,14 @@
 """The ``loader:`` switch: a registry of functions that build (train, val, test) loaders.
 
-``mdloader`` puts each split in a :class:`~mdloader_plugin.store.ShardStore` (every rank reads its
+``mdloader`` puts each split in a :class:`~mdloader_plugin.store.shard.ShardStore` (every rank reads its
 block of the file once; with ``mdloader.group_size`` its block of its replica group, ``auto``
-chosen by the estimator on the train split and kept for the others) and serves batches with :class:`~mdloader_plugin.loader.MDLoader`;
+chosen by the estimator on the train split and kept for the others) and serves batches with :class:`~mdloader_plugin.loader.loader.MDLoader`;
 ``hydragnn`` is HydraGNN's own DataLoader path (:mod:`.baseline`). Both take the same
 ``to_sample``, and MDLoader shuffles every split as HydraGNN's ``create_dataloaders`` does
 (DistributedSampler, shuffle on, same seed): its sampler deals the same order, so the two
 loaders feed the model the same batches and give the same losses.
 Several files (``Dataset.path`` a list): one store over all of them
-(:meth:`~mdloader_plugin.store.ShardStore.from_files`), the train split sampled as
+(:meth:`~mdloader_plugin.store.shard.ShardStore.from_files`), the train split sampled as
 ``mdloader.sampling`` says; the baseline is HydraGNN's loader over the concatenation of its
 per-file datasets (:mod:`.baseline`), which proportional sampling matches batch for batch.
 Adding a loader = adding one function here.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 from . import baseline
 
 LABELS = ("trainset", "valset", "testset")
@@ -26,8 +26,8 @@ LABELS = ("trainset", "valset", "testset")
 
 def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
     """Train/val/test MDLoaders over ``Dataset.path`` with the config's ``mdloader:`` options."""
-    from ...loader import MDLoader
-    from ...placement import open_store
+    from ...loader.loader import MDLoader
+    from ...loader.open import open_store
 
     opts = cfg["mdloader"]
     batch_size = int(cfg["NeuralNetwork"]["Training"]["batch_size"])

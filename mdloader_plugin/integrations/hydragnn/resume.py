@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 
-from ...errors import ConfigError
+from ...core.errors import ConfigError
 from . import compat
 
 STATE_FILE = "mdloader_state.json"

@@ -26,7 +26,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ...errors import ConfigError, DataError
+from ...core.errors import ConfigError, DataError
 from ..graph import radius_graph
 from ..synth import split_counts
 from ..writer import GraphWriter
@@ -38,12 +38,6 @@ def _registry() -> dict:
     from . import asedb, extxyz, g2, oc20lmdb, pyg
 
     return {m.NAME: m for m in (asedb, oc20lmdb, extxyz, pyg, g2)}
-
-
-def source_names() -> list[str]:
-    """Names of the registered converter sources (``asedb``, ``lmdb``, ``extxyz``, ``pyg``,
-    ``g2``)."""
-    return list(_registry())
 
 
 def detect(path: str, kind: str | None = None):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ...errors import DataError
+from ...core.errors import DataError
 from .atoms import atoms_to_graph, numeric
 
 NAME = "asedb"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import Iterator
 
-from ...errors import DataError
+from ...core.errors import DataError
 from .atoms import atoms_to_graph
 
 NAME = "extxyz"

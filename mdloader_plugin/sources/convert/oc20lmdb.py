@@ -20,7 +20,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ...errors import DataError
+from ...core.errors import DataError
 
 NAME = "lmdb"
 RENAMES = {"y": "energy", "force": "forces"}

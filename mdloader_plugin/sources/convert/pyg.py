@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ...errors import DataError
+from ...core.errors import DataError
 from .oc20lmdb import to_arrays
 
 NAME = "pyg"

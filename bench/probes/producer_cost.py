@@ -1,0 +1,141 @@
+"""MDLoader's per-step CPU cost, and the same measured before/after a change in one job.
+
+The producer's work a step (plan, fetch, column-wise batch) is timed inline (``prefetch=0``, one
+rank) in *CPU time of the thread* (``time.thread_time``), which other processes on a shared,
+loaded machine barely move, unlike wall time. That CPU time a step is what a rank's loader needs
+from its core: with a trainer whose Python part holds the GIL for ``g`` ms of a ``s`` ms step on
+the same core, the producer keeps up only while its cost stays under ``s - g``.
+
+    python bench/producer_cost.py [--cases hydragnn:32,hydragnn:128,oc20:8,oc20:32] [--steps 200]
+    python bench/producer_cost.py --before REV [--rounds 5]   # A/B: REV's tree vs this one,
+                                                              # alternated round by round
+    python bench/producer_cost.py --producer process  # CPU a step left in the trainer's process
+                                                      # (and the helper's own, reported apart)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parents[1]  # bench/
+ROOT = HERE.parent
+CASES = "hydragnn:32,hydragnn:128,oc20:8,oc20:32"
+
+
+def _proc_cpu(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far (/proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(path: str, batch: int, steps: int, producer: str = "thread") -> float:
+    """Median over rounds of CPU ms a step (after one warm-up epoch) in the loader's thread;
+    with the process producer the helper's CPU ms a step is kept in ``HELPER_MS``."""
+    import numpy as np
+    import torch
+    import torch_geometric.data  # noqa: F401  (imported by any trainer)
+
+    from mdloader_plugin.loader.loader import MDLoader
+    from mdloader_plugin.store.shard import ShardStore
+
+    torch.set_num_threads(1)
+    store = ShardStore.from_file(None, path)
+    per, helper = [], []
+    kw = {} if producer == "thread" else {"producer": producer}  # older trees lack the argument
+    with MDLoader(store, batch_size=batch, backend="onesided", prefetch=0, **kw) as ld:
+        pid = ld._helper.proc.pid if getattr(ld, "_helper", None) is not None else None
+        epoch, done = 0, -len(ld)  # the first epoch warms up
+        while done < steps:
+            ld.set_epoch(epoch)
+            t0, n = time.thread_time(), 0
+            h0 = _proc_cpu(pid) if pid else 0.0
+            for _ in ld:
+                n += 1
+            if done >= 0:
+                per.append((time.thread_time() - t0) / n)
+                if pid:
+                    helper.append((_proc_cpu(pid) - h0) / n)
+            done += n
+            epoch += 1
+    store.close()
+    HELPER_MS[path, batch] = float(np.median(helper)) * 1e3 if helper else None
+    return float(np.median(per)) * 1e3
+
+
+HELPER_MS: dict = {}
+
+
+def ab(before: str, cases: str, steps: int, rounds: int, graphs: dict) -> dict:
+    """Alternate ``before`` (a git revision, exported) and this tree, ``rounds`` times."""
+    with tempfile.TemporaryDirectory(prefix="mdl-before-") as tmp:
+        subprocess.run(f"git -C {ROOT} archive {before} | tar -x -C {tmp}", shell=True,
+                       check=True)
+        trees = {"before": tmp, "after": str(ROOT)}
+        out: dict = {k: [] for k in trees}
+        for r in range(rounds):
+            for name, tree in (trees.items() if r % 2 == 0 else reversed(trees.items())):
+                cmd = [sys.executable, str(Path(__file__).resolve()), "--cases", cases,
+                       "--steps", str(steps), "--json",
+                       "--graphs", json.dumps(graphs)]
+                env = {**os.environ, "PYTHONPATH": tree}
+                res = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True,
+                                     check=True)
+                out[name].append(json.loads(res.stdout.splitlines()[-1]))
+        return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default=CASES, help="dataset:batch list")
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--before", help="git revision to compare with (A/B, alternated)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--graphs", default='{"hydragnn": 4096, "oc20": 1024}')
+    ap.add_argument("--producer", default="thread", choices=("thread", "process"))
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    graphs = json.loads(a.graphs)
+    work = ROOT / "bench" / "work"
+    if a.before:
+        sys.path.insert(0, str(HERE))
+        import loaders as lb
+
+        lb.DATASETS.update(graphs)
+        lb.make_data(sorted(graphs))
+        res = ab(a.before, a.cases, a.steps, a.rounds, graphs)
+        import numpy as np
+
+        summary = {c: {k: float(np.median([r[c] for r in res[k]])) for k in res}
+                   for c in a.cases.split(",")}
+        for c, v in summary.items():
+            print(f"{c:14s} before {v['before']:.3f} ms  after {v['after']:.3f} ms  "
+                  f"({100 * (v['after'] / v['before'] - 1):+.0f}%) CPU a step")
+        if a.out:
+            Path(a.out).write_text(json.dumps({"before": a.before, "rounds": a.rounds,
+                                               "steps": a.steps, "runs": res,
+                                               "median_ms": summary}, indent=1))
+        return
+    res = {}
+    for case in a.cases.split(","):
+        ds, b = case.split(":")
+        path = str(work / f"{ds}-{graphs[ds]}.bp")
+        res[case] = measure(path, int(b), a.steps, a.producer)
+        helper = HELPER_MS.get((path, int(b)))
+        if not a.json:
+            print(f"{case:14s} {res[case]:.3f} ms CPU a step in the loader's thread"
+                  + (f", helper process {helper:.3f} ms" if helper is not None else
+                     f" ({int(b) / res[case] * 1e3:.0f} samples/s on one free core)"))
+    if a.json:
+        print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,348 @@
+"""The sections of ``bench/RESULTS.md``, in order: where each one's numbers come from.
+
+To add a benchmark's section, append one :class:`Section` to ``SECTIONS``: a title, the exact
+command that writes its data, the script, the files it reads under ``bench/results/`` (the first
+one decides whether the section appears), the figures it names and a ``body(data)`` function
+returning Markdown lines (``data``: ``{file name: parsed JSON or Markdown text}``). Have the
+script record a ``date`` (``YYYY-MM-DD HH:MM UTC``) in its JSON: the section's header shows it.
+Then ``python bench/report.py`` and commit ``RESULTS.md`` and ``bench/README.md`` with the JSON.
+A result that a page quotes but that has no section goes in ``OTHER_RESULTS``; a superseded one
+goes to ``bench/results/archive/`` (``tests/integration/test_bench_report.py`` checks that every file under
+``bench/results/`` is one of these).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import backend_choice
+import gpu_demo
+import gpu_rate
+import groups as groups_bench
+import groups_model
+import report_tables as t
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of RESULTS.md and where its numbers come from."""
+
+    title: str
+    commands: tuple[str, ...]
+    scripts: tuple[str, ...]
+    data: tuple[str, ...]
+    body: Callable[[dict], list[str]]
+    figures: tuple[str, ...] = ()
+    make_bench: str = "yes"  # run by `make bench`? "yes", "no", or the setting that adds it
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Other:
+    """A result a documentation page quotes that has no section of its own."""
+
+    data: str
+    commands: tuple[str, ...]
+    scripts: tuple[str, ...]
+    cited_by: tuple[str, ...]
+
+
+CLUSTERS = ("loaders_cluster.json", "loaders_cluster_200mbit.json")
+
+
+def _targets(d: dict) -> list[str]:
+    return t.targets(d["loaders.json"], d["training.json"],
+                     [d[n] for n in CLUSTERS if d.get(n)])
+
+
+def _loaders(d: dict) -> list[str]:
+    res = d["loaders.json"]
+    m = res["machine"]
+    lines = [f"{'Full' if res['full'] else 'Reduced'} grid on `{m['host']}` ({m['cpu']}, "
+             f"{m['cores']} cores shared with other jobs; load average {m['loadavg_start'][0]} "
+             f"at start, {m['loadavg_end'][0]} at end), Python {m['python']}, Open MPI 5 wheel; "
+             f"{res['steps']} measured steps x {res.get('repeats', 1)} interleaved rounds for "
+             "the store-based loaders, 1 round for the others; the same plans and seed for every "
+             "loader except PyG local."
+             + (t._merged_note(m["merged_with"]) if m.get("merged_with") else ""), ""]
+    lines += t.loader_tables(res)
+    same = {r["loader"]: r["same_batches"] for r in res["rows"] if r["same_batches"] is not None}
+    bad = sorted(k for k, v in same.items() if not v)
+    return lines + ["", "Same graphs at every step as MDLoader collective: "
+                    + ("all plan-driven loaders" if not bad else f"NOT for {', '.join(bad)}"),
+                    "", "Figures: `bench/loaders_hydragnn.png`, `bench/loaders_oc20.png`, "
+                    "`bench/loaders_memory.png`."]
+
+
+def _clusters(d: dict) -> list[str]:
+    out: list[str] = []
+    for n in CLUSTERS:
+        if d.get(n):
+            out += t.cluster_table(d[n]) + [""]
+    return out[:-1]
+
+
+def _fetch_cost(d: dict) -> list[str]:
+    return ["Before: the tree at b5124e3; after: the kept code (14c71fe); owners of a small step "
+            "from the index's vectorised lookup; batch 128 added.", ""] + t.fetch_cost_tables(
+        d["loaders_fetch_i21_before.json"], d["loaders_fetch_i21_after.json"],
+        (d["fetch_profile_i21_n2.json"], d["fetch_profile_i21_n4.json"]),
+        before_what="the tree before this round, b5124e3")
+
+
+def _gpu_rate(fig: str, page: str) -> Callable[[dict], list[str]]:
+    def body(d: dict) -> list[str]:
+        return gpu_rate.tables(next(iter(d.values()))) + [
+            "", f"Figure: `{fig}`; method and reading: {page}."]
+    return body
+
+
+def _groups(name: str) -> Callable[[dict], list[str]]:
+    def body(d: dict) -> list[str]:
+        g = d[name]
+        out = ["Every group size W x backend in interleaved rounds (more rounds for the "
+               "contenders while the score is unresolved), then `group_size: auto` with "
+               "`backend: auto` as users run it, for epochs until its online check has decided "
+               f"(its step median: the last epoch's). {g['note']}.", ""]
+        for run in g["runs"]:
+            out += [groups_bench.table(run) if "rounds" in run else run["table"], ""]
+        if g["runs"]:
+            out += [groups_bench.summary_text(groups_bench.summary(g["runs"])) + "."]
+        return out
+    return body
+
+
+def _loading(d: dict) -> list[str]:
+    g = d["groups_loading.json"]
+    return ["OC20-like slabs, W = 2 (two groups), load time of the store (slowest rank; median "
+            "over interleaved rounds, a job's first load left out as warm-up). "
+            f"{g['note']}.", "", groups_bench.loading_table(g["runs"])]
+
+
+def _training(d: dict) -> list[str]:
+    return t.training_table(d["training.json"]) + ["", "Figure: `bench/training.png`."]
+
+
+def _estimator(d: dict) -> list[str]:
+    est = d["estimator_accuracy.json"]
+    s = est["summary"]
+    m, o = s["model"], s["online"]
+    return [f"{s['configs']} configurations ({'quick' if est.get('quick') else 'full'} grid, "
+            f"{est.get('steps', '?')} steps a backend): the model alone picked the faster backend "
+            f"in {m['right_pick_fraction']:.1%}, regret geo-mean {m['regret_geomean']:.1%}, worst "
+            f"{m['regret_worst']:.0%}; with the online check (re-scored on the same "
+            f"measurements) {o['right_pick_fraction']:.0%}, regret geo-mean "
+            f"{o['regret_geomean']:.1%}, worst {o['regret_worst']:.0%}.", "",
+            "Figures: `bench/estimator_pred_vs_meas.png`, "
+            "`bench/estimator_crossover_perlmutter.png` (model output)."]
+
+
+def _estimator_cluster(d: dict) -> list[str]:
+    est = d["estimator_cluster.json"]
+    out = [f"{est['hosts']} emulated hosts, batch {est['batches']} a rank, {est['steps']} "
+           "measured steps a configuration; auto's pick at start (model) and after its online "
+           "check, against the backend measured faster.", "",
+           "| link | configs | model right | model regret geo / worst | online right | "
+           "online regret geo / worst |", "|---|---:|---:|---:|---:|---:|"]
+    for rate, s in est["summary"].items():
+        m, o = s["model"], s["online"]
+        out.append(f"| {rate} | {s['configs']} | {m['right_pick_fraction']:.0%} | "
+                   f"{m['regret_geomean']:+.1%} / {m['regret_worst']:+.0%} | "
+                   f"{o['right_pick_fraction']:.0%} | {o['regret_geomean']:+.1%} / "
+                   f"{o['regret_worst']:+.0%} |")
+    return out + ["", "Figure: `bench/estimator_cluster.png`."]
+
+
+def _backend_choice(d: dict) -> list[str]:
+    return backend_choice.results_section(d["backend_choice.json"]) + [
+        "", "Figure: `bench/backend_choice.png`."]
+
+
+def _scale(d: dict) -> list[str]:
+    return t.scale_table(d["scale_perlmutter.json"]) + [
+        "", "Figure: `bench/scale_perlmutter.png` (labelled MODEL OUTPUT)."]
+
+
+def _multi(d: dict) -> list[str]:
+    m = d["multi.json"]
+    out = [f"{m['ranks']} ranks, batch {m['batch']} a rank, files of {m['sizes']} graphs in one "
+           f"store against one file of {sum(m['sizes'])}; {m['steps']} steps x {m['rounds']} "
+           "interleaved rounds, fetch median of the slowest rank (target: within 10%).", "",
+           "| backend | 3 files ms | 1 file ms | ratio |", "|---|---:|---:|---:|"]
+    for b, r in m["backends"].items():
+        out.append(f"| {b} | {r['median_ms']['multi']:.3f} | {r['median_ms']['single']:.3f} | "
+                   f"{r['ratio']:.3f} |")
+    return out
+
+
+def _md(name: str) -> Callable[[dict], list[str]]:
+    """A Markdown file a script wrote under bench/results/, as it stands."""
+    def body(d: dict) -> list[str]:
+        return d[name].strip("\n").splitlines()
+    return body
+
+
+_SR = "bench/probes/scale_regression.py"
+_SR_TITLE = "Compact index and scalable order, before/after"
+
+SECTIONS: list[Section] = [
+    Section("Targets", ("make bench", "BENCH_CLUSTER=1 make bench"),
+            ("bench/loaders.py", "bench/training.py", "bench/report_tables.py"),
+            ("loaders.json", "training.json") + CLUSTERS, _targets),
+    Section("Loaders side by side, one host",
+            ("python bench/loaders.py --ranks 2,4,8 --steps 12 --repeats 3",),
+            ("bench/loaders.py", "bench/baselines.py", "bench/ddstore_real.py"),
+            ("loaders.json",), _loaders,
+            ("bench/loaders_hydragnn.png", "bench/loaders_oc20.png", "bench/loaders_memory.png")),
+    Section("Why targets are missed (read with the numbers above)",
+            ("python bench/loaders.py --ranks 2,4,8 --steps 12 --repeats 3",),
+            ("bench/report_tables.py",), ("loaders.json",), lambda d: list(t.NOTES)),
+    Section("Across hosts (emulated cluster)",
+            ("python bench/loaders.py --cluster 2x2@1gbit --steps 16 --repeats 3 "
+             "--out bench/results/loaders_cluster.json",
+             "python bench/loaders.py --cluster 2x2@200mbit --steps 16 --repeats 3 --profile "
+             "bench/results/profile-cluster-200mbit.json "
+             "--out bench/results/loaders_cluster_200mbit.json"),
+            ("bench/loaders.py",), CLUSTERS, _clusters, make_bench="BENCH_CLUSTER=1"),
+    Section("Fixed per-step cost: fetch against the real DDStore and the memcpy floor",
+            ("python bench/loaders.py --loaders onesided,auto,ddstore-real --batches "
+             "4,32,128,256 --steps 12 --repeats 2 --pss-every 3 "
+             "--out bench/results/loaders_fetch_i21_{before,after}.json",
+             "mpiexec -n {2,4} python -m mpi4py bench/probes/fetch_profile.py --between collate "
+             "--steps 15 --batches 32,128,256 --out bench/results/fetch_profile_i21_n{2,4}.json"),
+            ("bench/loaders.py", "bench/probes/fetch_profile.py"),
+            ("loaders_fetch_i21_after.json", "loaders_fetch_i21_before.json",
+             "fetch_profile_i21_n2.json", "fetch_profile_i21_n4.json"), _fetch_cost,
+            make_bench="no"),
+    Section("Keeping a GPU fed (trainer stand-in at GPU step rates, 2 shared cores)",
+            ("python bench/gpu_rate.py --steps 10 --repeats 1",), ("bench/gpu_rate.py",
+                                                                   "bench/gpu_feeders.py"),
+            ("gpu_rate.json",), _gpu_rate("bench/gpu_rate.png", "`docs/gpu-feeding.md`"),
+            ("bench/gpu_rate.png",)),
+    Section("Keeping a GPU fed, with a core a rank (16-core H200 node)",
+            ("python bench/gpu_rate.py --steps 50 --repeats 2 "
+             "--out bench/results/gpu_rate_h200.json --figure bench/gpu_rate_h200.png",),
+            ("bench/gpu_rate.py", "bench/gpu_feeders.py"), ("gpu_rate_h200.json",),
+            _gpu_rate("bench/gpu_rate_h200.png", "`docs/gpu-feeding.md`"),
+            ("bench/gpu_rate_h200.png",), make_bench="no"),
+    Section("HydraGNN on a GPU (one H200 node)",
+            ("bash tools/gpu_demo.sh",
+             "python bench/gpu_demo.py bench/results/gpu_demo_epochs.log --machine ... --date "
+             "2026-12-04"), ("tools/gpu_demo.sh", "bench/gpu_demo.py"), ("gpu_demo.json",),
+            lambda d: gpu_demo.table(d["gpu_demo.json"]),
+            make_bench="on a CUDA node"),
+    Section("Replica groups across hosts: the grid the estimator was developed on",
+            ("python bench/groups.py --rates 200mbit,1gbit --shapes 2x2,4x1 --kinds hydragnn,oc20 "
+             "--batches 4,32,256",), ("bench/groups.py", "bench/ties.py"), ("groups.json",),
+            _groups("groups.json"), make_bench="BENCH_CLUSTER=1"),
+    Section("Replica groups across hosts: held out (shapes and rates the estimator was not "
+            "developed on)",
+            ("python bench/groups.py --rates 300mbit,500mbit --shapes 3x2,4x1 --kinds "
+             "hydragnn,oc20 --batches 4,32,256 --out groups_heldout.json",),
+            ("bench/groups.py", "bench/ties.py"), ("groups_heldout.json",),
+            _groups("groups_heldout.json"), make_bench="no"),
+    Section("Replica groups: read once and copy, or every group reads",
+            ("python bench/groups.py --loading",), ("bench/groups.py",),
+            ("groups_loading.json",), _loading, make_bench="no"),
+    Section("Replica groups on paper: Perlmutter and Frontier, 64-2048 ranks (model output)",
+            ("python bench/groups_model.py",), ("bench/groups_model.py",),
+            ("groups_model.json",), lambda d: groups_model.table(d["groups_model.json"])),
+    Section("Training (HydraGNN)", ("python bench/training.py",), ("bench/training.py",),
+            ("training.json",), _training, ("bench/training.png",)),
+    Section("Backend choice on one host (estimator accuracy)",
+            ("python bench/estimator_accuracy.py",),
+            ("bench/estimator_accuracy.py", "bench/estimator_plots.py"),
+            ("estimator_accuracy.json",), _estimator,
+            ("bench/estimator_pred_vs_meas.png", "bench/estimator_crossover_perlmutter.png")),
+    Section("Backend choice across 2 emulated hosts (estimator accuracy)",
+            ("python bench/estimator_cluster.py",), ("bench/estimator_cluster.py",),
+            ("estimator_cluster.json",), _estimator_cluster, ("bench/estimator_cluster.png",),
+            make_bench="BENCH_CLUSTER=1"),
+    Section("Backend choice on varied clusters (tune half and held-out half)",
+            ("for c in 2x1@100mbit 2x2@1gbit 4x1@300mbit 3x1@500mbit 3x2@300mbit 2x3@100mbit; do "
+             "python bench/backend_choice.py --shapes $c --batches 1,16,256,512 --rounds 6 "
+             "--max-rounds 16 --seq-budget 150 --config-budget 60 --append; done",),
+            ("bench/backend_choice.py", "bench/choice_worker.py", "bench/ties.py"),
+            ("backend_choice.json",), _backend_choice, ("bench/backend_choice.png",),
+            make_bench="BENCH_CLUSTER=1"),
+    Section("Several data sets in one store", ("mpiexec -n 4 python -m mpi4py bench/probes/"
+                                               "multi.py --steps 15 --rounds 3",),
+            ("bench/probes/multi.py",), ("multi.json",), _multi, make_bench="no"),
+    Section("Scale on paper (model output)", ("python bench/scale.py",), ("bench/scale.py",),
+            ("scale_perlmutter.json",), _scale, ("bench/scale_perlmutter.png",)),
+    Section("Data-set scale: index and order per rank",
+            ("python bench/dataset_scale.py --samples 20000000",), ("bench/dataset_scale.py",),
+            ("dataset_scale.md", "dataset_scale.json"), _md("dataset_scale.md")),
+    Section(f"{_SR_TITLE}: loaders, training, per-step cost (first run; its loaders "
+            "table superseded by the same-harness re-run at b5124e3 below)",
+            ("python bench/scale_step.py",
+             f"python {_SR} --pre A.json,B.json --cur C.json,D.json --train-pre T.json "
+             "--train-cur U.json --step bench/results/scale_step.json"),
+            (_SR, "bench/scale_step.py"), ("scale_regression.md", "scale_regression.json"),
+            _md("scale_regression.md"), make_bench="no"),
+    Section(f"{_SR_TITLE}: the two 4-rank cells re-checked (older harness; superseded "
+            "by the re-checks at b5124e3 below)",
+            (f"python {_SR} --ab bench/results/scale_regression_ab",),
+            (_SR, "bench/probes/collective_step_cpu.py"),
+            ("scale_regression_ab.md", "scale_regression_ab.json"),
+            _md("scale_regression_ab.md"), make_bench="no"),
+    Section(f"{_SR_TITLE} at b5124e3: loaders, reduced grid, same harness",
+            (f"python {_SR} --pre bench/results/scale_regression_grid/pre_1.json,bench/results/"
+             "scale_regression_grid/pre_4.json --cur bench/results/scale_regression_grid/"
+             "cur_2.json,bench/results/scale_regression_grid/cur_3.json "
+             "--out bench/results/scale_regression_grid",), (_SR,),
+            ("scale_regression_grid.md", "scale_regression_grid.json"),
+            _md("scale_regression_grid.md"), make_bench="no"),
+    Section(f"{_SR_TITLE} at b5124e3: OC20, 4 ranks, batch 4",
+            (f"python {_SR} --ab bench/results/scale_regression_oc20_ab --title 'Before/after the "
+             "compact index at b5124e3: OC20, 4 ranks, batch 4, same harness' "
+             "--out bench/results/scale_regression_oc20",), (_SR,),
+            ("scale_regression_oc20_ab.md", "scale_regression_oc20_ab.json"),
+            _md("scale_regression_oc20_ab.md"), make_bench="no"),
+    Section(f"{_SR_TITLE} at b5124e3: molecules, 2 ranks, batch 32, collective",
+            (f"python {_SR} --ab bench/results/scale_regression_h2x32_ab --title 'Before/after the "
+             "compact index at b5124e3: hydragnn, 2 ranks, batch 32, collective, same harness' "
+             "--out bench/results/scale_regression_h2x32",), (_SR,),
+            ("scale_regression_h2x32_ab.md", "scale_regression_h2x32_ab.json"),
+            _md("scale_regression_h2x32_ab.md"), make_bench="no"),
+]
+
+OTHER_RESULTS: list[Other] = [
+    Other("backend_choice_auto_real.log", ("python bench/backend_choice.py --shapes 3x1@500mbit "
+                                           "--auto-real ...",),
+          ("bench/backend_choice.py",), ("docs/choosing-a-backend.md",)),
+    Other("coll_progress.json", ("python bench/probes/coll_progress.py",),
+          ("bench/probes/coll_progress.py",), ("docs/how-it-works.md",)),
+    Other("fetch_ab_i21.json", ("mpiexec -n 2 python -m mpi4py bench/probes/fetch_ab.py TREE OUT",),
+          ("bench/probes/fetch_ab.py",), ("docs/gpu-feeding.md",)),
+    Other("gpu_demo_epochs.log", ("bash tools/gpu_demo.sh",), ("tools/gpu_demo.sh",),
+          ("docs/gpu-feeding.md",)),
+    Other("gpu_rate_h200_process.log", ("python bench/gpu_rate.py --loaders "
+                                        "onesided-process,auto-process ...",),
+          ("bench/gpu_rate.py",), ("docs/gpu-feeding.md",)),
+    Other("gpu_rate_producer.json", ("python bench/gpu_rate.py --steps 100 --repeats 2 --out "
+                                     "bench/results/gpu_rate_producer.json",),
+          ("bench/gpu_rate.py",), ("docs/gpu-feeding.md",)),
+    Other("producer_cost_ab.json", ("python bench/probes/producer_cost.py --before 619021b "
+                                    "--rounds 4",),
+          ("bench/probes/producer_cost.py",), ("docs/gpu-feeding.md",)),
+    Other("producer_cost_ab_onejoin.json", ("python bench/probes/producer_cost.py --before HEAD~1 "
+                                            "--rounds 4",),
+          ("bench/probes/producer_cost.py",), ("docs/gpu-feeding.md",)),
+    Other("scale_step.json", ("python bench/scale_step.py",), ("bench/scale_step.py",),
+          ("bench/results/scale_regression.md",)),
+    Other("profile-*.json", ("mdloader calibrate (on each emulated cluster, by bench/groups.py, "
+                             "bench/backend_choice.py, bench/estimator_cluster.py)",),
+          ("bench/groups.py", "bench/backend_choice.py"),
+          ("the auto runs of the sections above (their inputs)",)),
+]
+
+#: scripts ``make bench`` (tools/bench.sh) runs; every other script of bench/ is a helper they
+#: import, and one-off probes (A/B of two trees, profiles) live in bench/probes/
+ENTRY_POINTS = ("loaders.py", "gpu_rate.py", "gpu_demo.py", "training.py", "scale.py",
+                "groups_model.py", "dataset_scale.py", "scale_step.py", "estimator_accuracy.py",
+                "estimator_cluster.py", "backend_choice.py", "groups.py", "report.py")
+HELPERS = ("baselines.py", "bench_plots.py", "choice_worker.py", "ddstore_real.py",
+           "estimator_plots.py", "gpu_feeders.py", "ties.py", "report_tables.py", "sections.py",
+           "figures.py")

@@ -1,0 +1,70 @@
+"""Stages 1-3: local record gathers (``memcpy``), the plan scan, hindexed datatypes."""
+
+from __future__ import annotations
+
+
+import numpy as np
+
+from ..fit import nnls_relative, positive
+from ..timing import Plan, max_array, max_over, median_time
+from ...backends.base import exclusive_cumsum, gather_local
+from .result import FLOOR_S, Result, bw_floor, fit_source, note_fit
+
+
+# -- 1. local copies -------------------------------------------------------------------------
+def measure_memcpy(world, plan: Plan, res: Result) -> None:
+    """Stage ``local``: gathering records on one rank, fitted into a cost a record
+    (``mem.t_sample``) and a memcpy bandwidth (``mem.bw``)."""
+    rng = np.random.default_rng(world.rank)
+    buf = np.full(8 << 20, 7, dtype=np.uint8)
+    rows = []
+    for m in plan.sizes:
+        for k in (1, 16, 64):
+            src = rng.integers(0, buf.size - m, size=k)
+            nb = np.full(k, m, dtype=np.int64)
+            out = np.empty(k * m, dtype=np.uint8)
+            dst = exclusive_cumsum(nb)
+            t = median_time(lambda: gather_local(buf, src, nb, out, dst), plan.reps,
+                             budget=plan.point_budget("memcpy", 3 * len(plan.sizes)))
+            rows.append((k, k * m, t))
+    k, b, y = map(np.array, zip(*rows))
+    y = max_array(world.comm, y)
+    fit = nnls_relative({"t_sample": k, "per_byte": b}, y, lower={"per_byte": bw_floor(b, y)})
+    res.set("mem.t_sample", positive(fit.coef["t_sample"], FLOOR_S), fit_source("memcpy", fit))
+    res.set("mem.bw", 1.0 / max(fit.coef["per_byte"] or 0.0, 1e-13), fit_source("memcpy", fit))
+    worst = fit.worst_row
+    note_fit(res, "memcpy", fit, f"{k[worst]} records of {b[worst] // max(k[worst], 1)} B")
+
+
+# -- 2. plan scan (collective backend) -------------------------------------------------------
+def measure_plan_scan(world, plan: Plan, res: Result) -> None:
+    """The collective backend's cost a plan id of scanning the global plan for its own ids."""
+    n = 200_000
+    ids = np.random.default_rng(1).permutation(n).reshape(-1, 1000)
+    lo, hi = n // 4, n // 2
+
+    def scan():
+        flat = ids.reshape(-1)
+        mask = (flat >= lo) & (flat < hi)
+        np.repeat(np.arange(ids.shape[0]), ids.shape[1])[mask]
+
+    t = max_over(world.comm, median_time(scan, plan.reps, budget=plan.point_budget("plan", 1)))
+    res.set("coll.t_plan_id", positive(t / n, 1e-10),
+            f"calibrate: scan of a {n}-id global plan, {t * 1e3:.2f} ms")
+
+
+# -- 3. datatypes ----------------------------------------------------------------------------
+def measure_dtype(world, plan: Plan, res: Result) -> None:
+    """The cost of building and committing an MPI indexed datatype, a block."""
+    from mpi4py import MPI
+
+    nb = [1000] * 16
+    displs = list(range(0, 16 * 4096, 4096))
+
+    def make():
+        MPI.BYTE.Create_hindexed(nb, displs).Commit().Free()
+
+    t = max_over(world.comm, median_time(make, plan.reps * 4,
+                                           budget=plan.point_budget("dtype", 1)))
+    res.set("os.t_dtype", positive(t, FLOOR_S), "calibrate: Create_hindexed + Commit + Free, "
+            "16 blocks, median")

@@ -1,0 +1,300 @@
+"""Deterministic global sampling: which sample ids every rank needs at every step.
+
+The dealing is the one ``torch.utils.data.DistributedSampler`` does for the same
+``(num_samples, world_size, seed, epoch, shuffle, drop_last)``: the epoch's permutation, padded
+by repeating its head (or truncated with ``drop_last``) to a multiple of the world size, and dealt
+round-robin (rank ``r`` takes positions ``r, r + P, r + 2P, ...``). Each rank's share is then cut
+into batches of ``batch_size`` (the last one may be short; every rank gets the same number of
+steps and the same batch sizes).
+
+The permutation is an :mod:`.order`: ``torch`` is DistributedSampler's own (``torch.randperm``
+seeded with ``seed + epoch``: the same ids in the same order, a list of ``N`` ids an epoch),
+``feistel`` a keyed bijection evaluated only at the positions a step needs (no list, no
+epoch-start cost; another sequence with the same guarantees), ``auto`` (default) ``torch`` up to
+4M samples and ``feistel`` above. A plan is computed from positions: step ``k`` of rank ``r``
+takes padded-list positions ``q = (k B + j) P + r``, i.e. permutation positions ``offset +
+q mod (N - offset)``, so a step costs ``P B`` order evaluations and nothing is materialised.
+
+Because the plan is a pure function of ``(seed, epoch, step)``, every rank knows what every other
+rank needs: the collective backend needs no request round, and any step can be replayed for a
+resume or for checking that two backends agree byte for byte. Resume state is
+``SamplerState(seed, epoch, step)`` plus the ``world_size``, ``batch_size``, ``offset`` and
+``order`` it was taken with (a state resumes only under the same order).
+
+Resuming on another number of ranks (or batch size). Round-robin dealing means the first ``k``
+steps of an epoch consume a *prefix* of the epoch's padded order: ``k * B * P`` entries. The
+padding repeats the order's head, so that prefix is the head ``perm[:offset]`` of the epoch's
+permutation with ``offset = min(k * B * P, N)`` (``drop_last``: ``min(k * B * P, P * (N // P))``).
+The rest of that epoch is then dealt exactly like a DistributedSampler epoch over the list
+``perm[offset:]`` on the new world size (padded by repeating its own head, or trimmed with
+``drop_last``): no sample already served comes back, every remaining one is served (repeats only
+as padding, fewer than the new world size), and later epochs are normal. The offset composes, so
+a resumed run can be resumed again on yet another size. Same world size and batch size: the
+original table is kept and the remaining batches are exactly those of an uninterrupted run.
+
+Several data sets (``mix``, :mod:`.sampling`): the epoch's list is the mix's expanded list (ids of
+small data sets repeated, of large ones cut, each repeat an entry of its own) in the order of a
+``DistributedSampler`` permutation of its positions, and everything above applies to that list:
+``num_samples`` is then the expanded epoch size, ``num_ids`` the store's sample count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .order import ListOrder, epoch_order, order_class, resolve
+
+PLAN_POSITIONS = 1 << 14  # plans are computed in runs of about this many ids (128 KiB)
+
+
+def plan_run_bytes(per_rank: int, world_size: int, batch_size: int) -> int:
+    """Bytes of the largest run of step plans a sampler keeps (``_plans_from``): the ids of
+    ``max(1, PLAN_POSITIONS // (P * b))`` steps for every rank, at most `per_rank` positions."""
+    span = max(1, PLAN_POSITIONS // (world_size * batch_size))
+    return 8 * world_size * min(span * batch_size, per_rank)
+
+
+@dataclass(frozen=True)
+class SamplerState:
+    """Where an iteration stands: the next step to serve is ``step`` of ``epoch``.
+
+    ``world_size`` and ``batch_size`` are those the steps were counted with (0: unknown, taken
+    to be the loader's own); ``offset`` is where this epoch's list starts in its permutation
+    (non-zero only in an epoch resumed on another world size, see the module doc)."""
+
+    seed: int
+    epoch: int
+    step: int
+    world_size: int = 0
+    batch_size: int = 0
+    offset: int = 0
+    order: str = ""  # the resolved order name ("" = unknown, taken to be the loader's)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SamplerState":
+        try:
+            extra = [int(d.get(k, 0)) for k in ("world_size", "batch_size", "offset")]
+            st = cls(int(d["seed"]), int(d["epoch"]), int(d["step"]), *extra,
+                     order=str(d.get("order", "") or ""))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"loader state must have integer seed, epoch, step; "
+                             f"got {d!r}") from exc
+        if min(st.epoch, st.step, st.world_size, st.batch_size, st.offset) < 0:
+            raise ValueError(f"loader state has negative entries: {d!r}")
+        return st
+
+
+def consumed_prefix(list_len: int, world_size: int, batch_size: int, step: int,
+                    drop_last: bool) -> int:
+    """Entries of an epoch's list (``perm[offset:]``, length `list_len`) consumed by its first
+    `step` steps on `world_size` ranks of `batch_size`: a prefix, because dealing is round robin
+    and padding repeats the head."""
+    served = list_len - list_len % world_size if drop_last else list_len
+    return min(step * batch_size * world_size, served)
+
+
+def resume_position(state: SamplerState, num_samples: int, world_size: int, batch_size: int,
+                    drop_last: bool) -> tuple[int, int]:
+    """``(offset, step)`` that continue `state` on `world_size` ranks with `batch_size`.
+
+    Same world size and batch size: the state as it is (the remaining batches are exactly those
+    of an uninterrupted run). Otherwise the consumed prefix becomes the new offset and the rest of
+    the epoch starts at step 0; a finished epoch becomes an empty one."""
+    p_old = state.world_size or world_size
+    b_old = state.batch_size or batch_size
+    if (p_old, b_old) == (world_size, batch_size):
+        return state.offset, state.step
+    list_len = num_samples - state.offset
+    per_rank = list_len // p_old if drop_last else -(-list_len // p_old)
+    if state.step >= -(-per_rank // b_old):
+        return num_samples, 0
+    return state.offset + consumed_prefix(list_len, p_old, b_old, state.step, drop_last), 0
+
+
+def epoch_permutation(num_samples: int, seed: int, epoch: int, shuffle: bool,
+                      order: str = "torch") -> np.ndarray:
+    """The whole permutation of one epoch (``torch``: DistributedSampler's). Materialises ``N``
+    ids: for tests and small data sets; the sampler itself never calls it."""
+    ordering = epoch_order(resolve(order, num_samples), num_samples, seed, epoch, shuffle)
+    return ordering.ids_at(np.arange(num_samples, dtype=np.int64))
+
+
+class GlobalSampler:
+    """Plans of all ranks for every step of every epoch.
+
+    Args:
+        num_samples: size of the data set (global).
+        world_size: number of ranks taking batches.
+        batch_size: samples per rank per step.
+        shuffle: shuffle each epoch (``seed + epoch``) or keep file order.
+        seed: base seed, the same on every rank.
+        drop_last: drop the tail that does not divide evenly among ranks (else pad by repeating
+            the head of the order, as DistributedSampler does).
+        order: ``"auto"``, ``"torch"`` or ``"feistel"`` (:mod:`.order`).
+        weights: optional per-sample cost (e.g. atoms). Each step's ids are then re-dealt among
+            the ranks so their summed weights are about equal (:func:`balance_plan`); the ids of
+            a step, and so of an epoch, do not change, only which rank takes which.
+        mix: a :class:`~mdloader_plugin.sampling.mixes.Mix` over the store's data sets (None: every
+            sample once an epoch).
+    """
+
+    def __init__(self, num_samples: int, world_size: int, batch_size: int, *,
+                 shuffle: bool = True, seed: int = 0, drop_last: bool = False,
+                 weights: np.ndarray | None = None, mix=None, order: str = "auto"):
+        if num_samples <= 0:
+            raise ValueError(f"the data set is empty (num_samples={num_samples})")
+        self.num_ids, self.mix = num_samples, mix
+        if mix is not None:
+            if mix.world_size not in (None, world_size):
+                raise ValueError(f"sampling {mix.name!r} was planned for {mix.world_size} ranks, "
+                                 f"not {world_size}")
+            num_samples = mix.size
+        if world_size <= 0:
+            raise ValueError(f"world_size must be >= 1, got {world_size}")
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if drop_last and num_samples < world_size:
+            raise ValueError(f"drop_last with {num_samples} samples on {world_size} ranks leaves "
+                             "no sample for some ranks; use fewer ranks or drop_last=False")
+        if mix is None:
+            self.order = resolve(order, num_samples)
+        elif order in ("auto", "torch"):
+            self.order = "torch"  # the mix's expanded list is kept whatever its size
+        else:
+            raise ValueError(f"order={order!r} with several data sets: their epoch list is "
+                             "expanded and kept (DistributedSampler's order of its positions); "
+                             "use order='torch' or 'auto'")
+        self.num_samples = num_samples
+        self.world_size = world_size
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.seed = seed
+        self.drop_last = drop_last
+        self.per_rank = self._per_rank(num_samples)
+        self._cache: tuple[int, object] | None = None  # (epoch, its order)
+        self._plans: tuple | None = None  # ((epoch, offset), first step, end step, ids)
+        if weights is not None:
+            weights = np.asarray(weights)
+            if weights.shape != (self.num_ids,):
+                raise ValueError(f"weights must have one entry per sample ({self.num_ids}), got "
+                                 f"shape {weights.shape}")
+        self.weights = weights
+        self.partial: tuple[int, int] | None = None  # (epoch, offset) of a resumed epoch
+
+    def _per_rank(self, n: int) -> int:
+        return n // self.world_size if self.drop_last else -(-n // self.world_size)
+
+    def resume_at(self, epoch: int, offset: int) -> None:
+        """Serve only ``perm[offset:]`` in `epoch` (the rest of an epoch begun elsewhere)."""
+        if not 0 <= offset <= self.num_samples:
+            raise ValueError(f"resume offset {offset} outside 0..{self.num_samples}")
+        self.partial = (int(epoch), int(offset)) if offset else None
+        self._cache = None
+
+    def offset_of(self, epoch: int) -> int:
+        return self.partial[1] if self.partial and self.partial[0] == epoch else 0
+
+    def per_rank_in(self, epoch: int) -> int:
+        return self._per_rank(self.num_samples - self.offset_of(epoch))
+
+    def steps_in(self, epoch: int) -> int:
+        """Steps of `epoch` (fewer in a resumed epoch)."""
+        return -(-self.per_rank_in(epoch) // self.batch_size)
+
+    @property
+    def total_size(self) -> int:
+        return self.per_rank * self.world_size
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return -(-self.per_rank // self.batch_size)
+
+    def batch_len(self, step: int, epoch: int | None = None) -> int:
+        per_rank = self.per_rank if epoch is None else self.per_rank_in(epoch)
+        return min(self.batch_size, per_rank - step * self.batch_size)
+
+    def epoch_order(self, epoch: int):
+        """The permutation of `epoch` (:mod:`.order`), made once an epoch."""
+        if self._cache is None or self._cache[0] != epoch:
+            self._cache = None  # the previous epoch's list goes before the next is made
+            self._cache = (epoch, ListOrder(self.mix.order(self.seed, epoch, self.shuffle))
+                           if self.mix is not None else
+                           epoch_order(self.order, self.num_samples, self.seed, epoch,
+                                       self.shuffle))
+        return self._cache[1]
+
+    @property
+    def order_bytes(self) -> int:
+        """Bytes an epoch's order holds on this rank (a ``torch`` list, or ~0), plus the run of
+        plans kept (:data:`PLAN_POSITIONS` ids at most)."""
+        plans = 0 if self._plans is None else int(self._plans[3].nbytes)
+        if self.mix is not None:  # the expanded list, int64
+            return self.num_samples * 8 + plans
+        return order_class(self.order, self.shuffle).bytes_for(self.num_samples) + plans
+
+    def ids_at(self, epoch: int, lo: int, hi: int, ranks=None) -> np.ndarray:
+        """``[world_size, hi - lo]`` ids at per-rank positions ``lo..hi-1`` of `epoch` (only the
+        rows of `ranks`, an int array, if given)."""
+        offset = self.offset_of(epoch)
+        rows = np.arange(self.world_size, dtype=np.int64) if ranks is None else \
+            np.asarray(ranks, dtype=np.int64)
+        q = np.arange(lo, hi, dtype=np.int64) * self.world_size
+        q = q[None, :] + rows[:, None]
+        return self.epoch_order(epoch).ids_at(offset + q % (self.num_samples - offset))
+
+    def epoch_table(self, epoch: int) -> np.ndarray:
+        """``[world_size, per_rank]`` sample ids: row ``r`` is rank ``r``'s order this epoch
+        (materialised: for tests and small data sets; steps use :meth:`plan`)."""
+        return self.ids_at(epoch, 0, self.per_rank_in(epoch))
+
+    def plan(self, epoch: int, step: int) -> np.ndarray:
+        """``[world_size, b]`` ids every rank takes at `step` of `epoch` (b = this step's size)."""
+        if not 0 <= step < self.steps_in(epoch):
+            raise IndexError(f"step {step} outside 0..{self.steps_in(epoch) - 1}")
+        first, table = self._plans_from(epoch, step)
+        lo = (step - first) * self.batch_size
+        plan = table[:, lo:lo + self.batch_len(step, epoch)]
+        return plan if self.weights is None else balance_plan(plan, self.weights)
+
+    def _plans_from(self, epoch: int, step: int) -> tuple[int, np.ndarray]:
+        """The ids of a run of steps holding `step`, computed together (an order evaluates
+        ~``PLAN_POSITIONS`` positions in about the time of a few: numpy's per-call cost and the
+        feistel order's cycle walk are paid once a run) and kept until a step outside it."""
+        key = (epoch, self.offset_of(epoch))
+        run = self._plans
+        if run is None or run[0] != key or not run[1] <= step < run[2]:
+            span = max(1, PLAN_POSITIONS // (self.world_size * self.batch_size))
+            first = step - step % span
+            last = min(first + span, self.steps_in(epoch))
+            hi = min(last * self.batch_size, self.per_rank_in(epoch))
+            run = (key, first, last, self.ids_at(epoch, first * self.batch_size, hi))
+            self._plans = run
+        return run[1], run[3]
+
+    def rank_indices(self, epoch: int, rank: int) -> np.ndarray:
+        """All ids rank `rank` takes in `epoch`, in order (DistributedSampler's ``__iter__``):
+        ``N / P`` evaluations of the order (with ``balance_weights`` every step's whole plan)."""
+        if self.weights is not None:
+            return np.concatenate([self.plan(epoch, s)[rank] for s in range(self.steps_in(epoch))])
+        return self.ids_at(epoch, 0, self.per_rank_in(epoch), [rank])[0]
+
+
+def balance_plan(plan: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Re-deal a step's ``[P, b]`` ids so every rank keeps ``b`` ids with about equal weight.
+
+    Heaviest first, dealt in serpentine rounds (ranks 0..P-1, then P-1..0, ...): every rank gets
+    one id a round, and each round's imbalance is at most the spread of that round's weights, so
+    the totals differ by at most about one sample's weight. Vectorised: O(Pb log Pb) a step.
+    """
+    ranks, b = plan.shape
+    if ranks == 1 or b == 0:
+        return plan
+    ids = plan.reshape(-1)
+    deal = ids[np.argsort(-weights[ids], kind="stable")].reshape(b, ranks)
+    deal[1::2] = deal[1::2, ::-1]
+    return np.ascontiguousarray(deal.T)

@@ -1,0 +1,12 @@
+"""The store: this rank's records in one buffer (``shard``), the global index (``index``,
+``shared_index``), the memory budget (``budget``) and replica copies (``replicate``).
+
+``mdloader_plugin.store`` was one module before the package was laid out in layers; its public
+names are still importable from here."""
+
+
+from .shard import (  # noqa: F401  (the package's face)
+    block_bounds, ShardStore, exclusive_offsets,
+)
+
+__all__ = ["block_bounds", "ShardStore", "exclusive_offsets"]

@@ -1,0 +1,195 @@
+"""The documentation builds strictly and covers the code: every public name, setting and command.
+
+One ``mkdocs build --strict`` (broken links and anchors, pages missing from the navigation,
+unresolved API references and docstring parameters that are not in the signature all fail it),
+then checks on the built HTML against the code's own tables, parsers and docstrings, so the
+documentation cannot drift from the code. The README is checked for length and live links.
+"""
+
+import html
+import re
+import subprocess
+import sys
+
+import pytest
+
+from mpirun import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import docs_hooks  # noqa: E402
+
+PKG = ROOT / "mdloader_plugin"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
+                        "--site-dir", str(out)], cwd=ROOT, capture_output=True, text=True,
+                       timeout=240)
+    assert r.returncode == 0, f"mkdocs build --strict failed:\n{r.stdout[-3000:]}{r.stderr[-6000:]}"
+    return out
+
+
+def page(site, rel: str) -> str:
+    """A built page's HTML, entities unescaped."""
+    return html.unescape((site / rel / "index.html").read_text())
+
+
+def api_markers() -> dict[str, list[str]]:
+    """``{api page: modules it documents}`` from the ``<!-- api: ... -->`` markers."""
+    out = {}
+    for md in sorted((ROOT / "docs" / "reference").glob("api-*.md")):
+        names = [n for m in docs_hooks.MARKER.finditer(md.read_text()) if m.group(1) == "api"
+                 for n in m.group(2).split()]
+        out[md.stem] = docs_hooks.api_modules(names)
+    return out
+
+
+def test_every_module_is_on_an_api_page():
+    on_pages = [m for mods in api_markers().values() for m in mods]
+    assert len(on_pages) == len(set(on_pages)), "a module is on two API pages"
+    wanted = [m for m in docs_hooks.package_modules() if not docs_hooks.API_EXCLUDE.match(m)]
+    missing = sorted(set(wanted) - set(on_pages))
+    assert not missing, (f"modules on no API page: {missing}; add them to an `<!-- api: ... -->` "
+                         "marker in docs/reference/api-*.md")
+
+
+def public_functions_and_classes(module):
+    """(name, griffe object) of a griffe module's public classes and functions."""
+    for name, obj in module.members.items():
+        if obj.is_alias and name not in (module.exports or ()):
+            continue
+        target = obj.final_target if obj.is_alias else obj
+        if target.kind.value in ("class", "function") and obj.is_public:
+            yield name, target
+
+
+def test_public_names_have_docstrings_and_api_entries(site):
+    import griffe
+
+    pkg = griffe.load("mdloader_plugin", search_paths=[str(ROOT)])
+    undocumented, absent = [], []
+    for stem, modules in api_markers().items():
+        text = page(site, f"reference/{stem}")
+        for modname in modules:
+            module = pkg if modname == "mdloader_plugin" else pkg[modname.split(".", 1)[1]]
+            if not (module.docstring and module.docstring.value.strip()):
+                undocumented.append(modname)
+            for name, obj in public_functions_and_classes(module):
+                if not (obj.docstring and obj.docstring.value.strip()):
+                    undocumented.append(f"{modname}.{name}")
+                elif f'id="{modname}.{name}"' not in text:
+                    absent.append(f"{modname}.{name} ({stem})")
+    assert not undocumented, f"public names without a docstring: {undocumented}"
+    assert not absent, f"documented public names missing from the API reference: {absent}"
+
+
+def test_config_reference_covers_every_setting(site):
+    text = page(site, "reference/configuration")
+    for table, rows in docs_hooks.config_rows().items():
+        assert rows, table
+        for name, _default, meaning in rows:
+            assert meaning.strip(), (f"{table}: {name!r} has no meaning; document it (an `Args:` "
+                                     "entry, an Option row or a `# comment` in the YAML group)")
+            assert f"<code>{name}</code>" in text, f"{table}: {name!r} not in the reference"
+
+
+def test_config_tables_are_what_the_code_uses():
+    from mdloader_plugin.core import options
+    from mdloader_plugin.integrations.hydragnn import config as hconfig
+
+    assert hconfig.MDLOADER_DEFAULTS == options.defaults(hconfig.MDLOADER_OPTIONS)
+    assert hconfig.HYDRAGNN_LOADER_DEFAULTS == options.defaults(hconfig.HYDRAGNN_LOADER_OPTIONS)
+    cfg = hconfig.normalise({"Dataset": {"path": "x.bp"}, "NeuralNetwork": {
+        "Architecture": {"model_type": "GIN", "hidden_dim": 4, "num_conv_layers": 1},
+        "Variables_of_interest": {"input_node_features": [0], "type": ["graph"]},
+        "Training": {"num_epoch": 1, "batch_size": 2, "Optimizer": {"learning_rate": 1e-3}}}})
+    assert set(cfg["mdloader"]) == {o.name for o in hconfig.MDLOADER_OPTIONS}
+    assert set(cfg["hydragnn_loader"]) == {o.name for o in hconfig.HYDRAGNN_LOADER_OPTIONS}
+    for opt in hconfig.TOP_LEVEL:
+        if opt.default is not None and "." not in opt.name and not isinstance(opt.default, dict):
+            assert cfg[opt.name] == opt.default, opt.name
+    # the fairchem group passes every one of its settings to both loaders
+    group = docs_hooks.FAIRCHEM_GROUP.read_text()
+    for key, _default, _meaning in docs_hooks.fairchem_group_rows():
+        if key != "name":
+            assert group.count(f"${{loader.{key}}}") == 2, f"loader.{key} is not passed on"
+
+
+def test_every_environment_variable_is_documented(site):
+    in_code = set()
+    for path in PKG.rglob("*.py"):
+        in_code |= set(re.findall(r"[\"'](MDLOADER_[A-Z][A-Z_]*[A-Z])[\"']", path.read_text()))
+    from mdloader_plugin.core import options
+
+    table = {o.name for o in options.ENV}
+    assert in_code <= table, (f"{sorted(in_code - table)}: read by the package but not in "
+                              "mdloader_plugin/core/options.py ENV")
+    with pytest.raises(KeyError):
+        options.env("MDLOADER_NOT_A_SETTING")
+    slurm = set()
+    for path in list((ROOT / "slurm").rglob("*.sh")) + list((ROOT / "slurm").glob("*.sbatch")):
+        slurm |= set(re.findall(r"\bMDLOADER_[A-Z][A-Z_]*[A-Z]\b", path.read_text()))
+    internal = {"MDLOADER_FAIRCHEM_RUN_DIR", "MDLOADER_LOG"}  # set by the recipes, not by users
+    text = page(site, "slurm") + page(site, "reference/configuration")
+    missing = sorted(v for v in slurm - internal if v not in text)
+    assert not missing, f"Slurm recipe variables not on the Slurm page: {missing}"
+
+
+def test_cli_reference_covers_every_command_and_option(site):
+    from mdloader_plugin.cli import COMMANDS
+
+    text = page(site, "reference/cli")
+    progs = [prog for prog, _ in docs_hooks.parsers()]
+    assert {p.split()[1] for p in progs[1:]} == set(COMMANDS)
+    for prog, parser in docs_hooks.parsers():
+        assert f"<code>{prog}</code>" in text, f"{prog} has no section"
+        for action in parser._actions:
+            for opt in action.option_strings:
+                assert opt in text, f"{prog} {opt} not in the CLI reference"
+
+
+def test_benchmark_figures_are_published(site):
+    text = page(site, "benchmarks")
+    assert "Training (HydraGNN)" in text  # bench/RESULTS.md included as it stands
+    for png in re.findall(r"`(bench/[\w.-]+\.png)`", (ROOT / "bench" / "RESULTS.md").read_text()):
+        assert (site / png).is_file(), png
+        assert png in text, f"{png} is not shown on the benchmarks page"
+
+
+def test_readme_is_short_and_its_links_resolve():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 150
+    assert "make demo" in text.split("\n\n", 3)[1] or "make demo" in text[:400]
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    assert any(link.startswith("docs/") for link in links)
+    for link in links:
+        if not re.match(r"https?://", link):
+            assert (ROOT / link).exists(), f"README links to a missing file: {link}"
+
+
+def test_reference_pages_read_on_github_are_up_to_date():
+    """docs/reference/*.md carry their generated text (tools/gen_reference.py), so they read
+    on GitHub as on the site; a committed page that differs from the code's tables, parsers or
+    docstrings fails here."""
+    import gen_reference
+
+    stale = [p.name for p in sorted(gen_reference.PAGES.glob("*.md"))
+             if gen_reference.page_text(p.read_text()) != p.read_text()]
+    assert not stale, f"{stale}: run `python tools/gen_reference.py` and commit the pages"
+    for p in gen_reference.PAGES.glob("*.md"):
+        text = p.read_text()
+        assert docs_hooks.END in text and "\n## " in text.split(docs_hooks.END)[0], p.name
+
+
+def test_user_docs_name_no_issue_numbers():
+    """README, docs/ and the results page they include speak to users: no tracker numbers."""
+    pat = re.compile(r"\b[Ii]ssues? \d+|(?<![\w/])#\d{1,3}\b")
+    hits = []
+    for path in [ROOT / "README.md", ROOT / "bench" / "RESULTS.md",
+                 *sorted((ROOT / "docs").rglob("*.md"))]:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if pat.search(line):
+                hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}")
+    assert not hits, "issue numbers in user docs:\n" + "\n".join(hits)

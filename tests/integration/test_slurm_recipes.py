@@ -1,0 +1,343 @@
+"""The batch recipes in slurm/: syntax and lint, dry runs of the Perlmutter/Frontier scripts, and
+the local HydraGNN recipe submitted to a real one-node Slurm (slurm/cluster/local-slurm.sh)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpirun import mpi_env
+
+ROOT = Path(__file__).resolve().parents[2]
+SLURM = ROOT / "slurm"
+CLUSTER = SLURM / "cluster" / "local-slurm.sh"
+SCRIPTS = sorted(SLURM.glob("*.sbatch")) + sorted((SLURM / "lib").glob("*.sh")) + [CLUSTER]
+SITES = {"perlmutter": (4, 32), "frontier": (8, 7)}  # GPUs (GCDs) a node, CPUs a task
+# rank i's cores: the NUMA domain (Perlmutter) / L3 region (Frontier) closest to GPU i
+CPU_BIND = {"perlmutter": "map_ldom:3,2,1,0",
+            "frontier": "mask_cpu:" + ",".join(hex(0x7F << c)
+                                               for c in (49, 57, 17, 25, 1, 9, 33, 41))}
+PLUGIN = {"perlmutter": "libnccl-net.so", "frontier": "librccl-net.so"}
+
+
+def _ids(path: Path) -> str:
+    return str(path.relative_to(SLURM))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=_ids)
+def test_bash_syntax(script):
+    proc = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+
+
+def _shellcheck() -> str:
+    found = shutil.which("shellcheck")
+    if found:
+        return found
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("shellcheck is not installed and cannot be (needs root and apt-get)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    apt = ["apt-get", "-o", "DPkg::Lock::Timeout=300", "-y", "-q"]
+    if subprocess.run(apt + ["install", "shellcheck"], env=env, capture_output=True,
+                      timeout=600).returncode != 0:
+        subprocess.run(apt + ["update"], env=env, capture_output=True, timeout=600)
+        subprocess.run(apt + ["install", "shellcheck"], env=env, capture_output=True, timeout=600)
+    return shutil.which("shellcheck") or pytest.skip("apt-get could not install shellcheck")
+
+
+def test_shellcheck_clean():
+    tool = _shellcheck()
+    proc = subprocess.run([tool, "-x", "-S", "warning", *map(str, SCRIPTS)], cwd=SLURM,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def dry_run(script: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """``MDLOADER_DRY_RUN=1 bash slurm/SCRIPT`` outside any Slurm job."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "MDLOADER_"))}
+    base.update(MDLOADER_DRY_RUN="1", MDLOADER_PROFILE_CACHE=str(tmp_path / "prof" / "p.json"))
+    base.update(env)
+    return subprocess.run(["bash", str(SLURM / script)], env=base, capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path)
+
+
+def commands(out: str) -> list[list[str]]:
+    """The printed command lines ("+ ..."), split as the shell would."""
+    return [shlex.split(ln[2:]) for ln in out.splitlines() if ln.startswith("+ ")]
+
+
+def flags(cmd: list[str]) -> dict[str, str]:
+    return dict(a[2:].split("=", 1) for a in cmd if a.startswith("--") and "=" in a)
+
+
+@pytest.mark.parametrize("framework", ["hydragnn", "fairchem"])
+@pytest.mark.parametrize("site", sorted(SITES))
+def test_site_dry_run_calibrates_once_then_trains_one_rank_a_gpu(tmp_path, site, framework):
+    gpus, cpus = SITES[site]
+    proc = dry_run(f"{site}-{framework}.sbatch", tmp_path, SLURM_JOB_NUM_NODES="3")
+    assert proc.returncode == 0, proc.stderr
+    cmds = commands(proc.stdout)
+    exports = {c[1] for c in cmds if c[0] == "export"}
+    assert {"MPICH_ASYNC_PROGRESS=1", "MPICH_MAX_THREAD_SAFETY=multiple",
+            "MPICH_GPU_SUPPORT_ENABLED=0"} <= exports
+    assert any(c[:2] == ["module", "load"] for c in cmds)
+    sruns = [c for c in cmds if c[0] == "srun"]
+    assert len(sruns) == 2, proc.stdout
+    calibrate, train = sruns
+    profile = str(tmp_path / "prof" / "p.json")
+    assert calibrate[-4:] == ["mdloader_plugin", "calibrate", "--out", profile]
+    assert flags(calibrate)["nodes"] == "2" and flags(calibrate)["ntasks"] == str(2 * gpus)
+    f = flags(train)
+    assert (f["nodes"], f["ntasks"], f["ntasks-per-node"]) == ("3", str(3 * gpus), str(gpus))
+    assert (f["cpus-per-task"], f["cpu-bind"]) == (str(cpus), CPU_BIND[site])
+    # every rank sees every GPU of its node: NVLink / xGMI peer-to-peer stays on for NCCL/RCCL
+    assert (f["gpus-per-node"], f["gpu-bind"]) == (str(gpus), "none")
+    assert not any(a.startswith("--gpus-per-task") for a in train + calibrate)
+    assert f["kill-on-bad-exit"] == "1" and flags(calibrate)["kill-on-bad-exit"] == "1"
+    tail = train[train.index("mdloader_plugin"):]
+    assert tail[:3] == ["mdloader_plugin", "train", framework]
+    assert any(a == "loader=mdloader" for a in tail)
+    assert any(a.endswith(f"profile={profile}") for a in tail)
+
+
+@pytest.mark.parametrize("site", sorted(SITES))
+def test_site_dry_run_baseline_skips_calibration(tmp_path, site):
+    proc = dry_run(f"{site}-hydragnn.sbatch", tmp_path, MDLOADER_LOADER="hydragnn",
+                   MDLOADER_NODES="2", MDLOADER_SET="NeuralNetwork.Training.num_epoch=1")
+    assert proc.returncode == 0, proc.stderr
+    sruns = [c for c in commands(proc.stdout) if c[0] == "srun"]
+    assert len(sruns) == 1
+    (train,) = sruns
+    assert flags(train)["ntasks"] == str(2 * SITES[site][0])
+    tail = train[train.index("train"):]
+    assert tail[tail.index("--config") + 1] == str(ROOT / f"recipes/hydragnn/perlmutter.yaml")
+    assert [tail[i + 1] for i, a in enumerate(tail) if a == "--set"] == [
+        "loader=hydragnn", f"run_name=hydragnn-{site}-dry-hydragnn",
+        "NeuralNetwork.Training.num_epoch=1"]
+
+
+def _site_env(site: str, tmp_path: Path) -> dict:
+    """A job's environment on `site`, its scratch folder under tmp_path."""
+    if site == "perlmutter":
+        return {"PSCRATCH": str(tmp_path / "pscratch"), "SLURM_JOB_NUM_NODES": "2",
+                "SLURM_JOB_ID": "42"}
+    return {"MEMBERWORK": str(tmp_path / "memberwork"), "SLURM_JOB_ACCOUNT": "ABC123",
+            "SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_ID": "42"}
+
+
+@pytest.mark.parametrize("site", sorted(SITES))
+def test_site_dry_run_prints_the_exact_srun_line_and_environment(tmp_path, site):
+    """The whole job as it would run, with the CCL plugin found: every exported variable and the
+    two srun lines, exactly; data, profile, logs and runs on the site's scratch."""
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / PLUGIN[site]).write_text("")
+    env = _site_env(site, tmp_path)
+    env.update(MDLOADER_CCL_PLUGIN_DIR=str(plugin), LD_LIBRARY_PATH="/opt/lib", PYTHONPATH="")
+    proc = dry_run(f"{site}-hydragnn.sbatch", tmp_path, MDLOADER_PROFILE_CACHE="", **env)
+    assert proc.returncode == 0, proc.stderr
+    print(proc.stdout)  # the exact lines, for a reader of the test log
+    gpus, cpus = SITES[site]
+    scratch = (tmp_path / "pscratch" / "mdloader" if site == "perlmutter"
+               else tmp_path / "memberwork" / "abc123" / "mdloader")
+    profile = scratch / f"{site}-profile.json"
+    ccl = {"perlmutter": ["NCCL_NET=AWS Libfabric", "NCCL_SOCKET_IFNAME=hsn", "NCCL_CROSS_NIC=1",
+                          "NCCL_NET_GDR_LEVEL=PHB", "FI_CXI_DISABLE_HOST_REGISTER=1",
+                          "FI_MR_CACHE_MONITOR=userfaultfd", "FI_CXI_DEFAULT_CQ_SIZE=131072"],
+           "frontier": ["NCCL_NET=AWS Libfabric", "NCCL_SOCKET_IFNAME=hsn0",
+                        "GLOO_SOCKET_IFNAME=hsn0", "NCCL_CROSS_NIC=1", "NCCL_NET_GDR_LEVEL=3",
+                        "FI_CXI_ATS=0", f"MIOPEN_USER_DB_PATH=/tmp/miopen-{os.environ.get('USER', 'mdloader')}",
+                        f"MIOPEN_CUSTOM_CACHE_DIR=/tmp/miopen-{os.environ.get('USER', 'mdloader')}"]}
+    srun = ["srun", "--kill-on-bad-exit=1", "--nodes={n}", f"--ntasks={{t}}",
+            f"--ntasks-per-node={gpus}", f"--cpus-per-task={cpus}",
+            f"--cpu-bind={CPU_BIND[site]}", f"--gpus-per-node={gpus}", "--gpu-bind=none",
+            str(ROOT / ".venv/bin/python"), "-m", "mpi4py", "-m", "mdloader_plugin"]
+
+    def launch(n):
+        return [a.format(n=n, t=n * gpus) for a in srun]
+
+    expected = [
+        ["module", "load", *({"perlmutter": "PrgEnv-gnu cray-mpich cudatoolkit "
+                                            "craype-accel-nvidia80 python nccl",
+                              "frontier": "PrgEnv-gnu cray-mpich rocm craype-accel-amd-gfx90a "
+                                          "cray-python"}[site].split())],
+        *[["export", kv] for kv in (
+            "MPICH_ASYNC_PROGRESS=1", "MPICH_MAX_THREAD_SAFETY=multiple",
+            "MPICH_OFI_NIC_POLICY=NUMA", "MPICH_GPU_SUPPORT_ENABLED=0",
+            "FI_CXI_RX_MATCH_MODE=hybrid", "OMP_NUM_THREADS=1", "PYTHONUNBUFFERED=1",
+            f"LD_LIBRARY_PATH={plugin}:/opt/lib", *ccl[site],
+            f"MDLOADER_DATA_DIR={scratch / 'data'}", f"PYTHONPATH={ROOT}")],
+        ["mkdir", "-p", str(scratch / "runs")],
+        ["cd", str(scratch / "runs")],
+        launch(2) + ["calibrate", "--out", str(profile)],
+        ["export", f"MDLOADER_PROFILE={profile}"],
+        launch(2) + ["train", "hydragnn", "--config", str(ROOT / "recipes/hydragnn/perlmutter.yaml"),
+                     "--set", "loader=mdloader", "--set", f"mdloader.profile={profile}",
+                     "--set", f"run_name=hydragnn-{site}-42-mdloader"],
+    ]
+    assert commands(proc.stdout) == expected
+    assert "warning" not in proc.stderr
+    assert f"{scratch / 'runs'}/logs/hydragnn-{site}-42-mdloader/run.log" in proc.stderr
+
+
+@pytest.mark.parametrize("site", sorted(SITES))
+def test_site_without_ccl_plugin_warns_and_leaves_nccl_net_unset(tmp_path, site):
+    proc = dry_run(f"{site}-fairchem.sbatch", tmp_path, LD_LIBRARY_PATH="",
+                   **_site_env(site, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    exports = [c[1] for c in commands(proc.stdout) if c[0] == "export"]
+    assert not any(e.startswith("NCCL_NET=") for e in exports)
+    assert f"warning: no {PLUGIN[site].split('.')[0]}*.so" in proc.stderr
+
+
+def test_cached_profile_is_reused(tmp_path):
+    cache = tmp_path / "prof" / "p.json"
+    cache.parent.mkdir()
+    cache.write_text("{}")
+    proc = dry_run("perlmutter-fairchem.sbatch", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    sruns = [c for c in commands(proc.stdout) if c[0] == "srun"]
+    assert len(sruns) == 1 and "calibrate" not in sruns[0]
+    assert f"loader.profile={cache}" in sruns[0]
+    assert "cached" in proc.stderr
+
+
+def test_unknown_loader_is_a_one_line_error(tmp_path):
+    proc = dry_run("frontier-fairchem.sbatch", tmp_path, MDLOADER_LOADER="torch")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        "mdloader-recipe: error: MDLOADER_LOADER=torch: choose mdloader or fairchem"]
+
+
+def test_local_dry_run_trains_both_loaders_then_compares(tmp_path):
+    proc = dry_run("local-hydragnn.sbatch", tmp_path, SLURM_NTASKS="4", SLURM_JOB_ID="77",
+                   MDLOADER_PROFILE_CACHE="")
+    assert proc.returncode == 0, proc.stderr
+    cmds = [c for c in commands(proc.stdout) if c[0] != "export"]
+    assert len(cmds) == 3
+    for cmd, loader in zip(cmds, ["mdloader", "hydragnn"]):
+        assert cmd[:4] == ["timeout", "1800", str(ROOT / ".venv/bin/mpiexec"), "-n"]
+        assert cmd[4] == "4" and cmd[-4:] == ["--set", f"loader={loader}", "--set",
+                                              f"run_name=hydragnn-77-{loader}"]
+    assert cmds[2][-3:] == ["compare-logs", "logs/hydragnn-77-hydragnn/run.log",
+                            "logs/hydragnn-77-mdloader/run.log"]
+
+
+# --- the real one-node Slurm ---------------------------------------------------------------
+
+def _train_registered() -> str | None:
+    """Why the HydraGNN driver cannot run here (None when it can)."""
+    from mdloader_plugin.cli import COMMANDS
+
+    if "train" not in COMMANDS:
+        return "`mdloader train` is not a registered command yet (cli COMMANDS)"
+    try:
+        import mdloader_plugin.integrations.hydragnn.driver  # noqa: F401
+    except ImportError as exc:
+        return f"the HydraGNN driver does not import ({exc})"
+    return None
+
+
+@pytest.fixture(scope="session")
+def local_slurm(tmp_path_factory):
+    """A one-node Slurm of our own (private dir and ports), stopped at teardown."""
+    if os.geteuid() != 0:
+        pytest.skip("the one-node Slurm runs its daemons as root (SlurmUser=root)")
+    if not shutil.which("slurmctld") and not shutil.which("apt-get"):
+        pytest.skip("Slurm is not installed and apt-get is not available to install it")
+    state = tmp_path_factory.mktemp("slurm")
+    env = {**os.environ, "MDLOADER_SLURM_DIR": str(state), "MDLOADER_SLURM_PORT": "6847"}
+    start = subprocess.run(["bash", str(CLUSTER), "start"], env=env, capture_output=True,
+                           text=True, timeout=900)
+    if start.returncode != 0:
+        subprocess.run(["bash", str(CLUSTER), "stop"], env=env, capture_output=True, timeout=120)
+        pytest.fail(f"local-slurm.sh start failed:\n{start.stderr}")
+    conf = re.search(r"^export SLURM_CONF=(\S+)$", start.stdout, re.M).group(1)
+    yield {**env, "SLURM_CONF": conf}
+    subprocess.run(["bash", str(CLUSTER), "stop"], env=env, capture_output=True, timeout=120)
+
+
+@pytest.fixture(scope="session")
+def small_hydragnn_file(tmp_path_factory):
+    from mdloader_plugin.sources import synth
+    from mdloader_plugin.sources.adios import write_graphs
+
+    graphs = list(synth.generate("hydragnn", 0, 0, 400))
+    path = tmp_path_factory.mktemp("slurmdata") / "demo.bp"
+    write_graphs(path, {"trainset": graphs[:320], "valset": graphs[320:360],
+                        "testset": graphs[360:]})
+    return path
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_local_hydragnn_recipe_on_real_slurm(request, tmp_path, small_hydragnn_file):
+    reason = _train_registered()
+    if reason:
+        pytest.skip(reason)
+    env = mpi_env(request.getfixturevalue("local_slurm"))
+    env.update(MDLOADER_WORKDIR=str(tmp_path), MDLOADER_TIMEOUT="1200",
+               MDLOADER_SET=f"Dataset.path={small_hydragnn_file} "
+                            "NeuralNetwork.Training.num_epoch=2")
+    out = tmp_path / "job.out"
+    proc = subprocess.run(["sbatch", "--wait", "-o", str(out), "slurm/local-hydragnn.sbatch"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1400)
+    job_log = out.read_text() if out.exists() else "(no job output)"
+    assert proc.returncode == 0, f"{proc.stdout}{proc.stderr}\n--- job output ---\n{job_log}"
+    job_id = re.search(r"Submitted batch job (\d+)", proc.stdout).group(1)
+
+    loaders = ("hydragnn", "mdloader")  # baseline first: speed-ups are against it
+    logs = [tmp_path / "logs" / f"hydragnn-{job_id}-{loader}" / "run.log" for loader in loaders]
+    from mdloader_plugin.core.epochlog import parse_epoch_lines
+
+    for log, loader in zip(logs, loaders):
+        recs = parse_epoch_lines(log.read_text().splitlines())
+        assert {r["loader"] for r in recs} == {loader}
+        assert sorted(r["epoch"] for r in recs) == [0, 1]
+        assert all(r["wall_s"] > 0 for r in recs)
+    assert "speed-up" in job_log  # the job ran compare-logs itself
+
+    png = tmp_path / "epochs.png"
+    cmp_ = subprocess.run([sys.executable, "-m", "mdloader_plugin", "compare-logs",
+                           *map(str, logs), "--plot", str(png)],
+                          capture_output=True, text=True, timeout=120)
+    assert cmp_.returncode == 0, cmp_.stderr
+    rows = [ln.split() for ln in cmp_.stdout.splitlines()[1:3]]
+    assert [r[:2] for r in rows] == [[f"hydragnn-{job_id}-{loader}", loader]
+                                     for loader in loaders]
+    assert rows[0][-1] == "1.00x" and rows[1][3] == "2" and rows[1][-1].endswith("x")
+    assert png.stat().st_size > 1000
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(600)
+def test_world_size_check_under_srun_with_the_wrong_mpi(request, tmp_path, small_hydragnn_file):
+    """The local recipe launched by ``srun`` while mpi4py loads the Open MPI wheel, which cannot
+    talk to Slurm's PMI: each task is a one-rank MPI job. Every rank stops at start with exit 2;
+    one line names the world size, SLURM_NTASKS and the likely cause; nothing trains."""
+    env = mpi_env(request.getfixturevalue("local_slurm"))
+    env.update(MDLOADER_WORKDIR=str(tmp_path), MDLOADER_TIMEOUT="300", MDLOADER_LAUNCHER="srun",
+               MDLOADER_LOADERS="mdloader", MDLOADER_SET=f"Dataset.path={small_hydragnn_file}")
+    env.pop("MPI4PY_LIBMPI", None)
+    out = tmp_path / "job.out"
+    proc = subprocess.run(["sbatch", "--wait", "-o", str(out), "slurm/local-hydragnn.sbatch"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=500)
+    job_log = out.read_text() if out.exists() else "(no job output)"
+    assert proc.returncode != 0, job_log
+    errors = [ln for ln in job_log.splitlines() if ln.startswith("mdloader: error:")]
+    assert errors == ["mdloader: error: MPI world size 1 but SLURM_NTASKS=4: the launcher started "
+                      "4 processes that MPI does not see as one job; mpi4py is likely built "
+                      "against another MPI (Open MPI v5.0.11) than the launcher's: rebuild it on "
+                      "the site's MPI (Cray: MPICC=\"cc -shared\" pip install --force-reinstall "
+                      "--no-binary=mpi4py mpi4py) or launch with that MPI's mpiexec "
+                      "(MDLOADER_LAUNCH_CHECK=0 skips this check)"], job_log
+    assert "Exited with exit code 2" in job_log
+    assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").rglob("run.log"))
