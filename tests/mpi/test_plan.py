@@ -35,8 +35,7 @@ def uneven_file(tmp_path_factory):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("backend", ["onesided", "collective"])
-@pytest.mark.parametrize("which", ["molecules", "slabs"])
+@pytest.mark.parametrize("which,backend", [("molecules", "onesided"), ("slabs", "collective")])
 def test_plan_matches_a_four_rank_run(which, backend, split_file, uneven_file):
     path = split_file if which == "molecules" else uneven_file
     r = mpirun(4, [ROOT / "tests" / "mpi_scripts" / "plan_memory.py", path, 8, backend],
