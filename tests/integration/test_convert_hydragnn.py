@@ -107,6 +107,7 @@ def _hydragnn_config(tmp_path, path) -> str:
 
 @pytest.mark.mpi
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_converted_file_trains_in_hydragnn(oc20_folders, tmp_path):
     _, out, _ = oc20_folders
     r = mdloader(2, ["train", "hydragnn", "--config", _hydragnn_config(tmp_path, out)],
@@ -120,6 +121,7 @@ def test_converted_file_trains_in_hydragnn(oc20_folders, tmp_path):
 
 @pytest.mark.mpi
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_converted_file_trains_in_the_fairchem_recipe(oc20_folders, tmp_path):
     _, out, _ = oc20_folders
     r = mdloader(2, ["train", "fairchem", "-c", str(ROOT / "recipes/fairchem/cpu.yaml"),

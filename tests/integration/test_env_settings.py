@@ -67,6 +67,7 @@ def test_bad_profile_is_one_line_on_every_rank(which, bad, split_file, tmp_path)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_train_hydragnn_uses_the_profile_variable(split_file, tmp_path):
     """The driver end to end: ``mdloader train hydragnn`` on the demo recipe logs the profile
     its cost model used."""

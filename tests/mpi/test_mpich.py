@@ -82,6 +82,7 @@ def test_killed_rank_ends_the_job(backend):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_hydragnn_trains_on_three_ranks(split_file, tmp_path):
     r = mdloader(3, ["train", "hydragnn", "--config", str(ROOT / "recipes/hydragnn/demo.yaml"),
                      "--set", f"Dataset.path={split_file}", "--set",
