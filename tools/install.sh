@@ -41,6 +41,14 @@ if [ -f "$H5_TAR" ]; then
 else
   echo "[install] no $H5_TAR: HydraGNN 5.0 not installed (its tests are skipped)"
 fi
+# The MPICH family (Cray MPICH's on Perlmutter and Frontier) beside the Open MPI wheel: the PyPI
+# mpich wheel in its own prefix, $VENV/mpich/{bin/mpiexec,lib/libmpi.so.12}; mpi4py loads it when
+# MPI4PY_LIBMPI points there (tests/mpirun.py, tests/test_mpich.py).
+if [ ! -e "$VENV/mpich/lib/libmpi.so.12" ]; then
+  echo "[install] mpich wheel into $VENV/mpich (the tests' second MPI family)"
+  $PIP install --no-deps --prefix "$VENV/mpich" \
+    "mpich==$(grep -i '^mpich==' requirements/lock.txt | cut -d= -f3)"
+fi
 # Open MPI wheel settings: oversubscribe 2 cores without flags; no UCX on this machine.
 etc="$VENV/etc"
 if [ -d "$etc" ]; then

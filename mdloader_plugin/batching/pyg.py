@@ -295,7 +295,12 @@ def _tensor(v0, arr: np.ndarray, cols: Columns, key: str, fresh: bool = True):
         return None
     if v0.dim() == 0:
         return t if t.shape == (cols.count,) else None
-    sizes, want, axis = cols.sizes[key], list(v0.shape), cat_axis(key, v0.dim())
+    want, axis = list(v0.shape), cat_axis(key, v0.dim())
+    sizes = cols.sizes.get(key)
+    if sizes is None:  # a key the transform adds (y_loc for a file without one): a row a graph
+        if want[axis] != 1:
+            return None
+        sizes = cols.sizes[key] = np.ones(cols.count, dtype=np.int64)  # this batch's Columns
     if len(want) != t.dim() or (fresh and int(sizes[0]) != want[axis]):
         return None
     want[axis] = int(sizes.sum())

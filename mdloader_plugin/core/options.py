@@ -113,6 +113,10 @@ ENV = (
     Option("MDLOADER_LOG_LEVEL", None,
            "Level of the `mdloader` logger (`DEBUG`, `INFO`, `WARNING`, ...); unset: `INFO` on "
            "rank 0, `WARNING` on the other ranks."),
+    Option("MDLOADER_LAUNCH_CHECK", "1",
+           "`0` skips the check, made by every MPI command at start, that the MPI world size "
+           "equals what the launcher started (`SLURM_NTASKS` under `srun`, the `mpiexec`'s own "
+           "count otherwise); a mismatch stops every process with exit 2."),
     Option("MDLOADER_CLUSTER_STATE", "/run/mdloader-cluster",
            "Folder where `mdloader cluster` keeps the state of emulated clusters."),
 )
