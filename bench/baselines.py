@@ -30,24 +30,7 @@ import numpy as np
 
 from mdloader_plugin.records import codec
 from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
-
-
-class PlanLoader:
-    """Base: a loader that serves ``plan[rank]`` of the shared global sampler."""
-
-    name = "base"
-
-    def __init__(self, sampler, rank: int):
-        self.sampler, self.rank = sampler, rank
-
-    def ids(self, epoch: int, step: int) -> np.ndarray:
-        return self.sampler.plan(epoch, step)[self.rank]
-
-    def step(self, epoch: int, step: int):
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Release resources (collective where the loader holds MPI objects)."""
+from plan_loader import PlanLoader
 
 
 class DDStoreStyle(PlanLoader):

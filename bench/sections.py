@@ -344,5 +344,5 @@ ENTRY_POINTS = ("loaders.py", "gpu_rate.py", "gpu_demo.py", "training.py", "scal
                 "groups_model.py", "dataset_scale.py", "scale_step.py", "estimator_accuracy.py",
                 "estimator_cluster.py", "backend_choice.py", "groups.py", "report.py")
 HELPERS = ("baselines.py", "bench_plots.py", "choice_worker.py", "ddstore_real.py",
-           "estimator_plots.py", "gpu_feeders.py", "ties.py", "report_tables.py", "sections.py",
-           "figures.py")
+           "estimator_plots.py", "gpu_feeders.py", "plan_loader.py", "ties.py", "report_tables.py",
+           "sections.py", "figures.py")
