@@ -1,4 +1,5 @@
-"""core/errors: the user-error classes and their exit code; internal errors ask for a report."""
+"""core/errors (tests/unit/core/test_core_errors.py: a unique basename beside sources/test_errors.py): the
+user-error classes and their exit code; internal errors ask for a report."""
 
 import pytest
 
