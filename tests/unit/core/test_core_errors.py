@@ -1,5 +1,6 @@
-"""core/errors (tests/unit/core/test_core_errors.py: a unique basename beside sources/test_errors.py): the
-user-error classes and their exit code; internal errors ask for a report."""
+"""core/errors: the user-error classes and their exit code; internal errors ask for a report.
+
+(Named test_core_errors.py: pytest needs a basename unique beside sources/test_errors.py.)"""
 
 import pytest
 
