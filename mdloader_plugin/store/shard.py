@@ -70,7 +70,7 @@ class ShardStore:
     group: object = None
     _readers: int = 0
     index: object = None
-    _closed: bool = False
+    _closed: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self):
         if self.index is None:
