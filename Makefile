@@ -12,7 +12,7 @@ export OMPI_MCA_osc := ^ucx
 export OMP_NUM_THREADS ?= 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install demo test test-fast bench docs clean
+.PHONY: install demo test test-fast bench bench-gil docs clean
 install: $(STAMP)
 
 $(STAMP): pyproject.toml requirements/lock.txt tools/install.sh
@@ -29,6 +29,10 @@ test-fast: install
 
 bench: install
 	bash tools/bench.sh
+
+# The GIL-free producer's targets alone (producer CPU a step, data-wait at 1-2 ms; bench/RESULTS.md).
+bench-gil: install
+	$(PY) bench/gil_free.py
 
 # The documentation site into site/ (strict: a broken link or reference fails; make test builds it too).
 docs: install

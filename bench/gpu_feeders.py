@@ -5,8 +5,8 @@ Each ``make(name, ...)`` returns ``(iterator, close)``: the iterator yields PyG 
 (collective where it holds MPI objects).
 
 - ``collective``, ``onesided``, ``auto``: MDLoader, prefetch 2 (its producer thread runs ahead
-  while the trainer computes); ``onesided-process``, ``auto-process``: the same with
-  ``producer="process"`` (batches built in a helper process, :mod:`mdloader_plugin.batching.process`).
+  while the trainer computes). (``onesided-process``/``auto-process``, the removed helper-process
+  producer, are rows of older results only.)
 - ``pyg-nw0``, ``pyg-nw2``: PyG ``DataLoader`` over this rank's own block held in memory as a list
   of ``Data`` (no communication, local shuffle), ``num_workers`` 0 and 2 (forked workers,
   persistent, prefetch factor 2).
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import itertools
 
-MDL = ("collective", "onesided", "auto", "onesided-process", "auto-process")
-LOADERS = MDL + ("pyg-nw0", "pyg-nw2", "hydragnn", "hydragnn-preload", "ddstore-real")
+MDL = ("collective", "onesided", "auto")
+LOADERS = MDL + ("onesided-process", "auto-process", "pyg-nw0", "pyg-nw2", "hydragnn", "hydragnn-preload", "ddstore-real")
 
 
 def make(name: str, store, path: str, world, batch: int, local_samples: list):
@@ -41,9 +41,8 @@ def make(name: str, store, path: str, world, batch: int, local_samples: list):
 def _mdl(name: str, store, batch: int):
     from mdloader_plugin.loader.loader import MDLoader
 
-    backend, _, producer = name.partition("-")
-    loader = MDLoader(store, batch_size=batch, shuffle=True, seed=0, backend=backend, prefetch=2,
-                      name=f"gpu-{name}", producer=producer or "thread")
+    loader = MDLoader(store, batch_size=batch, shuffle=True, seed=0, backend=name, prefetch=2,
+                      name=f"gpu-{name}")
 
     def stream():
         for epoch in itertools.count():

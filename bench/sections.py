@@ -18,6 +18,7 @@ from typing import Callable
 
 import backend_choice
 import gpu_demo
+import gil_free
 import gpu_rate
 import groups as groups_bench
 import groups_model
@@ -220,6 +221,19 @@ SECTIONS: list[Section] = [
                                                                    "bench/gpu_feeders.py"),
             ("gpu_rate.json",), _gpu_rate("bench/gpu_rate.png", "`docs/gpu-feeding.md`"),
             ("bench/gpu_rate.png",)),
+    Section("A producer that does not need the trainer's GIL (compiled kernels)",
+            ("python bench/gil_free.py --steps 200 --repeats 2 --rounds 3 --ranks 1,2",
+             "git worktree add /tmp/t 12a65ad && PYTHONPATH=/tmp/t python /tmp/t/bench/"
+             "producer_cost.py --producer process --kernels auto --rounds 1 --steps 100 "
+             "--out bench/results/producer_cost_process.json"),
+            ("bench/gil_free.py", "bench/probes/producer_cost.py", "bench/gpu_rate.py"),
+            ("producer_cost.json", "gpu_rate_gilfree.json", "gpu_rate_gilfree_numpy.json",
+             "producer_cost_process.json"),
+            lambda d: gil_free.tables(d["producer_cost.json"], d.get("gpu_rate_gilfree.json"),
+                                      d.get("gpu_rate_gilfree_numpy.json"),
+                                      d.get("producer_cost_process.json"))
+            + ["Method and reading: `docs/gil-free-batches.md`."],
+            ("bench/gpu_rate_gilfree.png", "bench/gpu_rate_gilfree_numpy.png")),
     Section("Keeping a GPU fed, with a core a rank (16-core H200 node)",
             ("python bench/gpu_rate.py --steps 50 --repeats 2 "
              "--out bench/results/gpu_rate_h200.json --figure bench/gpu_rate_h200.png",),
@@ -340,7 +354,7 @@ OTHER_RESULTS: list[Other] = [
 
 #: scripts ``make bench`` (tools/bench.sh) runs; every other script of bench/ is a helper they
 #: import, and one-off probes (A/B of two trees, profiles) live in bench/probes/
-ENTRY_POINTS = ("loaders.py", "gpu_rate.py", "gpu_demo.py", "training.py", "scale.py",
+ENTRY_POINTS = ("loaders.py", "gpu_rate.py", "gil_free.py", "gpu_demo.py", "training.py", "scale.py",
                 "groups_model.py", "dataset_scale.py", "scale_step.py", "estimator_accuracy.py",
                 "estimator_cluster.py", "backend_choice.py", "groups.py", "report.py")
 HELPERS = ("baselines.py", "bench_plots.py", "choice_worker.py", "ddstore_real.py",

@@ -38,7 +38,6 @@ ALIASES: dict[str, str] = {
     "replicate": "store.replicate",
     "index": "store.index",
     "shared_index": "store.shared_index",
-    "collate_process": "batching.process",
     "device": "batching.device",
     "check": "loader.verify",
     "placement": "loader.open",

@@ -12,7 +12,17 @@ _ROOT = Path(__file__).resolve().parents[1]
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(_ROOT), str(_ROOT / "tests"), os.environ.get("PYTHONPATH", "")) if p)
 
+import mpirun  # noqa: E402
 from mpirun import mpi_env  # noqa: E402
+
+
+def pytest_addoption(parser):
+    parser.addoption("--mpi-family", choices=mpirun.FAMILIES, default="openmpi",
+                     help="MPI the ranks of tests/mpirun.py launches run under by default")
+
+
+def pytest_configure(config):
+    mpirun.DEFAULT_FAMILY = config.getoption("--mpi-family")
 
 
 @pytest.fixture(scope="session")

@@ -28,6 +28,8 @@ fi
 echo "== GPU-rate consumer (trainer stand-in at 2-20 ms steps)"
 if [[ "${BENCH_FULL:-0}" == 1 ]]; then "$PY" bench/gpu_rate.py --steps 150 --repeats 3
 else "$PY" bench/gpu_rate.py --steps 40 --repeats 1; fi
+echo "== GIL-free producer: CPU a step (GIL-held/free), data-wait at 1-2 ms, kernels vs numpy"
+"$PY" bench/gil_free.py --no-report
 if "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"; then
   echo "== HydraGNN demo on this node's GPU (host batches, device: auto pinned and not; 1 and 2 ranks)"
   OUT=run/gpu-demo bash tools/gpu_demo.sh && "$PY" bench/gpu_demo.py run/gpu-demo/epochs.log \

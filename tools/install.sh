@@ -12,6 +12,10 @@ echo "[install] torch 2.13.0 (CPU wheel)"
 $PIP install torch==2.13.0
 echo "[install] MDLoader with MPI wheel, converters, HydraGNN and fairchem needs, test and docs tools (pinned)"
 $PIP install -c requirements/lock.txt -e ".[wheels-mpi,convert,hydragnn,fairchem,test,docs]"
+# The compiled batch kernels (mdloader_plugin/records/_kernels.c; setup.py, optional): built in
+# place so the editable install finds them; without a C compiler MDLoader builds batches with numpy.
+"$VENV/bin/python" setup.py -q build_ext --inplace >/dev/null 2>&1 && echo "[install] compiled batch kernels built" ||
+  echo "[install] warning: compiled batch kernels not built (no C compiler?): batches are built with numpy"
 # hydragnn 3.0 (the only PyPI release) declares pickle5 (does not build on Python 3.11, never
 # imported) and torch-scatter (source build, not needed by the models we train): install its code
 # without those declared dependencies; its real needs come from the 'hydragnn' extra above.
@@ -36,6 +40,14 @@ if [ -f "$H5_TAR" ]; then
   $PIP install "vesin==$(grep -i '^vesin==' requirements/lock.txt | cut -d= -f3)"
 else
   echo "[install] no $H5_TAR: HydraGNN 5.0 not installed (its tests are skipped)"
+fi
+# The MPICH family (Cray MPICH's on Perlmutter and Frontier) beside the Open MPI wheel: the PyPI
+# mpich wheel in its own prefix, $VENV/mpich/{bin/mpiexec,lib/libmpi.so.12}; mpi4py loads it when
+# MPI4PY_LIBMPI points there (tests/mpirun.py, tests/test_mpich.py).
+if [ ! -e "$VENV/mpich/lib/libmpi.so.12" ]; then
+  echo "[install] mpich wheel into $VENV/mpich (the tests' second MPI family)"
+  $PIP install --no-deps --prefix "$VENV/mpich" \
+    "mpich==$(grep -i '^mpich==' requirements/lock.txt | cut -d= -f3)"
 fi
 # Open MPI wheel settings: oversubscribe 2 cores without flags; no UCX on this machine.
 etc="$VENV/etc"

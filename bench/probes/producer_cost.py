@@ -1,16 +1,23 @@
-"""MDLoader's per-step CPU cost, and the same measured before/after a change in one job.
+"""MDLoader's per-step CPU cost, GIL-held and GIL-free apart, and a before/after A/B.
 
 The producer's work a step (plan, fetch, column-wise batch) is timed inline (``prefetch=0``, one
 rank) in *CPU time of the thread* (``time.thread_time``), which other processes on a shared,
 loaded machine barely move, unlike wall time. That CPU time a step is what a rank's loader needs
 from its core: with a trainer whose Python part holds the GIL for ``g`` ms of a ``s`` ms step on
-the same core, the producer keeps up only while its cost stays under ``s - g``.
+the same core, the producer keeps up only while its cost stays under ``s - g``. The thread CPU
+time spent inside the compiled kernels (:mod:`mdloader_plugin.records.kernels`, which release
+the GIL) is summed apart: *GIL-free*; the rest of the step is *GIL-held* (what competes with the
+trainer's Python). ``--kernels auto,off`` measures the compiled path and the numpy fallback,
+alternated round by round (one subprocess a round and setting), and writes
+``bench/results/producer_cost.json`` (``--out``).
 
     python bench/producer_cost.py [--cases hydragnn:32,hydragnn:128,oc20:8,oc20:32] [--steps 200]
+        [--kernels auto,off] [--rounds 3]
     python bench/producer_cost.py --before REV [--rounds 5]   # A/B: REV's tree vs this one,
                                                               # alternated round by round
-    python bench/producer_cost.py --producer process  # CPU a step left in the trainer's process
-                                                      # (and the helper's own, reported apart)
+    python bench/producer_cost.py --producer process  # the helper-process producer (removed
+        # since: this measures it in a tree that still has it, PYTHONPATH=that tree): CPU a step
+        # left in the trainer's process, and the helper's own, reported apart
 """
 
 from __future__ import annotations
@@ -36,18 +43,24 @@ def _proc_cpu(pid: int) -> float:
 
 
 def measure(path: str, batch: int, steps: int, producer: str = "thread") -> float:
-    """Median over rounds of CPU ms a step (after one warm-up epoch) in the loader's thread;
-    with the process producer the helper's CPU ms a step is kept in ``HELPER_MS``."""
+    """Median over epochs of CPU ms a step (after one warm-up epoch) in the loader's thread;
+    with the process producer the helper's CPU ms a step is kept in ``HELPER_MS``, and the
+    kernels' (GIL-free) CPU ms a step in ``FREE_MS``."""
     import numpy as np
     import torch
     import torch_geometric.data  # noqa: F401  (imported by any trainer)
 
     from mdloader_plugin.loader.loader import MDLoader
     from mdloader_plugin.store.shard import ShardStore
+    try:
+        from mdloader_plugin.records import kernels
+    except ImportError:  # an older tree (A/B): no kernels
+        kernels = None
 
     torch.set_num_threads(1)
+    timed = kernels.timed() if kernels is not None else None
     store = ShardStore.from_file(None, path)
-    per, helper = [], []
+    per, helper, free = [], [], []
     kw = {} if producer == "thread" else {"producer": producer}  # older trees lack the argument
     with MDLoader(store, batch_size=batch, backend="onesided", prefetch=0, **kw) as ld:
         pid = ld._helper.proc.pid if getattr(ld, "_helper", None) is not None else None
@@ -56,20 +69,71 @@ def measure(path: str, batch: int, steps: int, producer: str = "thread") -> floa
             ld.set_epoch(epoch)
             t0, n = time.thread_time(), 0
             h0 = _proc_cpu(pid) if pid else 0.0
+            f0 = timed.cpu_s if timed is not None else 0.0
             for _ in ld:
                 n += 1
             if done >= 0:
                 per.append((time.thread_time() - t0) / n)
+                free.append(((timed.cpu_s if timed is not None else 0.0) - f0) / n)
                 if pid:
                     helper.append((_proc_cpu(pid) - h0) / n)
             done += n
             epoch += 1
     store.close()
     HELPER_MS[path, batch] = float(np.median(helper)) * 1e3 if helper else None
+    FREE_MS[path, batch] = float(np.median(free)) * 1e3
     return float(np.median(per)) * 1e3
 
 
 HELPER_MS: dict = {}
+FREE_MS: dict = {}
+
+
+def split_rounds(cases: str, steps: int, rounds: int, graphs: dict, settings: list[str],
+                 producer: str = "thread") -> dict:
+    """``MDLOADER_KERNELS`` = each of `settings`, one subprocess a round and setting,
+    alternated; per case and setting the medians over rounds of total, GIL-free and GIL-held
+    CPU ms a step."""
+    import numpy as np
+
+    runs: dict = {s: [] for s in settings}
+    for r in range(rounds):
+        for s in (settings if r % 2 == 0 else settings[::-1]):
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--cases", cases, "--steps",
+                   str(steps), "--json", "--graphs", json.dumps(graphs), "--producer", producer]
+            env = {**os.environ, "MDLOADER_KERNELS": s, "PYTHONPATH": str(ROOT)}
+            res = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
+            if res.returncode:
+                raise SystemExit(f"producer_cost round {r} ({s}) failed:\n{res.stderr[-2000:]}")
+            runs[s].append(json.loads(res.stdout.splitlines()[-1]))
+    out = {}
+    for s, rs in runs.items():
+        for c in cases.split(","):
+            total = float(np.median([x[c]["total_ms"] for x in rs]))
+            free = float(np.median([x[c]["free_ms"] for x in rs]))
+            out.setdefault(c, {})[s] = {
+                "total_ms": total, "gil_free_ms": free,
+                "gil_held_ms": float(np.median([x[c]["total_ms"] - x[c]["free_ms"] for x in rs])),
+                "helper_ms": rs[0][c].get("helper_ms"), "rounds": [x[c] for x in rs]}
+    return out
+
+
+def tables(res: dict) -> list[str]:
+    """Markdown for bench/RESULTS.md."""
+    m, rows = res["machine"], res["cases"]
+    out = [f"One rank, inline producer (`prefetch=0`), {res['steps']} steps a round, median of "
+           f"{res['rounds']} alternated rounds; thread CPU time (robust to other jobs' load; "
+           f"load average {m['loadavg_start'][0]} at start, {m['loadavg_end'][0]} at end, "
+           f"{m['cores']} cores, {m['date']}). GIL-free: inside the compiled kernels; GIL-held: "
+           "the rest of the step (target <= 0.25 ms).", "",
+           "| case | kernels | CPU ms a step | GIL-held ms | GIL-free ms | GIL-held <= 0.25 ms |",
+           "|---|---|---:|---:|---:|---|"]
+    for c, by in rows.items():
+        for s, v in by.items():
+            ok = "yes" if v["gil_held_ms"] <= 0.25 else "**missed**"
+            out.append(f"| {c} | {s} | {v['total_ms']:.3f} | {v['gil_held_ms']:.3f} | "
+                       f"{v['gil_free_ms']:.3f} | {ok} |")
+    return out
 
 
 def ab(before: str, cases: str, steps: int, rounds: int, graphs: dict) -> dict:
@@ -99,6 +163,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--graphs", default='{"hydragnn": 4096, "oc20": 1024}')
     ap.add_argument("--producer", default="thread", choices=("thread", "process"))
+    ap.add_argument("--kernels", help="MDLOADER_KERNELS settings to alternate, e.g. auto,off "
+                    "(writes --out, default bench/results/producer_cost.json)")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out")
     a = ap.parse_args()
@@ -113,7 +179,8 @@ def main() -> None:
         res = ab(a.before, a.cases, a.steps, a.rounds, graphs)
         import numpy as np
 
-        summary = {c: {k: float(np.median([r[c] for r in res[k]])) for k in res}
+        summary = {c: {k: float(np.median([r[c]["total_ms"] if isinstance(r[c], dict) else r[c]
+                                           for r in res[k]])) for k in res}
                    for c in a.cases.split(",")}
         for c, v in summary.items():
             print(f"{c:14s} before {v['before']:.3f} ms  after {v['after']:.3f} ms  "
@@ -123,16 +190,35 @@ def main() -> None:
                                                "steps": a.steps, "runs": res,
                                                "median_ms": summary}, indent=1))
         return
+    if a.kernels:
+        sys.path.insert(0, str(HERE))
+        import loaders as lb
+
+        lb.DATASETS.update(graphs)
+        lb.make_data(sorted(graphs))
+        info = lb.machine()
+        cases = split_rounds(a.cases, a.steps, a.rounds, graphs, a.kernels.split(","),
+                             a.producer)
+        info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+        res = {"machine": info, "steps": a.steps, "rounds": a.rounds, "producer": a.producer,
+               "graphs": graphs, "cases": cases}
+        out = Path(a.out or lb.RESULTS / f"producer_cost{'' if a.producer == 'thread' else '_' + a.producer}.json")
+        out.write_text(json.dumps(res, indent=1))
+        print("\n".join(tables(res)))
+        print(f"wrote {out}")
+        return
     res = {}
     for case in a.cases.split(","):
         ds, b = case.split(":")
         path = str(work / f"{ds}-{graphs[ds]}.bp")
-        res[case] = measure(path, int(b), a.steps, a.producer)
+        total = measure(path, int(b), a.steps, a.producer)
         helper = HELPER_MS.get((path, int(b)))
+        res[case] = {"total_ms": total, "free_ms": FREE_MS[path, int(b)], "helper_ms": helper}
         if not a.json:
-            print(f"{case:14s} {res[case]:.3f} ms CPU a step in the loader's thread"
+            print(f"{case:14s} {total:.3f} ms CPU a step in the loader's thread (GIL-free "
+                  f"{res[case]['free_ms']:.3f} ms)"
                   + (f", helper process {helper:.3f} ms" if helper is not None else
-                     f" ({int(b) / res[case] * 1e3:.0f} samples/s on one free core)"))
+                     f" ({int(b) / total * 1e3:.0f} samples/s on one free core)"))
     if a.json:
         print(json.dumps(res))
 

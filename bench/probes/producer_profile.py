@@ -24,10 +24,10 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 
 def profiled_producer(prof: cProfile.Profile):
-    """Patch ``_Producer._run`` so the thread runs under ``prof``."""
-    from mdloader_plugin import loader as ld
+    """Patch ``Producer._run`` so the thread runs under ``prof``."""
+    from mdloader_plugin.loader import producer as ld
 
-    run = ld._Producer._run
+    run = ld.Producer._run
 
     def _run(self):
         prof.enable()
@@ -36,7 +36,7 @@ def profiled_producer(prof: cProfile.Profile):
         finally:
             prof.disable()
 
-    ld._Producer._run = _run
+    ld.Producer._run = _run
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""Fetched records -> a batch: PyG batches (``pyg``), the collate helper process (``process``),
+"""Fetched records -> a batch: PyG batches (``pyg``, with the compiled kernels of
+``records.kernels``),
 the copy to the trainer's device (``device``).
 
 ``mdloader_plugin.batching`` was one module before the package was laid out in layers; its public

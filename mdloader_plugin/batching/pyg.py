@@ -23,11 +23,14 @@ schemas) takes the general path.
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Mapping
 
 import numpy as np
 
 from ..records import codec
+from ..records import kernels
+from ..records.codec import _CODE_OF
 from ..records.columns import Columns, Gather, part_starts
 
 _DATA_FIRST = ("x", "edge_index", "edge_attr", "y", "pos")  # Data.__init__'s own arguments
@@ -36,6 +39,7 @@ _INFER_KEYS = {"num_nodes", "x", "pos", "batch", "adj", "adj_t", "edge_index", "
 _DTYPES = {np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int16, np.int32, np.int64,
                                  np.float16, np.float32, np.float64)}
 _INT = {np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.int32, np.int64)}
+_CODE = {dt: _CODE_OF[dt] for dt in _INT}  # the record dtype codes the shift kernel takes
 
 
 def pyg_sample(arrays: dict[str, np.ndarray]):
@@ -62,9 +66,11 @@ def pyg_sample(arrays: dict[str, np.ndarray]):
     return data
 
 
-pyg_sample.columns = lambda arrays: arrays  # its column-wise twin: nothing to transform
-# how a collate helper process rebuilds it (mdloader_plugin.batching.process.sample_spec)
-pyg_sample.helper_spec = lambda: {"factory": f"{__name__}:pyg_sample", "call": False}
+def _IDENTITY(arrays):  # noqa: N802 - pyg_sample's column-wise twin: nothing to transform
+    return arrays
+
+
+pyg_sample.columns = _IDENTITY
 
 
 def pyg_collate(samples: list):
@@ -104,23 +110,143 @@ class ColumnCollate:
         self.enabled = collate is pyg_collate and callable(columns)
         self.to_sample, self._columns = to_sample, columns
         self._gather = Gather(cat_axis)
+        self._first = None  # (schema, first sample) of the last batch built the checked way
+        self._fused: _Fused | None = None  # that batch's layout, for the one-call path
 
     def __call__(self, fetched):
         if not self.enabled or len(fetched.offsets) == 0:
             return None
+        fused = self._fused
+        if fused is not None:
+            batch = fused(fetched, self._gather)
+            if batch is not None:
+                return batch
         cols = self._gather(fetched.buf, fetched.offsets, fetched.nbytes)
         batch = None
         if cols is not None:
-            o, n = int(fetched.offsets[0]), int(fetched.nbytes[0])
-            first = self.to_sample(codec.decode(fetched.buf[o:o + n].copy()))  # no view kept
-            batch = build_batch(first, self._columns(cols.arrays), cols)
+            arrays = self._columns(cols.arrays)
+            schema = self._gather.schema
+            if self._first is not None and self._first[0] is schema:  # checked on this schema
+                batch = build_batch(self._first[1], arrays, cols, fresh=False)
+            if batch is None:  # a new schema (or other dims off the joined axis): check anew
+                o, n = int(fetched.offsets[0]), int(fetched.nbytes[0])
+                first = self.to_sample(codec.decode(fetched.buf[o:o + n].copy()))  # no view kept
+                batch = build_batch(first, arrays, cols)
+                self._first = (schema, first) if batch is not None else None
+            self._fused = _Fused.of(schema, self._first, batch, cols) \
+                if batch is not None and self._columns is _IDENTITY else None
         self.enabled = batch is not None
         return batch
 
 
-def build_batch(first, arrays: Mapping[str, np.ndarray], cols: Columns):
+class _Fused:
+    """A checked batch's layout (record schema, key order, dims off the joined axis, node
+    key), so that a later batch of that layout is built in two compiled calls (``scan`` and
+    ``fill``, the GIL released in each) and a few Python calls a key, whatever the batch size.
+    Anything that differs (another schema, other dims) returns None: the checked path runs."""
+
+    @classmethod
+    def of(cls, schema, first, batch, cols):
+        k = kernels.get()
+        if k is None or schema is None or first is None or "batch" not in batch._store.keys() \
+                or type(getattr(batch._store, "_mapping", None)) is not dict \
+                or any(getattr(type(c), a, None) is not None or a not in batch._store.__dict__
+                       for c in (batch, batch._store) for a in _BATCH_ATTRS):
+            return None
+        return cls(k, schema, first[1], batch, cols)
+
+    def __init__(self, k, schema, first, batch, cols):
+        self.k, self.schema, names = k, schema, schema.names
+        self.keys = [key for key in batch._store.keys() if key not in ("batch", "ptr")]
+        self.pos = [names.index(key) for key in self.keys]
+        self.node = names.index(self._node_keys(first)[0])  # as _num_nodes picks it
+        self.index = {key for key in self.keys if _is_index(key)}
+        self.shift = np.array([_CODE[schema.dtypes[j]] if names[j] in self.index else -1
+                               for j in range(len(names))], dtype=np.int64)
+        dims0 = _dims0(batch, schema, cols)
+        first_dim = part_starts(schema.ndims).tolist()
+        self.off = [i for j, nd in enumerate(schema.ndims) for i in
+                    range(first_dim[j], first_dim[j] + nd) if i != first_dim[j] + schema.axes[j]]
+        self.off_dims = [dims0[i] for i in self.off]
+        self.shapes, leads = [], []
+        for j, nd in enumerate(schema.ndims):
+            d, ax = dims0[first_dim[j]:first_dim[j] + nd], schema.axes[j]
+            self.shapes.append((tuple(d[:ax]), tuple(d[ax + 1:])) if nd else None)
+            leads.append(max(math.prod(d[:ax]), 1) if nd else 1)
+        self.leads = np.array(leads, dtype=np.int64)
+
+    @staticmethod
+    def _node_keys(first) -> list:
+        keys = list(first._store.keys())
+        return [k for k in keys if k in _N_KEYS] + [k for k in keys if "node" in k]
+
+    def __call__(self, fetched, gather):
+        import torch
+
+        buf, s = fetched.buf, self.schema
+        starts, limits = fetched.offsets, fetched.nbytes
+        if buf.dtype != np.uint8 or buf.ndim != 1 or not buf.flags.c_contiguous or \
+                starts.dtype != np.int64 or limits.dtype != np.int64 or \
+                not (starts.flags.c_contiguous and limits.flags.c_contiguous) or \
+                starts.size == 0 or gather.schema is not s or \
+                not gather.same_schema(buf, int(starts[0]), int(limits[0])):
+            return None
+        n, nk = starts.size, len(s.names)
+        tables = np.empty((3, nk, n), dtype=np.int64)  # payload offset, elements, extent
+        if self.k.scan(buf, starts, limits, s.axes_arr, *tables)[0]:
+            return None
+        dims0 = buf[int(starts[0]) + s.shape_at].view("<i8").tolist() if s.shape_at.size else []
+        if [dims0[i] for i in self.off] != self.off_dims:
+            return None
+        joined = tables[2].sum(axis=1).tolist()
+        outs = [np.empty(pre + (joined[j],) + post, dtype=s.dtypes[j]) if sh is not None else
+                np.empty(n, dtype=s.dtypes[j])
+                for j, sh in enumerate(self.shapes) for pre, post in [sh or ((), ())]]
+        slices = np.empty((nk, n + 1), dtype=np.int64)
+        vec = np.empty(joined[self.node], dtype=np.int64)
+        if self.k.fill(buf, *tables, self.leads, outs, self.shift, self.node, slices, vec):
+            return None
+        out = _empty_batch(*_pyg_classes())
+        store = out._store
+        mapping = store._mapping
+        zeros = torch.from_numpy(np.zeros(n, dtype=np.int64))
+        before = torch.from_numpy(slices[self.node, :-1].copy()) if self.index else None
+        slice_d, inc_d = {}, {}
+        for key, j in zip(self.keys, self.pos):
+            mapping[key] = torch.from_numpy(outs[j])
+            slice_d[key] = torch.from_numpy(slices[j])
+            inc_d[key] = before if key in self.index else zeros
+        mapping["batch"] = torch.from_numpy(vec)
+        mapping["ptr"] = torch.from_numpy(slices[self.node].copy())
+        # what `out._num_graphs = n` etc. do through PyG's __setattr__ (checked in `of`)
+        store.__dict__.update(_num_graphs=n, _slice_dict=slice_d, _inc_dict=inc_d)
+        return out
+
+
+def _dims0(batch, schema, cols) -> list:
+    """The first record's dims as the header lists them (from the checked batch's columns:
+    the joined axis is the first record's extent, the others are every record's)."""
+    out = []
+    for name, nd, ax in zip(schema.names, schema.ndims, schema.axes):
+        if nd:
+            shape = list(cols.arrays[name].shape)
+            shape[ax] = int(cols.sizes[name][0])
+            out += shape
+    return out
+
+
+def _pyg_classes():
+    from torch_geometric.data import Batch, Data
+
+    return Batch, Data
+
+
+def build_batch(first, arrays: Mapping[str, np.ndarray], cols: Columns, fresh: bool = True):
     """The ``DataBatch`` of ``cols.count`` samples whose first one is `first` and whose keys
-    joined are `arrays`; None when that cannot be made exactly as ``Batch.from_data_list``."""
+    joined are `arrays`; None when that cannot be made exactly as ``Batch.from_data_list``.
+    ``fresh=False``: `first` is a sample of an earlier batch of the same record schema, checked
+    then (its extent along the joined axis is not this batch's first record's, so only the
+    dtypes and the dims off that axis must agree)."""
     import torch
     from torch_geometric.data import Batch, Data
 
@@ -132,7 +258,7 @@ def build_batch(first, arrays: Mapping[str, np.ndarray], cols: Columns):
         return None
     tensors = {}
     for k in keys:
-        t = _tensor(first[k], arrays[k], cols, k)
+        t = _tensor(first[k], arrays[k], cols, k, fresh)
         if t is None:
             return None
         tensors[k] = t
@@ -142,6 +268,7 @@ def build_batch(first, arrays: Mapping[str, np.ndarray], cols: Columns):
     return _assemble(_empty_batch(Batch, Data), keys, tensors, nodes, cols, torch)
 
 
+_BATCH_ATTRS = ("_num_graphs", "_slice_dict", "_inc_dict")  # kept in the storage's __dict__
 _BATCH_TYPE: list = []  # the DataBatch class PyG makes for Data, once a process
 
 
@@ -157,7 +284,7 @@ def _empty_batch(Batch, Data):
     return type.__call__(_BATCH_TYPE[0])
 
 
-def _tensor(v0, arr: np.ndarray, cols: Columns, key: str):
+def _tensor(v0, arr: np.ndarray, cols: Columns, key: str, fresh: bool = True):
     """`arr` as a tensor when it is what PyG would have joined from samples like `v0`."""
     import torch
 
@@ -168,8 +295,13 @@ def _tensor(v0, arr: np.ndarray, cols: Columns, key: str):
         return None
     if v0.dim() == 0:
         return t if t.shape == (cols.count,) else None
-    sizes, want, axis = cols.sizes[key], list(v0.shape), cat_axis(key, v0.dim())
-    if len(want) != t.dim() or int(sizes[0]) != want[axis]:
+    want, axis = list(v0.shape), cat_axis(key, v0.dim())
+    sizes = cols.sizes.get(key)
+    if sizes is None:  # a key the transform adds (y_loc for a file without one): a row a graph
+        if want[axis] != 1:
+            return None
+        sizes = cols.sizes[key] = np.ones(cols.count, dtype=np.int64)  # this batch's Columns
+    if len(want) != t.dim() or (fresh and int(sizes[0]) != want[axis]):
         return None
     want[axis] = int(sizes.sum())
     return t if list(t.shape) == want else None
@@ -207,17 +339,33 @@ def _assemble(out, keys, tensors, nodes, cols, torch):
         incs[k] = inc
         mapping[k] = t  # a fresh batch: nothing cached for the storage's __setitem__ to drop
     if nodes is not None:
-        reps = np.asarray(nodes, dtype=np.int64)
-        mapping["batch"] = torch.from_numpy(np.repeat(np.arange(n, dtype=np.int64), reps))
+        reps = np.ascontiguousarray(nodes, dtype=np.int64)
+        mapping["batch"] = torch.from_numpy(_repeat(reps))
         mapping["ptr"] = torch.from_numpy(part_starts(reps))
     out._num_graphs, out._slice_dict, out._inc_dict = n, slices, incs
     return out
 
 
+def _repeat(reps: np.ndarray) -> np.ndarray:
+    """The batch vector: graph i's number repeated reps[i] times (int64)."""
+    k = kernels.get()
+    if k is not None:
+        out = np.empty(int(reps.sum()), dtype=np.int64)
+        if not k.repeat(reps, out):
+            return out
+    return np.repeat(np.arange(reps.size, dtype=np.int64), reps)
+
+
 def _shift(t, inc, sizes: np.ndarray, axis: int) -> None:
-    """Add inc[i] to sample i's part of `t` along `axis` (in place), ~64 samples at a time so
-    the temporary stays small."""
+    """Add inc[i] to sample i's part of `t` along `axis` (in place): compiled (GIL released)
+    when the axis is the last one, else ~64 samples at a time so the temporary stays small."""
     a, inc = t.numpy(), inc.numpy()
+    k = kernels.get()
+    if k is not None and axis == a.ndim - 1 and a.flags.c_contiguous and a.dtype in _CODE:
+        ext = np.ascontiguousarray(sizes, dtype=np.int64)
+        lead = a.size // max(int(ext.sum()), 1) if a.size else 1
+        if not k.shift(a, _CODE[a.dtype], ext, inc, max(lead, 1)):
+            return
     ends = np.cumsum(sizes)
     for lo in range(0, len(sizes), 64):
         hi = min(lo + 64, len(sizes))

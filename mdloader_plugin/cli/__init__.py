@@ -21,7 +21,12 @@ COMMANDS = [
     "check",
     "estimate",
     "calibrate",
+    "plan",
 ]
+
+#: commands that run as MPI ranks: each checks at start that MPI's world is what the launcher
+#: started (world.check_launch), on every process, before any collective
+MPI_COMMANDS = {"train", "check", "calibrate"}
 
 EPILOG = """\
 typical session:
@@ -53,11 +58,28 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command in MPI_COMMANDS:
+            _check_launch()
         return int(args.func(args) or 0)
     except SystemExit:
         raise
     except BaseException as exc:  # noqa: BLE001 - the CLI turns every failure into one line
         return report_error(exc)
+
+
+def _check_launch() -> None:
+    """Stop this process with exit 2 when MPI's world is not what the launcher started. No MPI
+    job exists to abort then (each process is its own world), so the process just ends: the
+    line is printed once (by the launcher's rank 0), without MPI_Abort's help text a process."""
+    from ..mpi.world import LaunchError, check_launch, report_error
+
+    try:
+        check_launch()
+    except LaunchError as exc:
+        code = report_error(exc)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,10 @@ sources (guessed from the name, or --from):
 examples:
   mdloader convert g2 --out data/g2.bp --split 0.8,0.1,0.1
   mdloader convert train.aselmdb --out data/oc.bp --radius 6 --max-neighbours 50
-  mdloader convert traj.extxyz --out data/md.bp --split 0.9,0.1,0 --seed 1"""
+  mdloader convert traj.extxyz --out data/md.bp --split 0.9,0.1,0 --seed 1
+  mdloader convert train=oc20/train val=oc20/val --x atomic_numbers --y energy --out oc20.bp
+      (two folders of .aselmdb files into one file's trainset and valset, with HydraGNN's x and
+      y columns; node-level targets such as forces are columns of x: --x atomic_numbers,forces)"""
 
 
 def register(sub) -> None:
@@ -31,7 +34,9 @@ def register(sub) -> None:
                     "when a cell is present) for structures without edges. Memory stays "
                     "bounded: one structure plus a 64 MB write block.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("src", metavar="SRC", help="input path (or `g2`)")
+    p.add_argument("src", metavar="SRC", nargs="+",
+                   help="input path (or `g2`); or labelled inputs train=PATH val=PATH "
+                        "[test=PATH], each input one split of the output")
     p.add_argument("--out", required=True, help="output .bp path")
     p.add_argument("--from", dest="kind", default=None,
                    help="source format (asedb, lmdb, extxyz, pyg, g2); default: from the name")
@@ -44,6 +49,11 @@ def register(sub) -> None:
                    help="keep at most K nearest neighbours per atom; 0 = no limit (default: 50)")
     p.add_argument("--float64", action="store_true",
                    help="keep float64 values (default: store floats as float32)")
+    p.add_argument("--x", default="", metavar="KEY[,KEY...]",
+                   help="HydraGNN's node features x: these per-atom fields side by side (e.g. "
+                        "atomic_numbers,forces); node-level targets are columns of x too")
+    p.add_argument("--y", default="", metavar="KEY[,KEY...]",
+                   help="HydraGNN's graph targets y: these per-structure fields (e.g. energy)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -57,19 +67,64 @@ def run(args) -> int:
     split = parse_split(args.split)
     if args.radius < 0 or args.max_neighbours < 0:
         raise ConfigError("--radius and --max-neighbours must be >= 0")
-    mod = convert.detect(args.src, args.kind)
-    if mod.NAME == "lmdb":
-        print(mod.WARNING, file=sys.stderr, flush=True)
+    src = _sources(args.src)
+    x = [k for k in args.x.split(",") if k.strip()]
+    y = [k for k in args.y.split(",") if k.strip()]
+    for one in (src.values() if isinstance(src, dict) else [src]):
+        mod = convert.detect(one, args.kind)
+        if mod.NAME == "lmdb":
+            print(mod.WARNING, file=sys.stderr, flush=True)
+            break
     t0 = time.perf_counter()
 
     def progress(graphs, n):
         return tqdm(graphs, total=n, desc=f"convert {mod.NAME}", unit="graph",
                     disable=args.quiet)
 
-    counts = convert.convert(args.src, args.out, kind=mod.NAME, split=split, seed=args.seed,
+    counts = convert.convert(src, args.out, kind=args.kind, split=split, seed=args.seed,
                              radius=args.radius, max_neighbours=args.max_neighbours or None,
-                             float64=args.float64, progress=progress)
+                             float64=args.float64, progress=progress, x=x, y=y)
     print(f"wrote {args.out}: {sum(counts.values())} graphs "
           f"({', '.join(f'{k} {v}' for k, v in counts.items())}) in "
           f"{time.perf_counter() - t0:.1f} s")
+    if x or y:
+        _print_config(args.out, x, y)
     return 0
+
+
+def _sources(items: list[str]):
+    """One input path, or ``{label: path}`` from ``train=PATH val=PATH ...``."""
+    from ..sources.convert import LABEL_NAMES
+
+    if len(items) == 1 and "=" not in items[0]:
+        return items[0]
+    out = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or name not in LABEL_NAMES:
+            raise ConfigError(f"{item!r}: with several inputs each is SPLIT=PATH, SPLIT one of "
+                              "train, val, test")
+        if LABEL_NAMES[name] in out:
+            raise ConfigError(f"{item!r}: split {name} given twice")
+        out[LABEL_NAMES[name]] = path
+    return out
+
+
+def _print_config(path: str, x: list[str], y: list[str]) -> None:
+    """The HydraGNN ``Dataset`` entries that name the columns just written."""
+    from ..sources.adios import GraphFile
+    from ..sources.convert import column_layout
+
+    with GraphFile(path) as f:
+        label = f.labels()[0]
+        info = f.info(label)
+        g = f.read_block(label, 0, 1, keys=[*x, *y], info=info).sample(0)
+    lay = column_layout(g, x, y)
+    import yaml
+
+    print("HydraGNN config for these columns (Dataset):")
+    for kind in ("node_features", "graph_features"):
+        if lay[kind]["name"]:
+            print(f"  {kind}: {yaml.safe_dump(lay[kind], default_flow_style=True).strip()}")
+    print(f"  ({info.ndata} graphs in {label}; Variables_of_interest.input_node_features picks "
+          "the x columns the model reads)")

@@ -89,10 +89,14 @@ ENV = (
            "At most this many MiB of records wait in a loader's prefetch queue (one batch always "
            "may); the loader's `prefetch_mib` argument wins."),
     Option("MDLOADER_PRODUCER", "thread",
-           "Who builds the batches from the fetched records when the loader's `producer` "
-           "argument is not given: `thread` (the producer thread, in the trainer's process) or "
-           "`process` (a helper process a loader, which keeps the trainer's GIL free; the "
-           "fetch stays in the rank's thread)."),
+           "Who builds the batches when the loader's `producer` argument is not given: "
+           "`thread` (the producer thread; its batch building releases the GIL). The former "
+           "`process` (a helper process) is deprecated: accepted with a one-line warning, the "
+           "thread runs."),
+    Option("MDLOADER_KERNELS", "auto",
+           "The compiled batch kernels (`mdloader_plugin/records/_kernels.c`, built by the "
+           "install; they run with the GIL released): `auto` uses them when they load, `off` "
+           "builds batches with numpy (the same bytes, more of the trainer's GIL a batch)."),
     Option("MDLOADER_FETCH_TIMEOUT", "600",
            "Seconds a step's fetch may take before the rank prints one line naming the ranks it "
            "waited for and aborts the job; `0` turns the watchdog off."),
@@ -109,6 +113,10 @@ ENV = (
     Option("MDLOADER_LOG_LEVEL", None,
            "Level of the `mdloader` logger (`DEBUG`, `INFO`, `WARNING`, ...); unset: `INFO` on "
            "rank 0, `WARNING` on the other ranks."),
+    Option("MDLOADER_LAUNCH_CHECK", "1",
+           "`0` skips the check, made by every MPI command at start, that the MPI world size "
+           "equals what the launcher started (`SLURM_NTASKS` under `srun`, the `mpiexec`'s own "
+           "count otherwise); a mismatch stops every process with exit 2."),
     Option("MDLOADER_CLUSTER_STATE", "/run/mdloader-cluster",
            "Folder where `mdloader cluster` keeps the state of emulated clusters."),
 )

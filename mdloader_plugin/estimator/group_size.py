@@ -151,20 +151,28 @@ def layout_from_mean(ranks: int, ranks_per_node: int, batch_size: int, mean_byte
         groups.check_size(group_size, node_of)
     sizes = [w for w in groups.valid_sizes(node_of)
              if group_size == "auto" or w in (group_size or ranks, ranks)]
-    source = "max_memory_per_rank"
-    node_mem = prof.provenance.get("node_memory_bytes")
-    if budget is None and node_mem:
-        budget = int(float(node_mem) * SHARE / ranks_per_node)
-        source = (f"{SHARE:.0%} of the {prof.name} node's {human(float(node_mem))} over "
-                  f"{ranks_per_node} ranks")
-    elif budget is None:
-        budget, source = detect_budget(ranks_per_node)
+    budget, source = profile_budget(prof, ranks_per_node, budget)
     n = int(num_samples)
     index = index_bytes(n) if fixed_bytes is None else int(fixed_bytes)
     return choose_layout(sizes, ranks_per_node, batch_size, mean_bytes, std_bytes,
                          lambda w: int(-(-n // w) * mean_bytes) + index, budget, source, prof,
                          fewest=lambda: (fewest_ranks(np.full(n, mean_bytes), budget)
                                          if budget else None))
+
+
+def profile_budget(prof: Profile, ranks_per_node: int,
+                   budget: int | None = None) -> tuple[int | None, str]:
+    """(bytes a rank, where that figure comes from) for a job planned ahead of its run:
+    `budget` if given, else ``SHARE`` of the profile's node memory over its ranks, else this
+    node's (:func:`detect_budget`)."""
+    if budget is not None:
+        return budget, "max_memory_per_rank"
+    node_mem = prof.provenance.get("node_memory_bytes")
+    if node_mem:
+        return (int(float(node_mem) * SHARE / ranks_per_node),
+                f"{SHARE:.0%} of the {prof.name} node's {human(float(node_mem))} over "
+                f"{ranks_per_node} ranks")
+    return detect_budget(ranks_per_node)
 
 
 def _reason(best: Candidate, cands: list[Candidate], prof: str) -> str:

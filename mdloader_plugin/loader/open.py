@@ -97,12 +97,24 @@ def _decide(world, path, label, keys, batch_size, backend, profile, budget, sour
                           f"got {batch_size!r}")
     sizes = _record_sizes(path, label, keys, required)
     node_of = np.zeros(1, dtype=np.int64) if world is None else world.node_of
+    return decide_layout(sizes, node_of, batch_size, backend, profile, budget, source, digests,
+                         index, index_share)
+
+
+def decide_layout(sizes: np.ndarray, node_of: np.ndarray, batch_size: int, backend: str = "auto",
+                  profile=None, budget: int | None = None, source: str = "max_memory_per_rank",
+                  digests: bool = False, index: str = "compact", index_share: str = "rank",
+                  widths=None):
+    """``group_size: auto``'s choice for records of `sizes` (every sample, id order) on ranks
+    placed as `node_of`, among `widths` (default: every valid group size); what the loader
+    decides at run time and ``mdloader plan`` ahead of it."""
     rpn = int(np.bincount(node_of).max())
     idx = lambda w: {"kind": index,  # noqa: E731
                      "ranks_sharing": index_sharing(node_of, w, index_share)}
     blind = blind_to_network(get_profile(profile), int(np.unique(node_of).size))
     return choose_layout(
-        groups.valid_sizes(node_of), rpn, int(batch_size), float(sizes.mean()),
+        groups.valid_sizes(node_of) if widths is None else widths, rpn, int(batch_size),
+        float(sizes.mean()),
         float(sizes.std()), lambda w: mem.per_rank_bytes(sizes, w, digests, **idx(w)), budget,
         source, profile, None if backend == "auto" else [backend],
         fewest=lambda: None if budget is None else mem.fewest_ranks(

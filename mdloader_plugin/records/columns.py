@@ -9,6 +9,11 @@ join. Cost: ~15 numpy calls a batch plus ~5 a key plus one memoryview slice a re
 against a Python decode (~20 us) a record. Anything that does not fit (mixed schemas, shapes that
 disagree off the joined axis, bad bounds) returns None and the caller decodes record by record,
 which also names what is wrong.
+
+With the compiled kernels (:mod:`.kernels`) the per-record work runs in C with the GIL released:
+one ``scan`` checks every header against the first record's and tables each key's payload
+offset, element count and extent; one ``join`` a key copies the payloads out. The Python left
+is a few calls a key, whatever the batch size; the bytes are the same as the numpy path's.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from . import kernels
 from .codec import _DTYPES, _ENTRY, _FIXED, MAGIC, VERSION
 
 AxisOf = Callable[[str, int], int]
@@ -67,6 +73,7 @@ class _Schema:
             fixed[sh:sh + 8 * nd] = False
         self.fixed_at = np.flatnonzero(fixed)
         self.fixed = np.frombuffer(mv, np.uint8, head, start)[self.fixed_at].copy()
+        self.fixed_bytes = self.fixed.tobytes()
         self.off_at = (np.asarray(off_at, dtype=np.int64)[:, None] + np.arange(4)).reshape(-1)
         self.shape_at = np.concatenate([np.arange(sh, sh + 8 * nd)
                                         for sh, nd in zip(shape_at, self.ndims)] or [[]]
@@ -79,9 +86,10 @@ class _Schema:
         self.other = np.flatnonzero(other)  # dims that must agree across records
         self.itemsize = np.array([dt.itemsize for dt in self.dtypes], dtype=np.float64)
         self.ranked = [k for k, nd in enumerate(self.ndims) if nd]
+        self.axes_arr = np.asarray(self.axes, dtype=np.int64)
 
     def matches(self, row0: np.ndarray) -> bool:
-        return row0.size >= self.head and np.array_equal(row0[self.fixed_at], self.fixed)
+        return row0.size >= self.head and row0[self.fixed_at].tobytes() == self.fixed_bytes
 
 
 class Gather:
@@ -90,6 +98,11 @@ class Gather:
     def __init__(self, axis_of: AxisOf = lambda name, ndim: 0):
         self.axis_of = axis_of
         self._schema: _Schema | None = None
+
+    @property
+    def schema(self):
+        """The record schema of the last batch (a new object whenever the schema changed)."""
+        return self._schema
 
     def __call__(self, buf: np.ndarray, offsets: Sequence[int],
                  nbytes: Sequence[int]) -> Columns | None:
@@ -102,11 +115,22 @@ class Gather:
         schema = self._schema_of(mv, buf, int(starts[0]), int(limits.min()))
         if schema is None:
             return None
+        k = kernels.get()
+        if k is not None and buf.dtype == np.uint8 and buf.ndim == 1 and buf.flags.c_contiguous:
+            return _columns_compiled(k, buf, schema, np.ascontiguousarray(starts),
+                                     np.ascontiguousarray(limits))
         hdr = buf[starts[:, None] + np.arange(schema.head)]
         if not np.array_equal(hdr[:, schema.fixed_at],
                               np.broadcast_to(schema.fixed, (len(hdr), schema.fixed.size))):
             return None
         return _columns(mv, schema, hdr, starts, limits)
+
+    def same_schema(self, buf: np.ndarray, start: int, room: int) -> bool:
+        """Whether the record at `start` (`room` bytes there) has the last batch's schema."""
+        s = self._schema
+        if s is None or room < s.head or start < 0 or start + s.head > buf.size:
+            return False
+        return s.matches(buf[start:start + s.head])
 
     def _schema_of(self, mv, buf, start: int, room: int) -> _Schema | None:
         magic, version, _, _, head, total = _FIXED.unpack_from(mv, start)
@@ -144,6 +168,33 @@ def _columns(mv, schema: _Schema, hdr, starts, limits) -> Columns | None:
     for k, name in enumerate(schema.names):
         arr, sizes = _join(mv, schema, k, starts + offs[:, k], counts[:, k], dims)
         cols.arrays[name], cols.sizes[name], cols.axis[name] = arr, sizes, schema.axes[k]
+    return cols
+
+
+def _columns_compiled(k, buf: np.ndarray, schema: _Schema, starts, limits) -> Columns | None:
+    """:func:`_columns` in two compiled calls and one a key (the GIL released in each)."""
+    n, nk = starts.size, len(schema.names)
+    tables = np.empty((3, nk, n), dtype=np.int64)  # payload offset, elements, extent
+    pay, cnt, ext = tables
+    if k.scan(buf, starts, limits, schema.axes_arr, pay, cnt, ext)[0]:
+        return None
+    s0 = int(starts[0])
+    dims0 = buf[s0 + schema.shape_at].view("<i8").tolist() if schema.shape_at.size else []
+    joined = ext.sum(axis=1).tolist()
+    cols = Columns({}, {}, {}, n)
+    first = schema.dim0.tolist()
+    for j, name in enumerate(schema.names):
+        dt, ndim, axis = schema.dtypes[j], schema.ndims[j], schema.axes[j]
+        if ndim == 0:
+            shape, lead = (n,), 1
+        else:
+            shape0 = dims0[first[j]:first[j] + ndim]
+            lead = math.prod(shape0[:axis])
+            shape = (*shape0[:axis], joined[j], *shape0[axis + 1:])
+        out = np.empty(shape, dtype=dt)
+        if k.join(buf, pay, cnt, ext, j, nk, max(lead, 1), dt.itemsize, out):
+            return None
+        cols.arrays[name], cols.sizes[name], cols.axis[name] = out, ext[j], schema.axes[j]
     return cols
 
 

@@ -76,10 +76,16 @@ def per_rank_bytes(sizes: np.ndarray, shards: int, digests: bool = False, *,
     """The store's size on its fullest rank when records of `sizes` (every sample, in id order)
     are sharded over `shards` ranks as the store does (``block_bounds``): records + index
     (`kind`, and `ranks_sharing` ranks a node-shared copy: :func:`index_bytes`)."""
+    return block_records_bytes(sizes, shards) + \
+        index_bytes(len(sizes), digests, kind=kind, ranks_sharing=ranks_sharing)
+
+
+def block_records_bytes(sizes: np.ndarray, shards: int) -> int:
+    """Bytes of records on the fullest of `shards` ranks holding `sizes` as the store shards
+    them (``block_bounds``)."""
     cum = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))])
     b = block_bounds(len(sizes), shards)
-    return int((cum[b[1:]] - cum[b[:-1]]).max()) + \
-        index_bytes(len(sizes), digests, kind=kind, ranks_sharing=ranks_sharing)
+    return int((cum[b[1:]] - cum[b[:-1]]).max())
 
 
 def fewest_ranks(sizes: np.ndarray, budget: int, digests: bool = False, *,

@@ -276,6 +276,21 @@ def bound_bytes(num_samples: int, digests: bool = False, kind: str = "compact",
     return int(math.ceil(num_samples * (per + (8 if digests else 0))))
 
 
+def exact_bytes(sizes: np.ndarray, shards: int, kind: str = "compact",
+                ranks_sharing: int = 1) -> int:
+    """The bytes of the index one rank holds when records of `sizes` (every sample, in id
+    order) are sharded over `shards` ranks: what ``store.index_build.build_index`` builds, from the sizes
+    alone (``mdloader plan``; :func:`bound_bytes` is the figure before the sizes are known)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n, small = int(sizes.size), 8 * (int(shards) + 1)
+    if kind == "full":
+        return 16 * n + small  # offsets and sizes, int64
+    lo, g, hi = code_params(sizes)
+    codes = n * code_dtype((hi - lo) // (g or 1)).itemsize if n else 0
+    chk = 8 * -(-n // default_every(n))
+    return (codes + chk) // max(int(ranks_sharing), 1) + 2 * small
+
+
 def check_choice(kind: str, share: str) -> None:
     """A bad ``index``/``index_share`` is a ConfigError naming the valid choices."""
     if kind not in KINDS:

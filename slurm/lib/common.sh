@@ -38,7 +38,7 @@ mdl_export() {
     local kv
     for kv in "$@"; do
         export "${kv?}"
-        mdl_dry && echo "+ export $kv"
+        mdl_dry && printf '+ export %q\n' "$kv"
     done
     return 0
 }
@@ -75,6 +75,32 @@ mdl_modules() {
     type module >/dev/null 2>&1 || mdl_die "no 'module' command here; set MDLOADER_MODULES=''"
     # shellcheck disable=SC2086  # a space-separated list of module names
     module load $mods
+}
+
+# Find a NCCL/RCCL network plugin (lib<name>*.so, which NCCL/RCCL load from the library path):
+# MDLOADER_CCL_PLUGIN_DIR is put first on LD_LIBRARY_PATH, then LD_LIBRARY_PATH is searched.
+# Returns 1 with a warning when there is none: NCCL/RCCL then run over TCP sockets (correct,
+# much slower across nodes).
+mdl_ccl_plugin() {
+    local name=$1 dir found=""
+    if [[ -n ${MDLOADER_CCL_PLUGIN_DIR:-} ]]; then
+        mdl_export LD_LIBRARY_PATH="$MDLOADER_CCL_PLUGIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
+    local -a dirs
+    IFS=: read -r -a dirs <<< "${LD_LIBRARY_PATH:-}"
+    for dir in "${dirs[@]}"; do
+        if [[ -n $dir ]] && compgen -G "$dir/$name*.so*" >/dev/null; then
+            found=$dir
+            break
+        fi
+    done
+    if [[ -z $found ]]; then
+        mdl_note "warning: no $name*.so (the NCCL/RCCL Slingshot plugin) on LD_LIBRARY_PATH;" \
+            "the gradient allreduce will use TCP sockets. Set MDLOADER_CCL_PLUGIN_DIR to its lib/"
+        return 1
+    fi
+    mdl_note "NCCL/RCCL network plugin: $found/$name*.so"
+    return 0
 }
 
 # Calibrate once: measure this machine's network into PROFILE_CACHE unless it already exists.
@@ -149,10 +175,20 @@ mdl_site_main() {
     local nodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-${MDLOADER_NODES:-1}}}
     [[ $loader == mdloader || $loader == "$baseline" ]] \
         || mdl_die "MDLOADER_LOADER=$loader: choose mdloader or $baseline"
+    local workdir=${MDLOADER_WORKDIR:-$SITE_SCRATCH/runs}
     mdl_setup "$default_config"
     mdl_modules "${MDLOADER_MODULES-$SITE_MODULES}"
     site_env
-    cd "$ROOT" || mdl_die "cannot enter $ROOT"
+    # Data on scratch (the configs read $MDLOADER_DATA_DIR); this checkout's package first;
+    # logs/ and runs/ in the scratch work folder, never in the checkout.
+    mdl_export MDLOADER_DATA_DIR="${MDLOADER_DATA_DIR:-$SITE_SCRATCH/data}" \
+        PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+    mdl_run mkdir -p "$workdir"
+    if mdl_dry; then
+        echo "+ cd $(printf '%q' "$workdir")"
+    else
+        cd "$workdir" || mdl_die "cannot enter $workdir; set MDLOADER_WORKDIR"
+    fi
     local profile=""
     if [[ $loader == mdloader ]]; then
         # Calibrate once, on up to two nodes (intra- and inter-node figures; the cost model
@@ -167,7 +203,7 @@ mdl_site_main() {
         "loader $loader"
     local run=${MDLOADER_RUN_NAME:-$framework-$SITE-${SLURM_JOB_ID:-dry}}-$loader
     mdl_train "$framework" "$loader" "$profile" "$run" -- "${LAUNCH[@]}"
-    mdl_note "epoch lines of run $run are in $ROOT/$(mdl_log_path "$framework" "$run");" \
+    mdl_note "epoch lines of run $run are in $workdir/$(mdl_log_path "$framework" "$run");" \
         "compare runs with: mdloader compare-logs BASELINE_LOG MDLOADER_LOG --plot epochs.png"
 }
 
@@ -191,7 +227,7 @@ mdl_local_main() {
         OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
     case ${MDLOADER_LAUNCHER:-mpiexec} in
         mpiexec) LAUNCH=("$VENV/bin/mpiexec" -n "$ntasks") ;;
-        srun) LAUNCH=(srun --mpi=pmi2 -n "$ntasks") ;;
+        srun) LAUNCH=(srun --mpi=pmi2 --kill-on-bad-exit=1 -n "$ntasks") ;;
         *) mdl_die "MDLOADER_LAUNCHER=$MDLOADER_LAUNCHER: choose mpiexec or srun" ;;
     esac
     LAUNCH=(timeout "${MDLOADER_TIMEOUT:-1800}" "${LAUNCH[@]}")

@@ -24,13 +24,18 @@ site_env() {
     mdl_export FI_CXI_RX_MATCH_MODE=hybrid
     # One CPU thread a rank for torch (the loader decodes on the main thread, no fork workers).
     mdl_export OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1
+    # The trainers' gradient allreduce: NCCL (Perlmutter) / RCCL (Frontier) over Slingshot.
+    site_ccl_env
 }
 
-# One rank a GPU (GCD), each pinned to its cores and to the GPU closest to them (same NUMA
-# domain as its NIC).
+# One rank a GPU (GCD): every rank sees all the node's GPUs (peer-to-peer over NVLink/xGMI
+# stays on for NCCL/RCCL) and takes the one of its local rank; its cores are the ones closest to
+# that GPU (SITE_CPU_BIND). --kill-on-bad-exit=1: a rank that dies ends the step at once
+# instead of leaving the others waiting (MDLoader's fetch watchdog would take 600 s).
 site_launcher() {
     local nodes=$1
-    LAUNCH=(srun --nodes="$nodes" --ntasks="$((nodes * GPUS_PER_NODE))"
+    LAUNCH=(srun --kill-on-bad-exit=1 --nodes="$nodes" --ntasks="$((nodes * GPUS_PER_NODE))"
             --ntasks-per-node="$GPUS_PER_NODE" --cpus-per-task="$CPUS_PER_TASK"
-            --cpu-bind=cores --gpus-per-task=1 --gpu-bind=closest)
+            --cpu-bind="$SITE_CPU_BIND" --gpus-per-node="$GPUS_PER_NODE"
+            --gpu-bind="$SITE_GPU_BIND")
 }

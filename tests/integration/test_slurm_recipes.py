@@ -20,6 +20,11 @@ SLURM = ROOT / "slurm"
 CLUSTER = SLURM / "cluster" / "local-slurm.sh"
 SCRIPTS = sorted(SLURM.glob("*.sbatch")) + sorted((SLURM / "lib").glob("*.sh")) + [CLUSTER]
 SITES = {"perlmutter": (4, 32), "frontier": (8, 7)}  # GPUs (GCDs) a node, CPUs a task
+# rank i's cores: the NUMA domain (Perlmutter) / L3 region (Frontier) closest to GPU i
+CPU_BIND = {"perlmutter": "map_ldom:3,2,1,0",
+            "frontier": "mask_cpu:" + ",".join(hex(0x7F << c)
+                                               for c in (49, 57, 17, 25, 1, 9, 33, 41))}
+PLUGIN = {"perlmutter": "libnccl-net.so", "frontier": "librccl-net.so"}
 
 
 def _ids(path: Path) -> str:
@@ -91,8 +96,11 @@ def test_site_dry_run_calibrates_once_then_trains_one_rank_a_gpu(tmp_path, site,
     assert flags(calibrate)["nodes"] == "2" and flags(calibrate)["ntasks"] == str(2 * gpus)
     f = flags(train)
     assert (f["nodes"], f["ntasks"], f["ntasks-per-node"]) == ("3", str(3 * gpus), str(gpus))
-    assert (f["cpus-per-task"], f["cpu-bind"]) == (str(cpus), "cores")
-    assert (f["gpus-per-task"], f["gpu-bind"]) == ("1", "closest")
+    assert (f["cpus-per-task"], f["cpu-bind"]) == (str(cpus), CPU_BIND[site])
+    # every rank sees every GPU of its node: NVLink / xGMI peer-to-peer stays on for NCCL/RCCL
+    assert (f["gpus-per-node"], f["gpu-bind"]) == (str(gpus), "none")
+    assert not any(a.startswith("--gpus-per-task") for a in train + calibrate)
+    assert f["kill-on-bad-exit"] == "1" and flags(calibrate)["kill-on-bad-exit"] == "1"
     tail = train[train.index("mdloader_plugin"):]
     assert tail[:3] == ["mdloader_plugin", "train", framework]
     assert any(a == "loader=mdloader" for a in tail)
@@ -113,6 +121,80 @@ def test_site_dry_run_baseline_skips_calibration(tmp_path, site):
     assert [tail[i + 1] for i, a in enumerate(tail) if a == "--set"] == [
         "loader=hydragnn", f"run_name=hydragnn-{site}-dry-hydragnn",
         "NeuralNetwork.Training.num_epoch=1"]
+
+
+def _site_env(site: str, tmp_path: Path) -> dict:
+    """A job's environment on `site`, its scratch folder under tmp_path."""
+    if site == "perlmutter":
+        return {"PSCRATCH": str(tmp_path / "pscratch"), "SLURM_JOB_NUM_NODES": "2",
+                "SLURM_JOB_ID": "42"}
+    return {"MEMBERWORK": str(tmp_path / "memberwork"), "SLURM_JOB_ACCOUNT": "ABC123",
+            "SLURM_JOB_NUM_NODES": "2", "SLURM_JOB_ID": "42"}
+
+
+@pytest.mark.parametrize("site", sorted(SITES))
+def test_site_dry_run_prints_the_exact_srun_line_and_environment(tmp_path, site):
+    """The whole job as it would run, with the CCL plugin found: every exported variable and the
+    two srun lines, exactly; data, profile, logs and runs on the site's scratch."""
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / PLUGIN[site]).write_text("")
+    env = _site_env(site, tmp_path)
+    env.update(MDLOADER_CCL_PLUGIN_DIR=str(plugin), LD_LIBRARY_PATH="/opt/lib", PYTHONPATH="")
+    proc = dry_run(f"{site}-hydragnn.sbatch", tmp_path, MDLOADER_PROFILE_CACHE="", **env)
+    assert proc.returncode == 0, proc.stderr
+    print(proc.stdout)  # the exact lines, for a reader of the test log
+    gpus, cpus = SITES[site]
+    scratch = (tmp_path / "pscratch" / "mdloader" if site == "perlmutter"
+               else tmp_path / "memberwork" / "abc123" / "mdloader")
+    profile = scratch / f"{site}-profile.json"
+    ccl = {"perlmutter": ["NCCL_NET=AWS Libfabric", "NCCL_SOCKET_IFNAME=hsn", "NCCL_CROSS_NIC=1",
+                          "NCCL_NET_GDR_LEVEL=PHB", "FI_CXI_DISABLE_HOST_REGISTER=1",
+                          "FI_MR_CACHE_MONITOR=userfaultfd", "FI_CXI_DEFAULT_CQ_SIZE=131072"],
+           "frontier": ["NCCL_NET=AWS Libfabric", "NCCL_SOCKET_IFNAME=hsn0",
+                        "GLOO_SOCKET_IFNAME=hsn0", "NCCL_CROSS_NIC=1", "NCCL_NET_GDR_LEVEL=3",
+                        "FI_CXI_ATS=0", f"MIOPEN_USER_DB_PATH=/tmp/miopen-{os.environ.get('USER', 'mdloader')}",
+                        f"MIOPEN_CUSTOM_CACHE_DIR=/tmp/miopen-{os.environ.get('USER', 'mdloader')}"]}
+    srun = ["srun", "--kill-on-bad-exit=1", "--nodes={n}", f"--ntasks={{t}}",
+            f"--ntasks-per-node={gpus}", f"--cpus-per-task={cpus}",
+            f"--cpu-bind={CPU_BIND[site]}", f"--gpus-per-node={gpus}", "--gpu-bind=none",
+            str(ROOT / ".venv/bin/python"), "-m", "mpi4py", "-m", "mdloader_plugin"]
+
+    def launch(n):
+        return [a.format(n=n, t=n * gpus) for a in srun]
+
+    expected = [
+        ["module", "load", *({"perlmutter": "PrgEnv-gnu cray-mpich cudatoolkit "
+                                            "craype-accel-nvidia80 python nccl",
+                              "frontier": "PrgEnv-gnu cray-mpich rocm craype-accel-amd-gfx90a "
+                                          "cray-python"}[site].split())],
+        *[["export", kv] for kv in (
+            "MPICH_ASYNC_PROGRESS=1", "MPICH_MAX_THREAD_SAFETY=multiple",
+            "MPICH_OFI_NIC_POLICY=NUMA", "MPICH_GPU_SUPPORT_ENABLED=0",
+            "FI_CXI_RX_MATCH_MODE=hybrid", "OMP_NUM_THREADS=1", "PYTHONUNBUFFERED=1",
+            f"LD_LIBRARY_PATH={plugin}:/opt/lib", *ccl[site],
+            f"MDLOADER_DATA_DIR={scratch / 'data'}", f"PYTHONPATH={ROOT}")],
+        ["mkdir", "-p", str(scratch / "runs")],
+        ["cd", str(scratch / "runs")],
+        launch(2) + ["calibrate", "--out", str(profile)],
+        ["export", f"MDLOADER_PROFILE={profile}"],
+        launch(2) + ["train", "hydragnn", "--config", str(ROOT / "recipes/hydragnn/perlmutter.yaml"),
+                     "--set", "loader=mdloader", "--set", f"mdloader.profile={profile}",
+                     "--set", f"run_name=hydragnn-{site}-42-mdloader"],
+    ]
+    assert commands(proc.stdout) == expected
+    assert "warning" not in proc.stderr
+    assert f"{scratch / 'runs'}/logs/hydragnn-{site}-42-mdloader/run.log" in proc.stderr
+
+
+@pytest.mark.parametrize("site", sorted(SITES))
+def test_site_without_ccl_plugin_warns_and_leaves_nccl_net_unset(tmp_path, site):
+    proc = dry_run(f"{site}-fairchem.sbatch", tmp_path, LD_LIBRARY_PATH="",
+                   **_site_env(site, tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    exports = [c[1] for c in commands(proc.stdout) if c[0] == "export"]
+    assert not any(e.startswith("NCCL_NET=") for e in exports)
+    assert f"warning: no {PLUGIN[site].split('.')[0]}*.so" in proc.stderr
 
 
 def test_cached_profile_is_reused(tmp_path):
@@ -233,3 +315,29 @@ def test_local_hydragnn_recipe_on_real_slurm(request, tmp_path, small_hydragnn_f
                                      for loader in loaders]
     assert rows[0][-1] == "1.00x" and rows[1][3] == "2" and rows[1][-1].endswith("x")
     assert png.stat().st_size > 1000
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(600)
+def test_world_size_check_under_srun_with_the_wrong_mpi(request, tmp_path, small_hydragnn_file):
+    """The local recipe launched by ``srun`` while mpi4py loads the Open MPI wheel, which cannot
+    talk to Slurm's PMI: each task is a one-rank MPI job. Every rank stops at start with exit 2;
+    one line names the world size, SLURM_NTASKS and the likely cause; nothing trains."""
+    env = mpi_env(request.getfixturevalue("local_slurm"))
+    env.update(MDLOADER_WORKDIR=str(tmp_path), MDLOADER_TIMEOUT="300", MDLOADER_LAUNCHER="srun",
+               MDLOADER_LOADERS="mdloader", MDLOADER_SET=f"Dataset.path={small_hydragnn_file}")
+    env.pop("MPI4PY_LIBMPI", None)
+    out = tmp_path / "job.out"
+    proc = subprocess.run(["sbatch", "--wait", "-o", str(out), "slurm/local-hydragnn.sbatch"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=500)
+    job_log = out.read_text() if out.exists() else "(no job output)"
+    assert proc.returncode != 0, job_log
+    errors = [ln for ln in job_log.splitlines() if ln.startswith("mdloader: error:")]
+    assert errors == ["mdloader: error: MPI world size 1 but SLURM_NTASKS=4: the launcher started "
+                      "4 processes that MPI does not see as one job; mpi4py is likely built "
+                      "against another MPI (Open MPI v5.0.11) than the launcher's: rebuild it on "
+                      "the site's MPI (Cray: MPICC=\"cc -shared\" pip install --force-reinstall "
+                      "--no-binary=mpi4py mpi4py) or launch with that MPI's mpiexec "
+                      "(MDLOADER_LAUNCH_CHECK=0 skips this check)"], job_log
+    assert "Exited with exit code 2" in job_log
+    assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").rglob("run.log"))

@@ -69,8 +69,9 @@ MDLOADER_OPTIONS = (
                               "`collective`."),
     Option("prefetch", 2, "Steps the producer thread runs ahead of the trainer (0: fetch in the "
                           "trainer's thread)."),
-    Option("profile", "local", "Machine profile for `backend: auto`: `local`, `perlmutter`, "
-                               "`frontier` or a `mdloader calibrate` output file."),
+    Option("profile", None, "Machine profile for `backend: auto`: `local`, `perlmutter`, "
+                            "`frontier` or a `mdloader calibrate` output file; unset: "
+                            "`$MDLOADER_PROFILE`, else `local`."),
     Option("seed", None, "Shuffling seed; unset: the top-level `seed`."),
     Option("drop_last", False, "As DistributedSampler: drop the tail instead of padding it."),
     Option("max_memory_per_rank", None, "Stop before loading if a rank's store would be larger "

@@ -106,7 +106,7 @@ def create_dataloaders(trainset, valset, testset, batch_size: int,
                        train_sampler_shuffle: bool = True, val_sampler_shuffle: bool = True,
                        test_sampler_shuffle: bool = True, group=None, oversampling: bool = False,
                        num_samples: Sequence[int] | None = None, *, backend: str = "auto",
-                       seed: int = 0, prefetch: int = 2, profile: str | None = "local"):
+                       seed: int = 0, prefetch: int = 2, profile: str | None = None):
     """Upstream's ``create_dataloaders`` signature; returns (train, val, test) MDLoaders.
     Collective over `group` (default: every rank)."""
     from ...loader.loader import MDLoader

@@ -115,15 +115,6 @@ class HydraSample(ColumnTransform):
         if heads is not None and not heads.graph_only:
             self.columns = None  # no column-wise twin: MDLoader takes the per-graph path
 
-    def helper_spec(self) -> dict:
-        """How a collate helper process rebuilds this (JSON; see ``collate_process``)."""
-        heads = None if self.heads is None else [self.heads.spec, self.heads.graph_width]
-        return {"factory": f"{__name__}:_hydra_sample",
-                "args": {"node_features": None if self.cols is None else [int(c) for c in self.cols],
-                         "y_minmax": (None if self.y_minmax is None
-                                      else [float(v) for v in self.y_minmax]),
-                         "heads": heads, "dtype": self.dtype.str}}
-
     def _scaled_y(self, y: np.ndarray) -> np.ndarray:
         if self.y_minmax is None:
             return y
@@ -180,12 +171,6 @@ def make_to_sample(node_features: Sequence[int] | None,
     from `heads`, node features selected, ``y`` min-max scaled when ``y_minmax`` is given,
     floats as `dtype`)."""
     return HydraSample(node_features, y_minmax, heads, dtype)
-
-
-def _hydra_sample(node_features, y_minmax, heads, dtype) -> HydraSample:
-    """:meth:`HydraSample.helper_spec` -> the same ``HydraSample``."""
-    return HydraSample(node_features, None if y_minmax is None else tuple(y_minmax),
-                       None if heads is None else Heads.from_spec(*heads), np.dtype(dtype))
 
 
 def files_of(path) -> list[str]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -89,43 +89,138 @@ def finish_graph(g: dict, radius: float, max_neighbours: int | None,
     return out
 
 
-def convert(path: str, out: str, *, kind: str | None = None,
+def convert(path, out: str, *, kind: str | None = None,
             split: tuple[float, float, float] = (1.0, 0.0, 0.0), seed: int = 0,
             radius: float = 6.0, max_neighbours: int | None = 50, float64: bool = False,
-            progress: Callable[[Iterator, int], Iterator] | None = None) -> dict[str, int]:
-    """Convert `path` into the ADIOS2 file `out`; returns graphs per label."""
-    mod = detect(path, kind)
-    if mod.NAME != "g2" and not os.path.exists(path):
-        raise DataError(f"{path}: no such file or directory")
-    n = mod.count(path)
-    if n <= 0:
-        raise DataError(f"{path}: the input holds no structures")
-    labels = assign_labels(n, split, seed)
-    names = tuple(lab for lab, f in zip(LABELS, split) if f > 0)
-    graphs: Iterator = mod.iterate(path)
-    if progress is not None:
-        graphs = progress(graphs, n)
-    attrs = {"dataset_name": f"{mod.NAME}:{os.path.basename(os.path.normpath(path))}"}
+            progress: Callable[[Iterator, int], Iterator] | None = None,
+            x: Sequence[str] = (), y: Sequence[str] = ()) -> dict[str, int]:
+    """Convert `path` into the ADIOS2 file `out`; returns graphs per label.
+
+    `path`: one input, split by `split` and `seed`; or a mapping ``{label: input}`` (labelled
+    splits, e.g. OC20's ``train/`` and ``val/`` folders into one file's ``trainset`` and
+    ``valset``), each input's structures all going to its label in source order.
+    `x`, `y`: HydraGNN's columns (:func:`hydragnn_columns`): ``x`` the listed per-atom fields
+    side by side, ``y`` the listed per-structure fields; every other field is kept as well."""
+    inputs = _inputs(path, kind, split)
+    counts = {lab: mod.count(src) for lab, src, mod in inputs}
+    for (lab, src, _), n in zip(inputs, counts.values()):
+        if n <= 0:
+            raise DataError(f"{src}: the input holds no structures")
+    if len(inputs) == 1 and inputs[0][0] is None:
+        src, mod = inputs[0][1], inputs[0][2]
+        labels = assign_labels(counts[None], split, seed)
+        names = tuple(lab for lab, f in zip(LABELS, split) if f > 0)
+        streams = [(src, mod, counts[None], lambda i, _l=labels: LABELS[_l[i]])]
+        name = f"{mod.NAME}:{os.path.basename(os.path.normpath(src))}"
+    else:
+        names = tuple(lab for lab, _, _ in inputs)
+        streams = [(src, mod, counts[lab], lambda i, _lab=lab: _lab) for lab, src, mod in inputs]
+        name = ",".join(f"{lab}={mod.NAME}:{os.path.basename(os.path.normpath(src))}"
+                        for lab, src, mod in inputs)
+    attrs = {"dataset_name": name}
+    vdims = {"edge_index": 1, "x": 0, "y": 0}  # HydraGNN's layout, also when sizes never vary
     schema: list[str] | None = None
     dropped: set[str] = set()
-    with GraphWriter(out, attrs, labels=names) as w:
-        i = -1
-        for i, g in enumerate(graphs):
-            if i >= n:
-                raise DataError(f"{path}: holds more structures than the {n} it declares")
-            g = finish_graph(g, radius, max_neighbours, float64)
-            schema = list(g) if schema is None else schema
-            g = _conform(g, schema, dropped, f"{path}: structure {i}")
-            try:
-                w.add(LABELS[labels[i]], g)
-            except DataError as exc:
-                raise DataError(f"{path}: structure {i}: {exc}") from None
-        if i + 1 != n:
-            raise DataError(f"{path}: yielded {i + 1} structures but declares {n}")
+    with GraphWriter(out, attrs, vdims=vdims, labels=names) as w:
+        for src, mod, n, label_of in streams:
+            graphs: Iterator = mod.iterate(src)
+            if progress is not None:
+                graphs = progress(graphs, n)
+            i = -1
+            for i, g in enumerate(graphs):
+                if i >= n:
+                    raise DataError(f"{src}: holds more structures than the {n} it declares")
+                g = finish_graph(g, radius, max_neighbours, float64)
+                if x or y:
+                    g = hydragnn_columns(g, x, y, f"{src}: structure {i}", float64)
+                schema = list(g) if schema is None else schema
+                g = _conform(g, schema, dropped, f"{src}: structure {i}")
+                try:
+                    w.add(label_of(i), g)
+                except DataError as exc:
+                    raise DataError(f"{src}: structure {i}: {exc}") from None
+            if i + 1 != n:
+                raise DataError(f"{src}: yielded {i + 1} structures but declares {n}")
     if dropped:
-        print(f"mdloader: warning: {path}: fields {', '.join(sorted(dropped))} are missing from "
+        where = path if not isinstance(path, dict) else ", ".join(map(str, path.values()))
+        print(f"mdloader: warning: {where}: fields {', '.join(sorted(dropped))} are missing from "
               "the first structure and were dropped everywhere", file=sys.stderr, flush=True)
     return dict(w.counts)
+
+
+#: names a labelled input may carry (``train=DIR``), and the file's label for each
+LABEL_NAMES = {"train": "trainset", "trainset": "trainset", "val": "valset",
+               "valset": "valset", "test": "testset", "testset": "testset"}
+
+
+def _inputs(path, kind, split) -> list[tuple[str | None, str, object]]:
+    """``[(label or None, input, source module)]``, each input checked to exist."""
+    items = list(path.items()) if isinstance(path, dict) else [(None, path)]
+    out = []
+    for lab, src in items:
+        if lab is not None and lab not in LABELS:
+            raise ConfigError(f"{lab}={src}: unknown split {lab!r}; use train=, val= or test= "
+                              f"({', '.join(LABELS)})")
+        mod = detect(src, kind)
+        if mod.NAME != "g2" and not os.path.exists(src):
+            raise DataError(f"{src}: no such file or directory")
+        out.append((lab, src, mod))
+    if len(out) > 1 or out[0][0] is not None:
+        if tuple(split) != (1.0, 0.0, 0.0):
+            raise ConfigError("--split divides one input; with labelled inputs (train=... "
+                              "val=...) each input is its own split: drop --split")
+    return out
+
+
+def hydragnn_columns(g: dict, x: Sequence[str], y: Sequence[str], where: str,
+                     float64: bool = False) -> dict:
+    """`g` plus HydraGNN's ``x`` (the fields named in `x`, per atom, side by side as
+    ``[natoms, F]`` columns; a node-level target such as ``forces`` is columns of ``x`` too, as
+    in HydraGNN's layout) and ``y`` (the per-structure fields named in `y`, joined into one
+    ``[G]`` vector). A field the structure lacks, or of the wrong kind, is a :class:`DataError`
+    naming it and the fields there are."""
+    dtype = np.float64 if float64 else np.float32
+    natoms = int(np.asarray(g["natoms"]).reshape(-1)[0]) if "natoms" in g else None
+    cols, targets = [], []
+    for flag, keys in (("--x", x), ("--y", y)):
+        for key in keys:
+            if key not in g:
+                raise DataError(f"{where} has no field {key!r} (asked by {flag}); it has "
+                                f"{', '.join(sorted(g))}: pick {flag} among those")
+            a = np.asarray(g[key])
+            if flag == "--x":
+                if natoms is None or a.ndim == 0 or a.shape[0] != natoms:
+                    raise DataError(f"{where}: {flag} {key!r} has shape {list(a.shape)}, not one "
+                                    f"row an atom ({natoms} atoms); per-structure values go "
+                                    "to --y")
+                cols.append(a.reshape(natoms, -1).astype(dtype))
+            else:
+                if natoms is not None and a.ndim and a.shape[0] == natoms and natoms > 1:
+                    raise DataError(f"{where}: {flag} {key!r} is per atom (shape "
+                                    f"{list(a.shape)}); node-level targets are columns of x in "
+                                    f"HydraGNN's layout: put {key!r} in --x")
+                targets.append(a.reshape(-1).astype(dtype))
+    out = dict(g)
+    if cols:
+        out["x"] = np.concatenate(cols, axis=1)
+    if targets:
+        out["y"] = np.concatenate(targets)
+    return out
+
+
+def column_layout(g: dict, x: Sequence[str], y: Sequence[str]) -> dict:
+    """HydraGNN config entries for the columns of `x` and `y` in sample `g`: ``node_features``
+    and ``graph_features`` as ``{name, dim, column_index}`` (what ``Dataset`` takes)."""
+    def entry(keys, per_atom):
+        names, dims, idx, at = [], [], [], 0
+        for key in keys:
+            a = np.asarray(g[key])
+            d = int(np.prod(a.shape[1:])) if per_atom else int(a.size)
+            names.append(key), dims.append(d), idx.append(at)
+            at += d
+        return {"name": names, "dim": dims, "column_index": idx}
+
+    return {"node_features": entry(x, True), "graph_features": entry(y, False)}
 
 
 def _conform(g: dict, schema: list[str], dropped: set[str], where: str) -> dict:

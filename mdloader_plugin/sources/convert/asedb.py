@@ -17,8 +17,21 @@ NAME = "asedb"
 
 
 def accepts(path: str) -> bool:
-    """Whether ``path`` looks like this source's input."""
-    return path.endswith((".db", ".aselmdb"))
+    """Whether ``path`` looks like this source's input: a ``.db``/``.aselmdb`` file, or a folder
+    of ``.aselmdb`` files (OC20's and fairchem's ``train/``, ``val/`` layout)."""
+    return path.endswith((".db", ".aselmdb")) or bool(_folder_files(path))
+
+
+def _folder_files(path: str) -> list[str]:
+    """The ``*.aselmdb`` files of folder `path`, sorted (empty for a file or another folder)."""
+    import glob
+    import os
+
+    return sorted(glob.glob(os.path.join(path, "*.aselmdb"))) if os.path.isdir(path) else []
+
+
+def _files(path: str) -> list[str]:
+    return _folder_files(path) or [path]
 
 
 def _connect(path: str):
@@ -32,16 +45,25 @@ def _connect(path: str):
 
 def count(path: str) -> int:
     """Number of structures in ``path`` (for the progress bar and the split)."""
-    try:
-        return int(_connect(path).count())
-    except DataError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        raise DataError(f"{path}: not a readable ASE database ({exc})") from None
+    total = 0
+    for one in _files(path):
+        try:
+            total += int(_connect(one).count())
+        except DataError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise DataError(f"{one}: not a readable ASE database ({exc})") from None
+    return total
 
 
 def iterate(path: str) -> Iterator[dict]:
-    """The structures of ``path`` one at a time, each a ``dict`` of numpy arrays."""
+    """The structures of ``path`` one at a time (a folder: its files in name order), each a
+    ``dict`` of numpy arrays."""
+    for one in _files(path):
+        yield from _iterate_one(one)
+
+
+def _iterate_one(path: str) -> Iterator[dict]:
     db = _connect(path)
     skipped: set = set()
     for row in db.select():

@@ -124,6 +124,22 @@ def test_hydragnn_transform_column_wise_equals_per_graph():
         assert batch_diff(got, slow(fetched, to_sample)) == ""
 
 
+def test_hydragnn_heads_on_records_without_y_loc_column_wise_equals_per_graph():
+    """A converted file has no y_loc: the transform adds one a graph; the column-wise batch
+    still equals PyG's collate of the per-graph samples."""
+    from mdloader_plugin.integrations.hydragnn.graphs import Heads, make_to_sample
+    from mdloader_plugin.sources import synth
+
+    samples = [{k: v for k, v in g.items() if k != "y_loc"}
+               for g in synth.generate("hydragnn", 5, 0, 30)]
+    fetched = fetched_of(samples)
+    to_sample = make_to_sample([0, 1], None, Heads(["graph"], [0], [1], [1, 1, 1]))
+    cc = ColumnCollate(to_sample, pyg_collate)
+    got = cc(fetched)
+    assert got is not None and cc.enabled and "y_loc" in got
+    assert batch_diff(got, slow(fetched, to_sample)) == ""
+
+
 def test_oc20_records_take_the_fast_path():
     from mdloader_plugin.sources import synth
 

@@ -1,0 +1,99 @@
+"""MDLoader's arguments checked before any collective (a bad one is one ``ConfigError`` line
+naming the argument, its value and what it must be), and the sampler they make."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..backends import get_backend
+from ..core.errors import ConfigError
+from ..core.options import env
+from ..sampling.sampler import GlobalSampler, SamplerState
+
+
+def producer_kind(producer: str | None) -> tuple[str, str | None]:
+    """The producer (always the thread now) and, for the removed ``"process"``, the one-line
+    deprecation warning to log."""
+    src = "producer"
+    if producer is None:
+        src, producer = "MDLOADER_PRODUCER", env("MDLOADER_PRODUCER")
+    if producer not in ("thread", "process"):
+        raise ConfigError(f"{src} must be 'thread' (or the deprecated 'process'), got "
+                          f"{producer!r}")
+    if producer == "process":
+        return "thread", (f"{src}='process' is deprecated and ignored: the producer thread "
+                          "builds batches with the GIL released (docs/gil-free-batches.md), "
+                          "which measured faster than the helper process; remove the setting")
+    return "thread", None
+
+
+def prefetch_bytes(mib: float | None) -> int:
+    """The prefetch queue's cap in bytes (`mib`, else ``MDLOADER_PREFETCH_MIB``; must be > 0)."""
+    src = "prefetch_mib"
+    if mib is None:
+        src, mib = "MDLOADER_PREFETCH_MIB", env("MDLOADER_PREFETCH_MIB")
+    try:
+        value = float(mib)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not value > 0:
+        raise ConfigError(f"{src} must be a number of MiB > 0, got {mib!r}")
+    return int(value * 2**20)
+
+
+def checked_sampler(num_samples: int, size: int, batch_size, prefetch, backend: str, profile,
+                     prefetch_mib, **kw) -> GlobalSampler:
+    """MDLoader's arguments checked (a bad one is a ConfigError) and its sampler."""
+    prefetch_bytes(prefetch_mib)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size <= 0:
+        raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if isinstance(prefetch, bool) or not isinstance(prefetch, (int, np.integer)) or prefetch < 0:
+        raise ConfigError(f"prefetch must be an integer >= 0, got {prefetch!r}")
+    if backend != "auto":
+        try:
+            get_backend(backend)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    else:
+        from ..estimator.profile import get_profile
+
+        get_profile(profile)  # a missing or absurd profile fails here, before any collective
+    try:
+        kw["mix"] = _mix(*kw["mix"], size)
+        return GlobalSampler(num_samples, size, int(batch_size), **kw)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _mix(sampling, store, size: int):
+    """The store's data-set mix for `sampling` (None: plain single-order epochs)."""
+    from ..sampling.mixes import DataSets, get_mix
+
+    if sampling is None and "dataset_starts" not in store.meta:
+        return None
+    mix = get_mix(sampling, DataSets.of_store(store), size)
+    return None if mix.name == "proportional" else mix
+
+
+def checked_state(state: dict, core: GlobalSampler, size: int) -> SamplerState:
+    """A saved loader state that this loader (sampler `core`, `size` ranks) can resume."""
+    try:
+        st = SamplerState.from_dict(state)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if st.seed != core.seed:
+        raise ConfigError(f"loader state has seed {st.seed} but this loader uses seed "
+                          f"{core.seed}; resume with the same seed")
+    if st.order and st.order != core.order:
+        raise ConfigError(f"loader state was saved with order {st.order!r} but this loader "
+                          f"uses {core.order!r}; resume with order={st.order!r}")
+    if st.offset > core.num_samples:
+        raise ConfigError(f"loader state offset {st.offset} exceeds the data set's "
+                          f"{core.num_samples} samples; is it from another data set?")
+    mix = core.mix
+    if mix is not None and mix.world_size is not None and st.world_size not in (0, size):
+        raise ConfigError(f"loader state is from {st.world_size} ranks but sampling "
+                          f"{mix.name!r} splits the data sets by rank count; resume on "
+                          f"{st.world_size} ranks")
+    return st

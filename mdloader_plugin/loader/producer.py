@@ -1,0 +1,219 @@
+"""The producer: runs a loader's steps in a thread (or inline), up to ``prefetch`` ahead.
+
+It works through *segments* (epoch, first step, end step) that only the loader's thread hands
+it: at start the epoch asked for, then the first ``prefetch`` steps of the epoch the loader
+expects next (``spec_epoch``); :meth:`Producer.take_over` hands it the rest of that epoch and
+the next guess. Which exchanges run is thereby fixed by the trainer's calls, never by timing, so
+every rank runs the same ones; an abandoned producer finishes the segments it was given
+(exchanging without decoding when a collective backend needs the match) and stops.
+"""
+
+from __future__ import annotations
+
+import atexit
+import queue
+import threading
+import time
+import weakref
+from typing import Callable
+
+from .step import EpochStats
+
+DONE = object()
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # loaders whose producers finish at exit
+_IDLE_EXIT_S = 2.0  # a producer thread with nothing to do for this long ends (restarted on demand)
+
+
+class Producer:
+    """Runs ``steps.run`` segments (see the module doc) and hands their batches to :meth:`next`.
+
+    Args:
+        steps: a :class:`~.step.Steps` (``run(epoch, start, stop, stats, abandoned, drain)``).
+        sampler: ``steps_in(epoch)``.
+        prefetch: steps the thread may run ahead (0: inline, in the consumer's thread).
+        prefetch_bytes: at most this many bytes of records wait in the queue (one batch may).
+        drain: an abandoned producer still runs its segments' exchanges (collective backends).
+        backend_name: the serving backend's name now (for a new epoch's stats).
+    """
+
+    def __init__(self, steps, sampler, epoch: int, start: int, stats: EpochStats,
+                 spec_epoch: int, *, prefetch: int, prefetch_bytes: int, drain: bool,
+                 backend_name: Callable[[], str]):
+        self.steps, self.sampler, self.prefetch = steps, sampler, prefetch
+        self.prefetch_bytes, self.backend_name = prefetch_bytes, backend_name
+        self.epoch, self.start_step = epoch, start
+        self.q: queue.Queue = queue.Queue(maxsize=max(1, prefetch))
+        self._segments: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._room = threading.Condition()  # bytes of records waiting in q, capped
+        self._queued = 0
+        self._thread_idle = False
+        self._abandoned = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._inline = None
+        self.consumed = 0  # batches the consumer took from the current epoch
+        self.spec_epoch, self.spec_steps, self.spec_stats = None, 0, None
+        self._segments.put((epoch, start, sampler.steps_in(epoch), stats))
+        # Collective exchanges must be matched on every rank, so an abandoned producer keeps
+        # exchanging (without decoding) through the segments it was given.
+        self.drain = drain
+        self._plan_speculation(spec_epoch)
+
+    def _plan_speculation(self, spec_epoch: int) -> None:
+        self.spec_epoch = spec_epoch
+        self.spec_steps = min(self.prefetch, self.sampler.steps_in(spec_epoch))
+        self.spec_stats = EpochStats(epoch=spec_epoch, backend=self.backend_name())
+        if self.prefetch > 0:  # inline producers never run ahead
+            self._hand((spec_epoch, 0, self.spec_steps, self.spec_stats))
+
+    @property
+    def speculating(self) -> bool:
+        return self._thread is not None and self.spec_steps > 0
+
+    def can_take_over(self, epoch: int) -> bool:
+        return (self._thread is not None and not self._abandoned.is_set()
+                and epoch == self.spec_epoch
+                and self.consumed == self.sampler.steps_in(self.epoch) - self.start_step)
+
+    def take_over(self, next_guess: int) -> EpochStats:
+        """The consumer now wants ``spec_epoch`` from step 0: its first steps are (being) made;
+        hand the thread the rest of it and the next guess."""
+        epoch, stats = self.spec_epoch, self.spec_stats
+        self._hand((epoch, self.spec_steps, self.sampler.steps_in(epoch), stats))
+        self.epoch, self.start_step, self.consumed = epoch, 0, 0
+        self._plan_speculation(next_guess)
+        return stats
+
+    def start(self, threaded: bool) -> None:
+        if threaded:
+            self._thread = threading.Thread(target=self._run, name="mdloader-prefetch",
+                                            daemon=True)
+            self._thread.start()
+        else:
+            epoch, start, stop, stats = self._segments.get_nowait()
+            self._inline = self._steps(epoch, start, stop, stats)
+
+    def _steps(self, epoch: int, start: int, stop: int, stats: EpochStats):
+        return self.steps.run(epoch, start, stop, stats, self._abandoned, self.drain)
+
+    def _run(self) -> None:
+        try:
+            idle_since = None
+            while True:
+                # abandoned is read before the queue: segments handed over before an abandon
+                # are always seen (and run, when draining)
+                done = self._abandoned.is_set()
+                try:
+                    seg = self._segments.get(timeout=0.05)
+                except queue.Empty:
+                    if done:
+                        break
+                    idle_since = idle_since or time.monotonic()
+                    if time.monotonic() - idle_since > _IDLE_EXIT_S:
+                        with self._lock:  # a thread idle this long ends (so an unclosed loader
+                            if self._segments.empty():  # can be collected); _hand restarts
+                                self._thread_idle = True
+                                return
+                    continue
+                idle_since = None
+                for item in self._steps(*seg):
+                    self._enqueue(item)
+                    del item  # queued: only the queue and the consumer hold it
+            self.q.put(DONE)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which re-raises
+            self.q.put(exc)
+
+    def _enqueue(self, item: tuple) -> None:
+        """Queue (batch, nbytes) once there is room: fewer than ``prefetch`` batches and at most
+        ``prefetch_bytes`` of records waiting (one batch always may wait)."""
+        cap = self.prefetch_bytes
+        with self._room:
+            while (self._queued and self._queued + item[1] > cap
+                   and not self._abandoned.is_set()):
+                self._room.wait(0.05)
+            if self._abandoned.is_set():
+                return
+            self._queued += item[1]
+        while not self._abandoned.is_set():
+            try:
+                self.q.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def _hand(self, segment: tuple) -> None:
+        """Give the thread a segment (restarting it if it ended idle)."""
+        with self._lock:
+            self._segments.put(segment)
+            if self._thread_idle:
+                self._thread_idle = False
+                self._thread.join()
+                self.start(threaded=True)
+
+    def next(self):
+        if self._inline is not None:
+            item = next(self._inline, DONE)
+        else:
+            item = self.q.get()
+        if isinstance(item, BaseException):
+            raise item
+        if item is DONE:
+            raise AssertionError("Internal error: producer ended before the epoch's last step")
+        batch, nbytes = item
+        if self._inline is None:
+            with self._room:
+                self._queued -= nbytes
+                self._room.notify()
+        self.consumed += 1
+        return batch
+
+    def abandon(self) -> None:
+        self._abandoned.set()
+        if self._inline is not None and self.drain:
+            for _ in self._inline:  # run the remaining exchanges inline
+                pass
+        self._inline = None
+
+    def join(self) -> None:
+        if self._thread is not None:
+            while self._thread.is_alive():
+                try:  # unblock a producer waiting on a full queue
+                    self.q.get(timeout=0.05)
+                except queue.Empty:
+                    pass
+            self._thread.join()
+            while not self.q.empty():
+                item = self.q.get_nowait()
+                if isinstance(item, BaseException) and not isinstance(item, Exception):
+                    raise item
+
+
+def finish_at_exit(loader) -> None:
+    """Have ``loader._finish_producer()`` run at interpreter exit, before ``MPI_Finalize``."""
+    if not _LIVE:
+        atexit.unregister(_stop_producers)
+        atexit.register(_stop_producers)
+    _LIVE.add(loader)
+
+
+def _stop_producers() -> None:
+    """Let every producer finish the exchanges it was given: a loader the script never closed
+    may be fetching the next epoch's first steps, and MPI must not be finalised under a running
+    collective. Registered when the first loader is made, i.e. after mpi4py's own exit hook,
+    so it runs before ``MPI_Finalize``."""
+    for loader in list(_LIVE):
+        try:
+            loader._finish_producer()
+        except Exception:  # noqa: BLE001 - exiting anyway; MPI reports its own errors
+            pass
+
+
+def usable_prefetch(prefetch: int, log) -> int:
+    """`prefetch`, or 0 (with one warning) when MPI cannot take calls from a producer thread."""
+    from mpi4py import MPI
+
+    if prefetch and MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+        log.warning("MPI was initialised without MPI_THREAD_MULTIPLE: prefetch disabled "
+                    "(batches are fetched in the trainer's thread)")
+        return 0
+    return prefetch

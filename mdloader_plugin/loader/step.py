@@ -1,0 +1,155 @@
+"""One step of the loader: plan -> fetch -> build -> stage, under the fetch watchdog, timed.
+
+:class:`Steps` is what the producer runs: ``run(epoch, start, stop, stats, abandoned, drain)``
+yields ``(batch, record bytes)`` for each step in order. A step asks the sampler for its plan,
+:class:`~.switch.Backends` for its backend, fetches this rank's records under the watchdog
+(:mod:`.watchdog`), builds the batch (:class:`BatchBuilder`: column-wise when it can, sample by
+sample otherwise), stages it for the device and reports the step's time to a ready batch (the
+online check reads it). An abandoned run that must keep collective exchanges matched (``drain``)
+still fetches every step but builds nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..records import codec, kernels
+from ..batching.pyg import ColumnCollate
+
+
+@dataclass
+class EpochStats:
+    """Timing of one epoch on this rank (seconds)."""
+
+    epoch: int = 0
+    steps: int = 0
+    samples: int = 0
+    wall_s: float = 0.0
+    data_wait_s: float = 0.0
+    fetch_s: float = 0.0
+    decode_s: float = 0.0
+    step_fetch_s: list = field(default_factory=list)
+    backend: str = ""
+
+    def as_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in ("epoch", "steps", "samples", "wall_s", "data_wait_s",
+                                            "fetch_s", "decode_s", "backend")}
+        if self.step_fetch_s:
+            d["fetch_median_s"] = float(np.median(self.step_fetch_s))
+            d["fetch_p95_s"] = float(np.percentile(self.step_fetch_s, 95))
+        return d
+
+
+class BatchBuilder:
+    """Fetched records -> batch: column-wise (:class:`~..batching.pyg.ColumnCollate`) when the
+    records allow, else ``to_sample`` a record and ``collate`` (said once, then for good)."""
+
+    def __init__(self, to_sample, collate, log=None, name: str = "train"):
+        self.to_sample, self.collate, self.log, self.name = to_sample, collate, log, name
+        self.columns = ColumnCollate(to_sample, collate)
+        if self.columns.enabled:
+            kernels.warn_once(log)  # one line when the compiled kernels are wanted but absent
+
+    def __call__(self, fetched, backend):
+        fast = self.columns
+        if fast.enabled:
+            batch = fast(fetched)
+            if batch is not None:  # it holds copies: the receive buffer is free again
+                backend.buffers.give(fetched.buf)
+                return batch
+            if not fast.enabled:  # said once: the path is off for good
+                self._info("batches are collated sample by sample (the records do not fit the "
+                           "column-wise path: see mdloader_plugin.batching.pyg)")
+        return self.per_sample(fetched)
+
+    def per_sample(self, fetched):
+        samples = [self.to_sample(codec.decode(fetched.buf, int(o), int(n)))
+                   for o, n in zip(fetched.offsets, fetched.nbytes)]
+        return self.collate(samples)
+
+    def _info(self, line: str) -> None:
+        if self.log is not None:
+            self.log.info(f"[{self.name}] {line}")
+
+
+class Steps:
+    """The steps of one loader (used by its producer; holds no loader state of its own).
+
+    Args:
+        sampler: the loader's sampler (``plan(epoch, step)``).
+        backends: the loader's :class:`~.switch.Backends`.
+        group: the replica group (``rows`` of a plan), or None.
+        build: a :class:`BatchBuilder`.
+        device: a :class:`~..batching.device.DeviceStage`.
+        watchdog: a :class:`Watch` (or None: no deadline on fetches).
+    """
+
+    def __init__(self, sampler, backends, group, build: BatchBuilder, device, watchdog=None):
+        self.sampler, self.backends, self.group = sampler, backends, group
+        self.build, self.device, self.watchdog = build, device, watchdog
+
+    def run(self, epoch: int, start: int, stop: int, stats: EpochStats, abandoned, drain: bool):
+        """Yield (staged batch, record bytes) for steps ``start..stop-1`` of `epoch`."""
+        for step in range(start, stop):
+            if abandoned.is_set() and not drain:
+                return
+            plan = self.sampler.plan(epoch, step)
+            backend = self.backends.for_step(stats)
+            t0 = time.perf_counter()
+            if self.watchdog is not None:
+                self.watchdog.arm(epoch, step, backend, plan)
+            fetched = backend.fetch(plan if self.group is None else self.group.rows(plan))
+            if self.watchdog is not None:
+                self.watchdog.disarm()
+            t1 = time.perf_counter()
+            stats.fetch_s += t1 - t0
+            stats.step_fetch_s.append(t1 - t0)
+            if abandoned.is_set():
+                self.backends.after_step(t1 - t0)  # every rank reports every step (a collective)
+                backend.buffers.give(fetched.buf)
+                continue  # draining: the exchange ran, nobody wants the batch
+            nbytes = int(fetched.nbytes.sum())
+            batch = self.build(fetched, backend)
+            del fetched  # the records are in the batch now: free them before the next fetch
+            t2 = time.perf_counter()
+            stats.decode_s += t2 - t1
+            self.backends.after_step(t2 - t0)  # the online decision reads time to a ready batch
+            yield self.device.stage(batch), nbytes
+            del batch  # nor hold the served batch while making the next one
+
+
+class Watch:
+    """The fetch watchdog of one loader (:mod:`.watchdog`), started at its first armed fetch:
+    a fetch that outlives ``timeout`` seconds aborts the job naming the ranks it waited for."""
+
+    def __init__(self, timeout: float, world, group, store, rank: int):
+        self.timeout, self.world, self.group, self.store, self.rank = (timeout, world, group,
+                                                                       store, rank)
+        self._dog = None
+
+    def arm(self, epoch: int, step: int, backend, plan) -> None:
+        if self._dog is None:
+            from .watchdog import FetchWatchdog
+
+            self._dog = FetchWatchdog(self.timeout, lambda: self.world.comm.Abort(3), self.rank)
+        g, store, rank = self.group, self.store, self.rank
+
+        def waiting_for():  # world ranks of this rank's group
+            if backend.name == "collective":
+                return [r for r in g.world_ranks(range(g.size)).tolist() if r != rank]
+            owners = g.world_ranks(np.unique(store.owner_of(plan[rank])))
+            return owners[owners != rank].tolist()
+
+        self._dog.arm(epoch, step, backend.name, waiting_for)
+
+    def disarm(self) -> None:
+        if self._dog is not None:
+            self._dog.disarm()
+
+    def close(self) -> None:
+        if self._dog is not None:
+            self._dog.close()
+            self._dog = None

@@ -1,0 +1,169 @@
+"""The loader's backends: which one serves each step, and the online switch between them.
+
+:class:`Backends` owns the backend objects of one loader, the current decision (``decision``,
+``name``) and, with ``backend="auto"`` on several ranks, an :class:`OnlineSwitch`. The producer
+asks :meth:`Backends.for_step` for each step's backend and reports each step's time with
+:meth:`Backends.after_step`; the switch only *reports* decisions (``pop_results``) and the
+:class:`Backends` that owns the backends applies them (activates the winner, closes the losers)
+at a step boundary, the same step on every rank.
+"""
+
+from __future__ import annotations
+
+from ..backends import BACKENDS, get_backend
+
+
+class CommView:
+    """The world as backends see it, but talking on the loader's private communicator."""
+
+    def __init__(self, world, comm):
+        self.comm, self.rank, self.size = comm, world.rank, world.size
+        self.node_of, self.num_nodes = world.node_of, world.num_nodes
+        self.local_rank, self.local_size = world.local_rank, world.local_size
+
+
+class Backends:
+    """The backends of one loader and the decision which one serves (rank-local object; its
+    decisions are collective through :class:`OnlineSwitch`)."""
+
+    def __init__(self, store, group, group_comm, backend: str, progress, *, per_step: int,
+                 profile=None, online: bool = False, comm=None, nodes: int = 1, log=None,
+                 name: str = "train"):
+        self.log, self.label = log, name
+        names = list(BACKENDS) if backend == "auto" else [backend]
+        view = CommView(group, group_comm) if group_comm is not None else None
+        self.all: dict = {}
+        for n in names:
+            cls = get_backend(n)
+            self.all[n] = cls(store, view, progress=progress) if n == "onesided" else cls(
+                store, view)  # collective: its own switch (MDLOADER_COLL_PROGRESS_THREAD)
+        if backend != "auto":
+            self.decision = {"backend": backend, "reason": "chosen in the configuration",
+                             "predicted_s": {}}
+        else:
+            self.decision = choose_initial(store, group, per_step, profile)
+            self._info(self.decision["decision"].log_line())
+        self.name = self.decision["backend"]
+        self._serving = None
+        self.online = OnlineSwitch(self.decision, comm, nodes) if online else None
+        self.activate(self.name if self.online is None else self.online.backend_for_next_step())
+
+    def _info(self, line: str) -> None:
+        if self.log is not None:
+            self.log.info(f"[{self.label}] {line}")
+
+    @property
+    def collective(self) -> bool:
+        """Whether steps are collective (a collective backend, or the online check's per-step
+        reduction), the same on every rank."""
+        return "collective" in self.all or (self.online is not None and self.online.active)
+
+    @property
+    def timing_each_step(self) -> bool:
+        """The online check times every step to its ready batch."""
+        return self.online is not None and self.online.active
+
+    def for_step(self, stats):
+        """The backend of the next step (the online check may probe or switch); the names of
+        the backends that served are collected in ``stats.backend``."""
+        name = self.decision["backend"]
+        if self.online is not None and self.online.active:
+            self._apply(self.online.pop_results())
+            name = self.online.backend_for_next_step()
+        self.activate(name)
+        if name not in stats.backend.split("+"):
+            stats.backend = f"{stats.backend}+{name}" if stats.backend else name
+        self.name = self.decision["backend"]
+        return self.all[name]
+
+    def _apply(self, results: list) -> None:
+        """Obey the online check's decisions, at a step boundary (the same on every rank)."""
+        for res in results:
+            self.decision = {"backend": res.backend, "reason": res.reason,
+                             "predicted_s": dict(res.predicted_s),
+                             "measured_s": dict(res.measured_s), "decision": res}
+            self._info(res.log_line())
+        if self.online.done and not self.online.settled:
+            self.online.settled = True
+            keep = self.online.check.result.backend
+            self.activate(keep)
+            for name in [n for n in self.all if n != keep]:
+                self.all.pop(name).close()  # same step on every rank; frees its progress thread
+
+    def after_step(self, seconds: float) -> None:
+        if self.online is not None and self.online.active:
+            self.online.record(seconds)
+
+    def activate(self, name: str) -> None:
+        """Only `name` may run its helpers (progress thread) while it serves (rank-local)."""
+        if name != self._serving:
+            for n, b in self.all.items():
+                if n != name:
+                    b.set_active(False)
+            self.all[name].set_active(True)
+            self._serving = name
+
+    def traffic(self) -> dict:
+        out = {"on_node": 0, "off_node": 0}
+        for b in self.all.values():
+            for k in out:
+                out[k] += b.traffic[k]
+        return out
+
+    def held_bytes(self) -> int:
+        return sum(b.buffers.held_bytes() for b in self.all.values())
+
+    def close(self) -> None:
+        for b in self.all.values():
+            b.close()
+        self.all = {}
+
+
+def choose_initial(store, group, per_step: int, profile) -> dict:
+    """Backend from the cost model and machine profile (``estimator``); `per_step` is what a
+    rank's step really carries (fewer than batch_size samples when the data set is small)."""
+    from ..estimator.choose import choose_initial as choose
+    from ..estimator.profile import get_profile
+
+    prof = get_profile(profile)
+    g = group  # the backends' world is the replica group (W ranks, W = P without groups)
+    dec = choose(g.size if g else 1, g.local_size if g else 1, per_step,
+                 store.index.size_sample(), prof)
+    return {"backend": dec.backend, "reason": dec.reason, "predicted_s": dict(dec.predicted_s),
+            "decision": dec, "profile": prof}
+
+
+class OnlineSwitch:
+    """Asks ``estimator.online.OnlineCheck`` which backend serves each step: every step's time
+    is reduced with MAX over ranks, so every rank feeds identical numbers and takes the
+    identical decision at the same step (a collective decision, never a divergent one). It only
+    reports decisions; :class:`Backends` obeys them."""
+
+    def __init__(self, decision: dict, comm, nodes: int):
+        from ..estimator.online import OnlineCheck, blind_to_network
+
+        self.comm = comm
+        blind = blind_to_network(decision.get("profile"), nodes)
+        self.check = OnlineCheck(decision["decision"],
+                                 **({"skip_ratio": float("inf")} if blind else {}))
+        self.settled = False  # the final decision obeyed (losers closed)
+
+    @property
+    def active(self) -> bool:
+        return not self.settled
+
+    @property
+    def done(self) -> bool:
+        return self.check.done
+
+    def backend_for_next_step(self) -> str:
+        return self.check.backend_for_next_step()
+
+    def pop_results(self) -> list:
+        return list(self.check.pop_events())
+
+    def record(self, seconds: float) -> None:
+        from ..mpi.world import allreduce_number
+
+        if not self.check.done:  # not the pickled allreduce: its first call holds the GIL
+            self.check.record(allreduce_number(self.comm, float(seconds), "max"))
