@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 from mpi4py import MPI
+from checks import check
 
 comm = MPI.COMM_WORLD
 
@@ -24,7 +25,7 @@ def check_names() -> list[str]:
     names = comm.allgather(MPI.Get_processor_name())
     if comm.rank == 0:
         print("hosts", names, flush=True)
-    assert len(set(names)) > 1, f"all ranks on one host: {names}"
+    check(len(set(names)) > 1, f"all ranks on one host: {names}")
     return names
 
 
@@ -38,7 +39,7 @@ def check_rma() -> None:
     for t in range(comm.size):
         win.Get(out, t, target=(100, 1000, MPI.BYTE))
         win.Flush_all()
-        assert np.array_equal(out, (np.arange(100, 1100) + t) % 251), f"Get from {t} wrong"
+        check(np.array_equal(out, (np.arange(100, 1100) + t) % 251), f"Get from {t} wrong")
     win.Unlock_all()
     comm.Barrier()
     win.Free()
@@ -52,7 +53,7 @@ def check_alltoallv() -> None:
     recv = np.empty(rcounts.sum(), np.uint8)
     comm.Alltoallv([send, (counts, None), MPI.BYTE], [recv, (rcounts, None), MPI.BYTE])
     want = np.concatenate([np.full(rcounts[s], s * 16 + r, np.uint8) for s in range(p)])
-    assert np.array_equal(recv, want), "Alltoallv bytes wrong"
+    check(np.array_equal(recv, want), "Alltoallv bytes wrong")
 
 
 def bandwidth(names: list[str], nbytes: int = 20_000_000, reps: int = 2) -> None:
@@ -93,7 +94,7 @@ def timed_gets(win, target: int, out: np.ndarray, k: int = 10) -> list[float]:
         win.Get(out, target)
         win.Flush(target)
         times.append(time.perf_counter() - t0)
-        assert out[0] == target
+        check(out[0] == target, f"Get from {target} returned {out[0]}")
     return times
 
 

@@ -19,6 +19,7 @@ import adios2
 import numpy as np
 import torch
 from adios2 import bindings
+from checks import check
 
 
 class _IO:
@@ -101,12 +102,13 @@ def main(hydra_path: str, ours_path: str) -> None:
     with GraphFile(hydra_path) as f:
         for g, got in zip(gs, f.read_block("trainset", 0, len(gs))):
             for k in g:
-                assert got[k].dtype == g[k].dtype and np.array_equal(got[k], g[k]), k
-        assert np.array_equal(f.global_attributes()["pna_deg"], [0, 4, 2])
+                check(got[k].dtype == g[k].dtype and np.array_equal(got[k], g[k]), k)
+        check(np.array_equal(f.global_attributes()["pna_deg"], [0, 4, 2]), "pna_deg read back")
     # 2. MDLoader writes, HydraGNN reads (its per-sample path, no preload).
     write_graphs(ours_path, {"trainset": gs}, {"pna_deg": np.array([0, 4, 2])})
     ds = had.AdiosDataset(ours_path, "trainset", MPI.COMM_SELF)
-    assert ds.len() == len(gs) and np.array_equal(ds.pna_deg, [0, 4, 2])
+    check(ds.len() == len(gs) and np.array_equal(ds.pna_deg, [0, 4, 2]),
+          f"HydraGNN read {ds.len()} samples, pna_deg {ds.pna_deg}")
     for i, g in enumerate(gs):
         if any(v.size == 0 for v in g.values()):
             # HydraGNN's get() asks ADIOS2 for an empty box here, which today's adios2 Python
@@ -114,7 +116,7 @@ def main(hydra_path: str, ours_path: str) -> None:
             continue
         data = ds.get(i)
         for k in g:
-            assert np.array_equal(data[k].numpy(), g[k]), (i, k)
+            check(np.array_equal(data[k].numpy(), g[k]), (i, k))
     print("OK")
 
 

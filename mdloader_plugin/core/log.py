@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 
+from .errors import ConfigError
 from .options import env
 
 _CONFIGURED = False
@@ -24,6 +25,9 @@ def get_logger(rank: int | None = None) -> logging.Logger:
             log.addHandler(h)
             log.propagate = False
         level = env("MDLOADER_LOG_LEVEL") or ("INFO" if rank == 0 else "WARNING")
-        log.setLevel(level.upper())
+        if not isinstance(logging.getLevelName(level.strip().upper()), int):
+            raise ConfigError(f"MDLOADER_LOG_LEVEL={level!r} is not a log level; use DEBUG, "
+                              "INFO, WARNING or ERROR, or unset it")
+        log.setLevel(level.strip().upper())
         _CONFIGURED = True
     return log

@@ -20,6 +20,7 @@ graph by graph.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Mapping
 
@@ -318,8 +319,11 @@ def _adios_dtype(t: str, path: str, name: str) -> np.dtype:
 
 
 def _first_line(exc: BaseException) -> str:
-    s = str(exc).strip().splitlines()
-    return s[0][:200] if s else type(exc).__name__
+    """The first line of an error, without ADIOS2's colour codes and ``[date] [ADIOS2
+    EXCEPTION]`` prefix (our messages are one plain line)."""
+    s = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip().splitlines()
+    s = [re.sub(r"^\[[^\]]*\]\s*\[ADIOS2 EXCEPTION\]\s*", "", s[0])] if s else s
+    return s[0][:200] if s and s[0] else type(exc).__name__
 
 
 # Writing: see writer.py (re-exported here so `from .adios import write_graphs` keeps working)

@@ -70,6 +70,7 @@ class ShardStore:
     group: object = None
     _readers: int = 0
     index: object = None
+    _closed: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self):
         if self.index is None:
@@ -91,6 +92,7 @@ class ShardStore:
         return owner_of(self.block_starts, ids)
 
     def local_record(self, sample_id: int) -> np.ndarray:
+        self._check_open(f"sample {sample_id}")
         lo, hi = self.local_range
         if not lo <= sample_id < hi:
             raise IndexError(f"sample {sample_id} is not on this rank (owns {lo}..{hi - 1})")
@@ -251,6 +253,7 @@ class ShardStore:
 
         Several loaders may read one store (train and a checker, or both backends of ``auto``);
         MPI allows one ``Lock_all`` a window at a time, so the store counts its readers."""
+        self._check_open("its window")
         if self.window is None:
             raise internal("a multi-rank store has no window (closed?)")
         if self._readers == 0:
@@ -277,6 +280,12 @@ class ShardStore:
             self.index.close()
         if self.group is not None:
             self.group.close()
+        self._closed = True
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise ValueError(f"the store is closed: {what} can no longer be read; close a "
+                             "store after the loaders that read it")
 
 
 def _encoder(samples, progress: bool = False):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
+from checks import check  # noqa: E402
 from mpirun import mpirun  # noqa: E402
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
@@ -94,8 +95,8 @@ def main(bp: str) -> None:
     for multi in (False, True):
         served = [_serve(bp, multi, **kw) for _, kw in CONFIGS]
         for (name, _), got in zip(CONFIGS, served):
-            assert got == served[0], (f"rank {comm.rank}: {name} served other batches than "
-                                      f"{CONFIGS[0][0]} ({'two data sets' if multi else 'one'})")
+            check(got == served[0], f"{name} served other batches than {CONFIGS[0][0]} "
+                                    f"({'two data sets' if multi else 'one'})")
         steps = comm.allreduce(len(served[0]), op=MPI.MIN)
         if comm.rank == 0:
             print(f"SAME {'multi' if multi else 'single'} steps={steps} configs={len(served)}",

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
+from checks import check  # noqa: E402
 from mpirun import ROOT, mdloader, mpirun  # noqa: E402
 
 CPU = ROOT / "recipes" / "fairchem" / "cpu.yaml"
@@ -38,7 +39,7 @@ def _job(data: str, runs_dir: str, names: list[str], recipe: Path = CPU, runs: d
     for name in names:
         code = run(str(recipe), [f"data_dir={data}", f"job.run_dir={runs_dir}",
                                  f"job.run_name={name}", f"max_epochs={epochs}", *runs[name]])
-        assert code == 0, name
+        check(code == 0, f"run {name} exited {code}")
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
+from checks import check  # noqa: E402
 from mpirun import ROOT, mdloader, mpirun  # noqa: E402
 
 RECIPE = ROOT / "recipes" / "hydragnn" / "multi.yaml"
@@ -42,7 +43,8 @@ def _job(out: str) -> None:
     logs = {}
     for name, extra in RUNS.items():
         args = argparse.Namespace(config=str(RECIPE), set=common + extra + [f"run_name={name}"])
-        assert driver.main(args) == 0, name
+        code = driver.main(args)
+        check(code == 0, f"run {name} exited {code}")
         logs[name] = Path("logs", name, "run.log").read_text() if comm.rank == 0 else ""
     if comm.rank == 0:
         Path(out).write_text(json.dumps(logs))

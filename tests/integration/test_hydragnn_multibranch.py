@@ -33,6 +33,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from hydragnn_versions import env_for  # noqa: E402
+from checks import check  # noqa: E402
 from mpirun import ROOT, mpirun  # noqa: E402
 
 RECIPE = ROOT / "recipes" / "hydragnn" / "multibranch.yaml"
@@ -96,7 +97,8 @@ def _job(out: str) -> None:
         batches: list = []
         forward = _routing_probe(batches)
         args = argparse.Namespace(config=str(RECIPE), set=common + extra + [f"run_name={name}"])
-        assert driver.main(args) == 0, name
+        code = driver.main(args)
+        check(code == 0, f"run {name} exited {code}")
         from hydragnn.models.Base import Base
         Base.forward = forward
         logs[name] = Path("logs", name, "run.log").read_text() if comm.rank == 0 else ""

@@ -20,6 +20,7 @@ from mdloader_plugin.sources import synth
 from mdloader_plugin.core.blocks import block_bounds
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
+from checks import check
 
 
 N, B = 240, 4
@@ -29,7 +30,7 @@ store = ShardStore.from_samples(world, synth.generate("hydragnn", 5, int(lo), in
 auto = MDLoader(store, backend="auto", batch_size=B, seed=2, to_sample=codec.encode,
                 collate=list, prefetch=0)
 onesided = auto._backends["onesided"]
-assert onesided._progress is not None, "run with MDLOADER_PROGRESS_THREAD=1"
+check(onesided._progress is not None, "run with MDLOADER_PROGRESS_THREAD=1")
 seen = {"collective": [], "onesided": []}
 
 
@@ -60,8 +61,8 @@ for epoch in range(3):
     if not auto._online.active:
         break
 res = auto._online.check.result
-assert res is not None and auto._online.check.done, "online check did not finish"
-assert len(set(world.comm.allgather(res.backend))) == 1, "ranks decided differently"
+check(res is not None and auto._online.check.done, "online check did not finish")
+check(len(set(world.comm.allgather(res.backend))) == 1, "ranks decided differently")
 coll = seen["collective"]
 if world.rank == 0:
     print(f"biased-probe: kept={res.backend} coll_beside_thread={sum(coll)}/{len(coll)} "

@@ -19,6 +19,7 @@ from mdloader_plugin.sources import synth
 from mdloader_plugin.core.blocks import block_bounds
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World, rendezvous_env
+from checks import check
 
 backend = sys.argv[1] if len(sys.argv) > 1 else "onesided"
 world = World.detect()
@@ -39,13 +40,15 @@ else:
     seen = 0
     for step, batch in enumerate(loader):
         ids = loader.sampler_core.plan(0, step)[world.rank]
-        assert len(batch) == len(ids)
+        check(len(batch) == len(ids), f"batch of {len(batch)} records for {len(ids)} ids")
         for rec, i in zip(batch, ids):
-            assert codec.decode(rec).keys() == {"x", "pos", "edge_index", "edge_attr", "y", "y_loc"}
+            keys = codec.decode(rec).keys()
+            check(keys == {"x", "pos", "edge_index", "edge_attr", "y", "y_loc"},
+                  f"sample {i}: keys {sorted(keys)}")
         seen += len(batch)
-    assert seen == loader.sampler_core.per_rank
+    check(seen == loader.sampler_core.per_rank, f"{seen} samples, expected {loader.sampler_core.per_rank}")
     dist.all_reduce(t)
-assert t.item() == world.size
+check(t.item() == world.size, f"allreduce gave {t.item()}, expected {world.size}")
 for batch in loader:  # then a normal epoch on every rank
     pass
 loader.close()

@@ -12,10 +12,11 @@ import numpy as np
 
 from mdloader_plugin.estimator.calibrate import Plan, run
 from mdloader_plugin.mpi.world import World
+from checks import check
 
 world = World.detect()
 world.node_of = np.asarray([int(x) for x in sys.argv[1].split(",")], dtype=np.int64)
-assert world.node_of.size == world.size, (world.node_of, world.size)
+check(world.node_of.size == world.size, (world.node_of, world.size))
 prof = run(world, Plan.quick())
 if world.rank == 0:
     prof.write(sys.argv[2])

@@ -13,6 +13,7 @@ from mpi4py import MPI
 
 from mdloader_plugin.loader.verify import coverage
 from mdloader_plugin.sampling.sampler import GlobalSampler
+from checks import check
 
 comm = MPI.COMM_WORLD
 world = types.SimpleNamespace(size=comm.size, comm=comm, rank=comm.rank)
@@ -25,7 +26,7 @@ def run(core, change=None, who=1):
         served = change(served)
     got = coverage(world, core, 0, comm.rank, served)
     text = comm.allgather(None if got is None else (got.sample, got.what))
-    assert len(set(text)) == 1, f"ranks disagree: {text}"  # one verdict, on every rank
+    check(len(set(text)) == 1, f"ranks disagree: {text}")  # one verdict, on every rank
     return text[0]
 
 
@@ -36,25 +37,25 @@ def first_of(core, rank):
 for order in ("feistel", "torch"):
     drop = GlobalSampler(N, comm.size, B, drop_last=True, seed=5, order=order)
     pad = GlobalSampler(N, comm.size, B, drop_last=False, seed=5, order=order)
-    assert run(drop) is None and run(pad) is None, order
+    check(run(drop) is None and run(pad) is None, order)
 
     # duplicate: rank 1 serves rank 0's first id instead of its own
     dup = first_of(drop, 0)
     got = run(drop, lambda s: np.concatenate([[dup], s[1:]]))
-    assert got == (dup, "served 2 times with drop_last"), got
+    check(got == (dup, "served 2 times with drop_last"), got)
 
     # missing: rank 2's first id replaced by rank 0's (a padding repeat hides nothing here)
     lost = first_of(pad, 2)
     got = run(pad, lambda s: np.concatenate([[first_of(pad, 0)], s[1:]]), who=2)
-    assert got == (lost, "never served in the epoch"), got
+    check(got == (lost, "never served in the epoch"), got)
 
     # dropped: one id fewer in all -> the total is wrong
     got = run(pad, lambda s: s[1:])
-    assert got == (-1, f"{pad.total_size - 1} samples served, expected {pad.total_size}"), got
+    check(got == (-1, f"{pad.total_size - 1} samples served, expected {pad.total_size}"), got)
 
     # out of range
     got = run(drop, lambda s: np.concatenate([s[:-1], [N]]))
-    assert got == (N, f"served id outside 0..{N - 1}"), got
+    check(got == (N, f"served id outside 0..{N - 1}"), got)
 
 if comm.rank == 0:
     print("ok", flush=True)

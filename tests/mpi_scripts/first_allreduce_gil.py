@@ -23,18 +23,19 @@ from mdloader_plugin.sources import synth
 from mdloader_plugin.core.blocks import block_bounds
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
+from checks import check
 
 faulthandler.dump_traceback_later(60, exit=True)  # a hang ends the job with every stack
 profile = sys.argv[1]
 N = 64
 world = World.detect()
-assert world.size == 2
+check(world.size == 2, f"run on 2 ranks, not {world.size}")
 everything = list(synth.generate("hydragnn", 11, 0, N))
 lo, hi = block_bounds(N, world.size)[world.rank:world.rank + 2]
 store = ShardStore.from_samples(world, everything[lo:hi], N)
 loader = MDLoader(store, batch_size=4, seed=1, backend="auto", prefetch=0, profile=profile,
                   to_sample=lambda a: a, collate=len)
-assert loader._online is not None and loader._online.active, "the online check must be on"
+check(loader._online is not None and loader._online.active, "the online check must be on")
 side = world.comm.Dup()
 if world.rank == 0:
     def later():
@@ -46,9 +47,10 @@ if world.rank == 0:
     first = next(iter(loader))
     t.join()
 else:
-    assert side.recv(source=0, tag=7) == "go"
+    msg = side.recv(source=0, tag=7)
+    check(msg == "go", f"rank 0 sent {msg!r}, expected 'go'")
     first = next(iter(loader))
-assert first == 4
+check(first == 4, f"first batch has {first} samples, expected 4")
 loader.close()
 side.Free()
 store.close()

@@ -15,6 +15,7 @@ from mdloader_plugin.loader.loader import MDLoader
 from mdloader_plugin.core.blocks import block_bounds
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
+from checks import check
 
 N, out_path = int(sys.argv[1]), sys.argv[2]
 world = World.detect()
@@ -49,20 +50,21 @@ for name, kind, share, dense in [("compact-dense", "compact", "rank", True),
                                  ("shared-2nodes", "compact", "node", False)]:
     idx.DENSE_UP_TO = N if dense else 0
     st = ShardStore.from_samples(two_nodes if "2nodes" in name else world, samples, N, index=kind, index_share=share, digests=True)
-    assert st.index.every == (1 if dense else 64), st.index.every
+    check(st.index.every == (1 if dense else 64), st.index.every)
     for key, fn in (("offsets", lambda: st.offsets[ids]), ("nbytes", lambda: st.nbytes[ids]),
                     ("owner", lambda: st.owner_of(ids))):
-        assert np.array_equal(fn(), want[key]), (name, key)
-    assert np.array_equal(st.digests, ref.digests)
-    assert np.array_equal(st.buffer, ref.buffer), name
+        check(np.array_equal(fn(), want[key]), (name, key))
+    check(np.array_equal(st.digests, ref.digests), (name, "digests"))
+    check(np.array_equal(st.buffer, ref.buffer), name)
     for backend in ("collective", "onesided") if "2nodes" not in name else ("collective",):
-        assert batches(st, backend) == want_batches, (name, backend)
+        check(batches(st, backend) == want_batches, (name, backend))
     if name == "compact-k64":  # the feistel order through real loaders: every id once
         got = [s for b in batches(st, "onesided", order="feistel") for s in b]
-        assert all(pos == ref_pos[i] for i, pos in got)
+        check(all(pos == ref_pos[i] for i, pos in got), "feistel positions differ from the reference")
         ids_all = sorted(i for part in world.comm.allgather([i for i, _ in got]) for i in part)
         pad = -(-N // world.size) * world.size - N
-        assert sorted(set(ids_all)) == list(range(N)) and len(ids_all) == N + pad
+        check(sorted(set(ids_all)) == list(range(N)) and len(ids_all) == N + pad,
+              f"{len(ids_all)} ids served, {len(set(ids_all))} distinct; expected {N} + {pad}")
     rep = st.memory_report()
     summary[name] = {"index_bytes": rep["index_bytes"],
                      "shared": rep["index_shared_bytes"], "kind": rep["index_kind"]}

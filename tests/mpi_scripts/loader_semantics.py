@@ -24,6 +24,7 @@ from mdloader_plugin.mpi.world import World
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyg_equal import batch_diff  # noqa: E402
+from checks import check
 
 N, B = int(sys.argv[1]), int(sys.argv[2])
 world = World.detect()
@@ -50,15 +51,16 @@ for backend in ("onesided", "collective", "auto"):
         sampler.set_epoch(epoch)
         ref = list(DataLoader(dataset, batch_size=B, sampler=sampler))
         got = list(loader)
-        assert len(got) == len(ref) == len(loader), (len(got), len(ref))
+        check(len(got) == len(ref) == len(loader), (len(got), len(ref)))
         diffs = [batch_diff(g, r) for g, r in zip(got, ref)]
-        assert not any(diffs), f"{backend} epoch {epoch}: {next(d for d in diffs if d)}"
-    assert loader._column_collate.enabled, "the column-wise collate fell back"
+        bad = [d for d in diffs if d]
+        check(not bad, f"{backend} epoch {epoch}: {bad[:1]}")
+    check(loader._column_collate.enabled, "the column-wise collate fell back")
     if backend == "onesided":  # bytes from other ranks, all on this one node
         t = loader.traffic()
-        assert t["off_node"] == 0 and (t["on_node"] > 0) == (world.size > 1), t
+        check(t["off_node"] == 0 and (t["on_node"] > 0) == (world.size > 1), t)
     if loader.prefetch:
-        assert loader.speculation == {"taken": 3, "dropped": 3}, loader.speculation
+        check(loader.speculation == {"taken": 3, "dropped": 3}, loader.speculation)
 
     # abandon at a rank-dependent step (collective exchanges must stay matched), then a full epoch
     loader.set_epoch(1)
@@ -67,7 +69,7 @@ for backend in ("onesided", "collective", "auto"):
             break
     loader.set_epoch(2)
     full = list(loader)
-    assert len(full) == len(loader)
+    check(len(full) == len(loader), f"{len(full)} batches after an abandoned epoch, len() {len(loader)}")
 
     # resume mid-epoch from the state dict: exactly the remaining batches
     loader.set_epoch(4)
@@ -81,8 +83,8 @@ for backend in ("onesided", "collective", "auto"):
     loader.set_epoch(0)
     loader.set_epoch(4)
     whole = list(loader)
-    assert len(first) + len(rest) == len(whole)
-    assert all(same(a, b) for a, b in zip(first + rest, whole))
+    check(len(first) + len(rest) == len(whole), f"resumed {len(first)} + {len(rest)} batches, whole epoch {len(whole)}")
+    check(all(same(a, b) for a, b in zip(first + rest, whole)), "resumed batches differ from the whole epoch's")
     resumed.close()
     loader.close()
 

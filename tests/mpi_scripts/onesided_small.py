@@ -16,6 +16,7 @@ from mdloader_plugin.backends.onesided import OneSidedBackend
 from mdloader_plugin.core.blocks import block_bounds
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
+from checks import check
 
 N = int(sys.argv[1])
 world = World.detect()
@@ -66,18 +67,18 @@ for size in list(range(0, onesided.SMALL_STEP + 6)) * 2:
     b = be.fetch(plan)
     onesided.SMALL_STEP = keep
     remote_owners = len(set(store.owner_of(ids).tolist()) - {world.rank})
-    assert small_gets == len(gets) - small_gets == remote_owners, (size, small_gets, len(gets))
-    assert np.array_equal(a.offsets, b.offsets) and np.array_equal(a.nbytes, b.nbytes), size
-    assert np.array_equal(a.ids, b.ids)
+    check(small_gets == len(gets) - small_gets == remote_owners, (size, small_gets, len(gets)))
+    check(np.array_equal(a.offsets, b.offsets) and np.array_equal(a.nbytes, b.nbytes), size)
+    check(np.array_equal(a.ids, b.ids), (size, "ids differ"))
     for i in range(size):
         want = truth(int(ids[i]))
-        assert np.array_equal(a.record(i), want), (size, i)
-        assert np.array_equal(b.record(i), want), (size, i)
+        check(np.array_equal(a.record(i), want), (size, i))
+        check(np.array_equal(b.record(i), want), (size, i))
     got_small = {k: mid[k] - before[k] for k in mid}
     got_np = {k: be.traffic[k] - mid[k] for k in mid}
-    assert got_small == got_np, (got_small, got_np)
+    check(got_small == got_np, (got_small, got_np))
     if kind == 1:
-        assert small_gets == 0 and sum(got_small.values()) == 0
+        check(small_gets == 0 and sum(got_small.values()) == 0, (small_gets, got_small))
     checked += 1
     small += size <= keep
     be.buffers.give(a.buf)

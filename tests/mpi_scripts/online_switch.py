@@ -11,6 +11,7 @@ from mdloader_plugin.sources import synth
 from mdloader_plugin.core.blocks import block_bounds
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
+from checks import check
 
 N, B = 300, 4
 world = World.detect()
@@ -28,11 +29,11 @@ for epoch in range(2):
     ref.set_epoch(epoch)
     got = [b"".join(r.tobytes() for r in batch) for batch in auto]
     want = [b"".join(r.tobytes() for r in batch) for batch in ref]
-    assert got == want, f"epoch {epoch}: auto's batches differ from collective's"
+    check(got == want, f"epoch {epoch}: auto's batches differ from collective's")
 res = auto._online.check.result
-assert res is not None and set(res.measured_s) == {"onesided", "collective"}, res
-assert list(auto._backends) == [res.backend], list(auto._backends)
-assert len(set(world.comm.allgather(res.backend))) == 1, "ranks decided differently"
+check(res is not None and set(res.measured_s) == {"onesided", "collective"}, res)
+check(list(auto._backends) == [res.backend], list(auto._backends))
+check(len(set(world.comm.allgather(res.backend))) == 1, "ranks decided differently")
 auto.close()
 ref.close()
 store.close()

@@ -10,6 +10,7 @@ import numpy as np
 
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World, abort_on_error
+from checks import check
 
 path, w = sys.argv[1], int(sys.argv[2])
 multi = len(sys.argv) > 3 and sys.argv[3] == "multi"
@@ -33,13 +34,13 @@ def fingerprint(store):
 with abort_on_error(world.comm):
     read = load("read")
     fp_read, read_bytes = fingerprint(read), read.meta["bytes_read_all_ranks"]
-    assert read.meta["replicate"] == "read"
+    check(read.meta["replicate"] == "read", read.meta["replicate"])
     read.close()
     copy = load("copy")
     fp_copy, copy_bytes = fingerprint(copy), copy.meta["bytes_read_all_ranks"]
-    assert copy.meta["replicate"] == ("copy" if w < world.size else "read")
-    assert fp_copy == fp_read, f"rank {world.rank}: copied store differs from the read one"
-    assert copy.buffer.nbytes > 0
+    check(copy.meta["replicate"] == ("copy" if w < world.size else "read"), (w, copy.meta["replicate"]))
+    check(fp_copy == fp_read, f"rank {world.rank}: copied store differs from the read one")
+    check(copy.buffer.nbytes > 0, "copied store is empty")
     copy.close()
     same = world.comm.allgather(fp_copy[0])
     if world.rank == 0:

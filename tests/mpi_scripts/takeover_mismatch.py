@@ -21,6 +21,7 @@ from mdloader_plugin.sources import synth
 from mdloader_plugin.core.blocks import block_bounds
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
+from checks import check
 
 backend, N, B = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 world = World.detect()
@@ -39,7 +40,7 @@ def collate(samples):
 
 kw = dict(batch_size=B, seed=5, backend=backend, to_sample=lambda a: a, collate=collate)
 loader = MDLoader(store, prefetch=2, **kw)
-assert len(loader) >= 3, len(loader)
+check(len(loader) >= 3, len(loader))
 loader.set_epoch(1)
 if world.rank == 0:
     got = list(loader)  # every batch: the early steps of epoch 2 can be taken over
@@ -52,8 +53,8 @@ second = list(loader)
 ref = MDLoader(store, prefetch=0, **kw)
 ref.set_epoch(2)
 want = list(ref)
-assert len(second) == len(want) == len(loader)
-assert ids(second) == ids(want), f"rank {world.rank}: epoch 2 batches differ"
+check(len(second) == len(want) == len(loader), (len(second), len(want), len(loader)))
+check(ids(second) == ids(want), f"rank {world.rank}: epoch 2 batches differ")
 ref.close()
 loader.close()
 store.close()

@@ -56,3 +56,79 @@ def test_collective_progress_thread_across_nodes(monkeypatch, nodes, env, wanted
         monkeypatch.setenv("MDLOADER_COLL_PROGRESS_THREAD", env)
     assert wants_progress_thread(SimpleNamespace(num_nodes=nodes), "auto") is wanted
     assert wants_progress_thread(SimpleNamespace(num_nodes=nodes), False) is False
+
+
+# -- mpi/progress itself: the thread, its pause switch and the environment switch -------------
+
+@pytest.mark.parametrize("value, default, want", [
+    (None, True, True), (None, False, False), ("1", False, True), ("yes", False, True),
+    ("0", True, False), ("off", True, False), ("False", True, False), ("NO", True, False),
+    ("", True, False), (" on ", False, True),
+])
+def test_env_switch(monkeypatch, value, default, want):
+    from mdloader_plugin.mpi.progress import env_switch
+
+    if value is None:
+        monkeypatch.delenv("MDLOADER_PROGRESS_THREAD", raising=False)
+    else:
+        monkeypatch.setenv("MDLOADER_PROGRESS_THREAD", value)
+    assert env_switch("MDLOADER_PROGRESS_THREAD", default) is want
+
+
+def test_env_switch_refuses_an_undocumented_variable():
+    from mdloader_plugin.mpi.progress import env_switch
+
+    with pytest.raises(KeyError):
+        env_switch("MDLOADER_NO_SUCH_SWITCH", True)
+
+
+def test_thread_pauses_resumes_and_closes():
+    import threading
+    import time
+
+    from mpi4py import MPI
+
+    from mdloader_plugin.mpi.progress import ProgressThread
+
+    th = ProgressThread(MPI.COMM_WORLD, interval=0.001)
+    assert th.active and th._thread.is_alive() and th._thread.daemon
+    assert MPI.Comm.Compare(th.comm, MPI.COMM_WORLD) == MPI.CONGRUENT  # its own duplicate
+    th.pause()
+    assert not th.active and th._thread.is_alive()
+    th.resume()
+    assert th.active
+    t0 = time.monotonic()
+    th.close()
+    assert not th.active and not th._thread.is_alive() and time.monotonic() - t0 < 5
+    assert th.comm == MPI.COMM_NULL  # freed
+    assert "mdloader-progress" not in [t.name for t in threading.enumerate()]
+
+
+def test_start_logs_one_line_or_returns_none():
+    import logging
+
+    from mdloader_plugin.core.log import get_logger
+    from mdloader_plugin.mpi import progress
+    from mdloader_plugin.mpi.world import World
+
+    world = World.detect()
+    assert progress.start(world, False, "onesided", "why", "without") is None
+    seen: list[str] = []
+    grab = logging.Handler(logging.INFO)
+    grab.emit = lambda record: seen.append(record.getMessage())
+    log = get_logger(0)
+    level = log.level
+    log.addHandler(grab)
+    log.setLevel(logging.INFO)
+    try:
+        th = progress.start(world, True, "onesided", "(so Gets complete)", "without")
+    finally:
+        log.removeHandler(grab)
+        log.setLevel(level)
+    try:
+        assert isinstance(th, progress.ProgressThread) and th.active
+        assert seen == ["onesided: ranks span 1 nodes, progress thread on (an Iprobe every "
+                        "0.5 ms) (so Gets complete)"]
+    finally:
+        th.close()
+        world.close()

@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+
+import re
 
 import adios2
 import numpy as np
@@ -15,7 +18,7 @@ from mdloader_plugin.core.errors import DataError
 from mdloader_plugin.sources.adios import GraphFile
 from mdloader_plugin.sources.writer import write_graphs
 
-from mpirun import mdloader
+from mpirun import MPIEXEC, ROOT, mpi_env
 
 
 def graphs(n=40):
@@ -66,7 +69,7 @@ def read_all(path, label="trainset"):
 
 def assert_one_line(exc, *words):
     msg = str(exc.value)
-    assert "\n" not in msg
+    assert "\n" not in msg and "\x1b" not in msg, msg  # one plain line (no terminal colours)
     for w in words:
         assert w in msg, (w, msg)
 
@@ -75,6 +78,8 @@ def test_missing_file(tmp_path):
     with pytest.raises(DataError) as e:
         GraphFile(tmp_path / "nope.bp")
     assert_one_line(e, "nope.bp", "no such file")
+    assert str(e.value) == (f"{tmp_path / 'nope.bp'}: no such file or directory; check the path "
+                            "(create a file with `mdloader synth` or `mdloader convert`)")
 
 
 @pytest.mark.parametrize("kind", ["text", "empty_dir"])
@@ -86,7 +91,9 @@ def test_not_adios(tmp_path, kind):
         path.mkdir()
     with pytest.raises(DataError) as e:
         read_all(path)
-    assert_one_line(e, "fake.bp")
+    assert_one_line(e, "fake.bp", "not a readable ADIOS2 file",
+                    "is it a .bp file written by HydraGNN or `mdloader`?")
+    assert str(e.value).startswith(f"{path}: not a readable ADIOS2 file (")
 
 
 @pytest.mark.parametrize("defect,key", [
@@ -130,19 +137,28 @@ def test_truncated_data_subfile(tmp_path):
     with pytest.raises(DataError) as e:
         read_all(truncated(tmp_path))
     assert_one_line(e, "trunc.bp", "truncated")
+    assert re.fullmatch(r".*/trunc\.bp: data subfiles hold \d+ bytes but the variables need \d+; "
+                        r"the file is truncated \(was a copy or a write interrupted\?\)",
+                        str(e.value)), str(e.value)
 
 
 def test_slightly_truncated_never_hangs(tmp_path):
-    """A cut within the format's slack is not caught at open; the read watchdog ends it."""
+    """A cut within the format's slack is not caught at open; the read watchdog ends it within
+    its timeout, with a dump naming the timeout and the read (not a one-line message: the
+    reader holds the GIL, only faulthandler can speak)."""
     path = tmp_path / "trunc.bp"
     write_graphs(path, {"trainset": graphs(400)})
     data = path / "data.0"
     os.truncate(data, os.path.getsize(data) - 64)
     code = ("from mdloader_plugin.sources.adios import GraphFile\n"
             f"f = GraphFile({str(path)!r}); f.read_block('trainset', 0, 400)\n")
+    t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env={**os.environ, "MDLOADER_READ_TIMEOUT": "3"})
-    assert r.returncode != 0
+    wall = time.monotonic() - t0
+    assert r.returncode != 0 and 3 <= wall < 45, (r.returncode, wall)
+    assert r.stderr.startswith("Timeout (0:00:03)!"), r.stderr[-2000:]
+    assert "mdloader_plugin/sources/adios.py" in r.stderr and "in read_block" in r.stderr
 
 
 def test_empty_label(tmp_path):
@@ -171,8 +187,15 @@ def test_writer_rejects_inconsistent_graphs(tmp_path):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("bad", ["missing", "text", "truncated", "no_var"])
-def test_check_cli_fails_on_every_rank(tmp_path, bad):
+@pytest.mark.parametrize("bad, words", [
+    ("missing", ["missing.bp: no such file or directory; check the path"]),
+    ("text", ["text.bp: not a readable ADIOS2 file", "written by HydraGNN or `mdloader`?"]),
+    ("truncated", ["trunc.bp: data subfiles hold", "the file is truncated"]),
+    ("no_var", ["novar.bp", "trainset/edge_index"]),
+])
+def test_check_cli_fails_on_every_rank(tmp_path, bad, words):
+    """``mdloader check`` on a bad file under mpiexec: one line (said once, by rank 0) naming the
+    file and the key, and every rank exits 2 by itself (no abort, no hang)."""
     if bad == "missing":
         path = tmp_path / "missing.bp"
     elif bad == "text":
@@ -182,6 +205,14 @@ def test_check_cli_fails_on_every_rank(tmp_path, bad):
         path = truncated(tmp_path)
     else:
         path = handmade(tmp_path / "novar.bp", skip_var="trainset/edge_index")
-    r = mdloader(2, ["check", str(path), "--batch-size", "2"], timeout=60)
-    assert r.returncode != 0
-    assert "mdloader: error:" in r.stderr and path.name in r.stderr
+    each = (f'"{sys.executable}" -m mdloader_plugin check "$0" --batch-size 2; '
+            'echo "rank $OMPI_COMM_WORLD_RANK exit $?"')
+    r = subprocess.run([MPIEXEC, "-n", "2", "sh", "-c", each, str(path)], capture_output=True,
+                       text=True, timeout=90, env=mpi_env(), cwd=ROOT)
+    assert sorted(ln for ln in r.stdout.splitlines() if ln.startswith("rank ")) == [
+        "rank 0 exit 2", "rank 1 exit 2"], r.stdout[-2000:] + r.stderr[-3000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"mdloader: error: {path}"), r.stderr[-3000:]
+    assert "\x1b" not in lines[0] and "Traceback" not in r.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])

@@ -1,0 +1,129 @@
+"""loader/watchdog: a fetch that outlives MDLOADER_FETCH_TIMEOUT aborts with one line naming the
+ranks waited for; 0 turns it off; a bad value is a ConfigError naming the variable."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from mdloader_plugin.core.errors import ConfigError
+from mdloader_plugin.loader.watchdog import DEFAULT_TIMEOUT_S, ENV_VAR, FetchWatchdog, fetch_timeout
+
+from mpirun import mpirun
+
+
+@pytest.mark.parametrize("value, want", [(None, DEFAULT_TIMEOUT_S), ("", DEFAULT_TIMEOUT_S),
+                                         ("  ", DEFAULT_TIMEOUT_S), ("5", 5.0), ("0.5", 0.5),
+                                         ("0", 0.0), ("-1", -1.0)])
+def test_fetch_timeout_from_the_variable(monkeypatch, value, want):
+    if value is None:
+        monkeypatch.delenv(ENV_VAR, raising=False)
+    else:
+        monkeypatch.setenv(ENV_VAR, value)
+    assert fetch_timeout() == want
+    assert DEFAULT_TIMEOUT_S == 600.0
+
+
+@pytest.mark.parametrize("value", ["ten", "5s", "1e"])
+def test_bad_value_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv(ENV_VAR, value)
+    with pytest.raises(ConfigError) as e:
+        fetch_timeout()
+    assert str(e.value) == (f"MDLOADER_FETCH_TIMEOUT={value!r} is not a number of seconds; unset "
+                            "it or give e.g. 600 (0 turns the watchdog off)")
+
+
+class Aborts:
+    def __init__(self):
+        self.calls = 0
+        self.fired = threading.Event()
+
+    def __call__(self):
+        self.calls += 1
+        self.fired.set()
+
+
+def test_late_fetch_fires_once_with_one_line(capsys):
+    abort = Aborts()
+    dog = FetchWatchdog(0.2, abort, rank=3)
+    t0 = time.monotonic()
+    dog.arm(epoch=2, step=7, backend="collective", waiting_for=lambda: [0, 1, 5])
+    assert abort.fired.wait(10), "the watchdog never fired"
+    waited = time.monotonic() - t0
+    time.sleep(0.3)  # it fires once, then its thread ends
+    dog.close()
+    assert abort.calls == 1 and 0.2 <= waited < 10
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.strip() == (
+        "mdloader: error: [rank 3] step 7 of epoch 2: the collective fetch from rank(s) 0, 1, 5 "
+        "did not complete in 0.2 s; a rank died or stopped making progress: aborting the job "
+        "(raise MDLOADER_FETCH_TIMEOUT if ranks legitimately start epochs this far apart)")
+
+
+def test_many_ranks_are_abbreviated(capsys):
+    abort = Aborts()
+    dog = FetchWatchdog(0.1, abort, rank=0)
+    dog.arm(0, 0, "onesided", list(range(1, 21)))
+    assert abort.fired.wait(10)
+    dog.close()
+    assert "rank(s) 1, 2, 3, 4, 5, 6, 7, 8, ... (20 ranks) did not" in capsys.readouterr().err
+
+
+def test_disarmed_fetches_never_fire(capsys):
+    abort = Aborts()
+    dog = FetchWatchdog(0.2, abort, rank=0)
+    for step in range(10):  # fetches well inside the deadline
+        dog.arm(0, step, "onesided", [1])
+        time.sleep(0.02)
+        dog.disarm()
+    assert not abort.fired.wait(0.8)  # 4 timeouts after the last disarm
+    dog.close()
+    assert abort.calls == 0 and capsys.readouterr().err == ""
+
+
+def test_close_stops_the_thread():
+    dog = FetchWatchdog(600, Aborts(), rank=0)
+    assert dog._thread.is_alive()
+    t0 = time.monotonic()
+    dog.close()
+    assert not dog._thread.is_alive() and time.monotonic() - t0 < 5
+
+
+@pytest.mark.mpi
+def test_fetch_that_never_completes_aborts_the_job_naming_the_ranks():
+    t0 = time.monotonic()
+    r = mpirun(3, ["tests/mpi_scripts/watchdog_hang.py", "hang"], timeout=100,
+               env={ENV_VAR: "2"})
+    wall = time.monotonic() - t0
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out[-3000:]
+    assert "outlived" not in out and "did not end the job" not in out, out[-3000:]
+    lines = [ln[ln.index("mdloader: error:"):] for ln in out.splitlines()
+             if "mdloader: error:" in ln]
+    assert lines, out[-3000:]
+    for ln in lines:  # rank 0 or 1 (or both, before the abort lands) waited for rank 2
+        assert ln.startswith(("mdloader: error: [rank 0] step 0 of epoch 0: the collective fetch "
+                              "from rank(s) 1, 2 did not complete in 2 s",
+                              "mdloader: error: [rank 1] step 0 of epoch 0: the collective fetch "
+                              "from rank(s) 0, 2 did not complete in 2 s")), ln
+    assert wall < 60, wall  # 2 s deadline + start-up, not the sleeping rank's 120 s
+
+
+@pytest.mark.mpi
+def test_timeout_0_starts_no_watchdog():
+    r = mpirun(2, ["tests/mpi_scripts/watchdog_hang.py", "off"], timeout=100,
+               env={ENV_VAR: "0"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "watchdog off ok" in r.stdout
+
+
+@pytest.mark.mpi
+def test_bad_value_stops_every_rank_with_the_variable_named():
+    r = mpirun(2, ["tests/mpi_scripts/watchdog_hang.py", "off"], timeout=100,
+               env={ENV_VAR: "soon"})
+    assert r.returncode != 0
+    assert "MDLOADER_FETCH_TIMEOUT='soon' is not a number of seconds" in r.stderr, r.stderr[-3000:]
+    assert "watchdog off ok" not in r.stdout
