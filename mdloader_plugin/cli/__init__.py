@@ -2,6 +2,11 @@
 
 A subcommand module defines ``register(sub)`` that adds its parser and sets ``func`` to a
 callable taking the parsed namespace and returning an exit code. Add new modules to COMMANDS.
+
+Subcommands import the package's layers inside the function that runs them, not at module level:
+``mdloader --help`` and argument errors then answer without starting MPI, torch or ADIOS2 (the
+integrations do the same for the frameworks that load them by dotted path). Everywhere below
+``cli/`` and ``integrations/`` package imports sit at module level.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ from ..backends import get_backend
 from ..core.errors import ConfigError
 from ..core.options import env
 from ..sampling.sampler import GlobalSampler, SamplerState
+from ..estimator.profile import get_profile
+from ..sampling.mixes import DataSets, get_mix
 
 
 def producer_kind(producer: str | None) -> tuple[str, str | None]:
@@ -56,8 +58,6 @@ def checked_sampler(num_samples: int, size: int, batch_size, prefetch, backend: 
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     else:
-        from ..estimator.profile import get_profile
-
         get_profile(profile)  # a missing or absurd profile fails here, before any collective
     try:
         kw["mix"] = _mix(*kw["mix"], size)
@@ -68,8 +68,6 @@ def checked_sampler(num_samples: int, size: int, batch_size, prefetch, backend: 
 
 def _mix(sampling, store, size: int):
     """The store's data-set mix for `sampling` (None: plain single-order epochs)."""
-    from ..sampling.mixes import DataSets, get_mix
-
     if sampling is None and "dataset_starts" not in store.meta:
         return None
     mix = get_mix(sampling, DataSets.of_store(store), size)

@@ -11,6 +11,10 @@ at a step boundary, the same step on every rank.
 from __future__ import annotations
 
 from ..backends import BACKENDS, get_backend
+from ..estimator.choose import choose_initial as choose
+from ..estimator.online import OnlineCheck, blind_to_network
+from ..estimator.profile import get_profile
+from ..mpi.world import allreduce_number
 
 
 class CommView:
@@ -122,9 +126,6 @@ class Backends:
 def choose_initial(store, group, per_step: int, profile) -> dict:
     """Backend from the cost model and machine profile (``estimator``); `per_step` is what a
     rank's step really carries (fewer than batch_size samples when the data set is small)."""
-    from ..estimator.choose import choose_initial as choose
-    from ..estimator.profile import get_profile
-
     prof = get_profile(profile)
     g = group  # the backends' world is the replica group (W ranks, W = P without groups)
     dec = choose(g.size if g else 1, g.local_size if g else 1, per_step,
@@ -140,8 +141,6 @@ class OnlineSwitch:
     reports decisions; :class:`Backends` obeys them."""
 
     def __init__(self, decision: dict, comm, nodes: int):
-        from ..estimator.online import OnlineCheck, blind_to_network
-
         self.comm = comm
         blind = blind_to_network(decision.get("profile"), nodes)
         self.check = OnlineCheck(decision["decision"],
@@ -163,7 +162,5 @@ class OnlineSwitch:
         return list(self.check.pop_events())
 
     def record(self, seconds: float) -> None:
-        from ..mpi.world import allreduce_number
-
         if not self.check.done:  # not the pickled allreduce: its first call holds the GIL
             self.check.record(allreduce_number(self.comm, float(seconds), "max"))
