@@ -6,7 +6,8 @@ callable taking the parsed namespace and returning an exit code. Add new modules
 Subcommands import the package's layers inside the function that runs them, not at module level:
 ``mdloader --help`` and argument errors then answer without starting MPI, torch or ADIOS2 (the
 integrations do the same for the frameworks that load them by dotted path). Everywhere below
-``cli/`` and ``integrations/`` package imports sit at module level.
+``cli/`` and ``integrations/`` package imports sit at module level, except two optional parts
+loaded on first use: the compiled batch kernels and the converters of optional formats.
 """
 
 from __future__ import annotations

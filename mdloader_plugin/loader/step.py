@@ -18,6 +18,7 @@ import numpy as np
 
 from ..records import codec, kernels
 from ..batching.pyg import ColumnCollate
+from .watchdog import FetchWatchdog
 
 
 @dataclass
@@ -133,8 +134,6 @@ class Watch:
 
     def arm(self, epoch: int, step: int, backend, plan) -> None:
         if self._dog is None:
-            from .watchdog import FetchWatchdog
-
             self._dog = FetchWatchdog(self.timeout, lambda: self.world.comm.Abort(3), self.rank)
         g, store, rank = self.group, self.store, self.rank
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import MDLoaderError
+from ..core.options import env as setting
 
 
 def _mpi():
@@ -171,8 +172,6 @@ def check_launch(comm=None, environ=None) -> None:
     size differs from what the launcher started: typically mpi4py built against another MPI
     than the launcher's, so ``srun -n 64`` gives 64 one-rank jobs that each train alone.
     ``MDLOADER_LAUNCH_CHECK=0`` skips the check."""
-    from ..core.options import env as setting
-
     if str(setting("MDLOADER_LAUNCH_CHECK")) == "0":
         return
     found = launched_size(environ)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ... import __version__
 from ..fit import POOR_FIT
 from ..profile import Profile, validate_params
 
@@ -73,8 +74,6 @@ def to_profile(world, res: Result, seconds: float, node: "Result | None" = None)
     """The machine profile a calibration writes: `res`'s parameters, the per-node ones of
     `node` (``node_params``) and the provenance (date, hosts, MPI library, seconds taken)."""
     from mpi4py import MPI
-
-    from ... import __version__
 
     hosts = sorted(set(world.comm.allgather(socket.gethostname())))
     prov = {"kind": "calibrated", "date": _dt.datetime.now(_dt.timezone.utc).isoformat(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.blocks import inclusive_bounds
+from ..sampler import epoch_permutation
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,6 @@ class Mix:
 
     def order(self, seed: int, epoch: int, shuffle: bool) -> np.ndarray:
         """The epoch list in this epoch's order (DistributedSampler's permutation of positions)."""
-        from ..sampler import epoch_permutation
-
         return self.expanded()[epoch_permutation(self.size, seed, epoch, shuffle)]
 
     def describe(self) -> str:

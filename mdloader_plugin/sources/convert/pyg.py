@@ -14,6 +14,7 @@ from typing import Iterator
 
 from ...core.errors import DataError
 from .oc20lmdb import to_arrays
+from .oc20lmdb import RENAMES
 
 NAME = "pyg"
 
@@ -75,8 +76,6 @@ def iterate(path: str) -> Iterator[dict]:
 
 def _keep_names(arrays: dict, g) -> dict:
     """`to_arrays` renames OC20's ``y``/``force``; a PyG dataset keeps its own names."""
-    from .oc20lmdb import RENAMES
-
     for old, new in RENAMES.items():
         if new in arrays and old in g and new not in g:
             arrays[old] = arrays.pop(new)
