@@ -215,6 +215,8 @@ class MDLoader:
         self.epoch_stats = EpochStats()
         self.dataset = LocalSamples(self)
         self.sampler = _EpochSampler(self)
+        self.batch_sampler = self.sampler  # HydraGNN main calls set_epoch here first (#524)
+        self.max_steps: int | None = None  # serve at most this many steps an epoch (a cap)
         self._log_memory()
         if not _LIVE:
             atexit.unregister(_stop_producers)
@@ -295,11 +297,24 @@ class MDLoader:
 
     # -- the iterable --------------------------------------------------------------------------
     def __len__(self) -> int:
-        return self.sampler_core.steps_in(self.epoch)
+        return self._steps_in(self.epoch)
+
+    def _steps_in(self, epoch: int) -> int:
+        """Steps served in `epoch`: the sampler's, at most :attr:`max_steps` (the same on every
+        rank: set it on every rank alike). The steps past the cap are never fetched."""
+        steps = self.sampler_core.steps_in(epoch)
+        return steps if self.max_steps is None else min(steps, max(int(self.max_steps), 0))
 
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:
             self.epoch, self._step = int(epoch), 0
+
+    def rewind(self) -> None:
+        """The next ``iter()`` serves the current epoch from its first step, as a fresh
+        DataLoader iterator does (by default an abandoned epoch iterated again goes on where it
+        stopped). A state just loaded with :meth:`load_state_dict` is kept."""
+        if not self._resuming:
+            self._step = 0
 
     def state_dict(self) -> dict:
         """Resume state: the next batch to serve is ``step`` of ``epoch`` (counted on
@@ -604,7 +619,7 @@ class _Producer:
         self._inline = None
         self.consumed = 0  # batches the consumer took from the current epoch
         self.spec_epoch, self.spec_steps, self.spec_stats = None, 0, None
-        self._segments.put((epoch, start, loader.sampler_core.steps_in(epoch), stats))
+        self._segments.put((epoch, start, loader._steps_in(epoch), stats))
         self._plan_speculation(spec_epoch)
         # Collective exchanges must be matched on every rank, so an abandoned producer keeps
         # exchanging (without decoding) through the segments it was given.
@@ -613,7 +628,7 @@ class _Producer:
     def _plan_speculation(self, spec_epoch: int) -> None:
         ld = self.loader
         self.spec_epoch = spec_epoch
-        self.spec_steps = min(ld.prefetch, ld.sampler_core.steps_in(spec_epoch))
+        self.spec_steps = min(ld.prefetch, ld._steps_in(spec_epoch))
         self.spec_stats = EpochStats(epoch=spec_epoch, backend=ld.backend_name)
         if ld.prefetch > 0:  # inline producers never run ahead
             self._hand((spec_epoch, 0, self.spec_steps, self.spec_stats))
@@ -626,14 +641,14 @@ class _Producer:
         ld = self.loader
         return (self._thread is not None and not self._abandoned.is_set()
                 and epoch == self.spec_epoch
-                and self.consumed == ld.sampler_core.steps_in(self.epoch) - self.start_step)
+                and self.consumed == ld._steps_in(self.epoch) - self.start_step)
 
     def take_over(self, next_guess: int) -> EpochStats:
         """The consumer now wants ``spec_epoch`` from step 0: its first steps are (being) made;
         hand the thread the rest of it and the next guess."""
         ld = self.loader
         epoch, stats = self.spec_epoch, self.spec_stats
-        self._hand((epoch, self.spec_steps, ld.sampler_core.steps_in(epoch), stats))
+        self._hand((epoch, self.spec_steps, ld._steps_in(epoch), stats))
         self.epoch, self.start_step, self.consumed = epoch, 0, 0
         self._plan_speculation(next_guess)
         return stats

@@ -17,6 +17,7 @@ COMMANDS = [
     "convert",
     "cluster",
     "train",
+    "run",
     "compare-logs",
     "check",
     "estimate",
