@@ -41,6 +41,7 @@ import numpy as np
 
 from . import codec
 from .backends import BACKENDS, get_backend
+from .backends.base import own_ids
 from .batching import ColumnCollate, pyg_collate, pyg_sample
 from .device import DeviceStage
 from .errors import ConfigError
@@ -159,6 +160,10 @@ class MDLoader:
             trainer's process) or ``"process"`` (a helper process, :mod:`.collate_process`:
             the trainer's GIL stays free; same batches); default ``MDLOADER_PRODUCER`` or
             ``thread``. The fetch always runs in the rank's thread (MPI stays in the rank).
+        batches: a batch plan that replaces the sampler: ``steps_in(epoch)`` and
+            ``plan(epoch, step)`` (``[P, b]`` ids, short rows padded with -1), e.g. upstream
+            HydraGNN's cost-aware batches (:class:`~mdloader_plugin.sampling.node_budget.NodeBudgetPlan`);
+            `batch_size`, `shuffle`, `seed`, `drop_last` and `sampling` then do not apply.
     """
 
     def __init__(self, store, *, batch_size: int, shuffle: bool = True, seed: int = 0,
@@ -168,7 +173,7 @@ class MDLoader:
                  online_check: bool = True, progress: str | bool = "auto", name: str = "train",
                  balance_weights: np.ndarray | None = None, prefetch_mib: float | None = None,
                  pin_memory: bool | None = None, device=None, sampling=None,
-                 order: str = "auto", producer: str | None = None):
+                 order: str = "auto", producer: str | None = None, batches=None):
         world = store.world
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
@@ -178,7 +183,9 @@ class MDLoader:
         self.sampler_core = agree(world, _checked_sampler, store.num_samples, self.size,
                                   batch_size, prefetch, backend, profile, prefetch_mib,
                                   shuffle=shuffle, seed=seed, drop_last=drop_last,
-                                  weights=balance_weights, mix=(sampling, store), order=order)
+                                  weights=balance_weights, mix=(sampling, store), order=order,
+                                  batches=batches)
+        self.sampler_core.rank = self.rank  # a batch plan's batch_len is this rank's
         self.batch_size, self.prefetch = int(batch_size), prefetch
         self.drop_last = bool(drop_last)  # DataLoader's attribute (HydraGNN 5.0 counts batches)
         self.prefetch_bytes = _prefetch_bytes(prefetch_mib)
@@ -475,7 +482,7 @@ class MDLoader:
             g = self.group
             if backend.name == "collective":
                 return [r for r in g.world_ranks(range(g.size)).tolist() if r != self.rank]
-            owners = g.world_ranks(np.unique(self.store.owner_of(plan[self.rank])))
+            owners = g.world_ranks(np.unique(self.store.owner_of(own_ids(plan, self.rank))))
             return owners[owners != self.rank].tolist()
 
         self._watchdog.arm(epoch, step, backend.name, waiting_for)
@@ -568,6 +575,12 @@ def _checked_sampler(num_samples: int, size: int, batch_size, prefetch, backend:
         from .estimator.profile import get_profile
 
         get_profile(profile)  # a missing or absurd profile fails here, before any collective
+    batches = kw.pop("batches", None)
+    if batches is not None:
+        if batches.world_size != size:
+            raise ConfigError(f"the batch plan was made for {batches.world_size} ranks, the "
+                              f"loader has {size}")
+        return batches
     try:
         kw["mix"] = _mix(*kw["mix"], size)
         return GlobalSampler(num_samples, size, int(batch_size), **kw)

@@ -33,11 +33,14 @@ def _unavailable(version: str, why: str):
                 "see docs/hydragnn-5.md")
 
 
-def source_of(version: str) -> Path:
-    """The source tree of HydraGNN `version` (5.0 or main), checked as :func:`env_for` does."""
+def source_of(version: str, importable: bool = True) -> Path:
+    """The source tree of HydraGNN `version` (5.0 or main), checked as :func:`env_for` does
+    (`importable`: also the extensions ``import hydragnn`` needs)."""
     src = SRCS[version]
     if not (src / "hydragnn" / "__init__.py").exists():
         _unavailable(version, f"no source tree at {src}")
+    if not importable:
+        return src
     missing = [m for m in ("torch_scatter", "vesin") if importlib.util.find_spec(m) is None]
     if missing:
         _unavailable(version, f"{', '.join(missing)} not installed")

@@ -105,6 +105,13 @@ class Backend:
         """Release MPI resources (collective)."""
 
 
+def own_ids(plan: np.ndarray, rank: int) -> np.ndarray:
+    """Row `rank` of a step plan without its padding: a plan of batches of different sizes
+    (cost-aware batches, :mod:`mdloader_plugin.sampling.node_budget`) pads short rows with -1."""
+    ids = plan[rank]
+    return ids if ids.size == 0 or ids[-1] >= 0 else ids[ids >= 0]
+
+
 def gather_local(buf: np.ndarray, src_offsets: np.ndarray, nbytes: np.ndarray,
                  out: np.ndarray, dst_offsets: np.ndarray) -> None:
     """Copy records ``buf[src:src+n]`` to ``out[dst:dst+n]`` (a memcpy a record)."""

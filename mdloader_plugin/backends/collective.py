@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import progress as _progress
-from .base import Backend, Fetched, exclusive_cumsum, gather_local
+from .base import own_ids, Backend, Fetched, exclusive_cumsum, gather_local
 
 
 class CollectiveBackend(Backend):
@@ -63,7 +63,7 @@ class CollectiveBackend(Backend):
 
     def _fetch(self, plan: np.ndarray) -> Fetched:
         st = self.store
-        ids = plan[self.rank]
+        ids = own_ids(plan, self.rank)
         nb = st.nbytes[ids]
         owners = st.owner_of(ids)
         order = np.argsort(owners, kind="stable")

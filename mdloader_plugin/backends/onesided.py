@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import progress as _progress
-from .base import Backend, Fetched, exclusive_cumsum, gather_local
+from .base import own_ids, Backend, Fetched, exclusive_cumsum, gather_local
 from .progress import ProgressThread
 
 SMALL_STEP = 64  # records a step up to which the step is planned in plain Python (_fetch_small)
@@ -83,7 +83,7 @@ class OneSidedBackend(Backend):
             (self._progress.resume if active else self._progress.pause)()
 
     def _fetch(self, plan: np.ndarray) -> Fetched:
-        ids = plan[self.rank]
+        ids = own_ids(plan, self.rank)
         st = self.store
         nb = st.nbytes[ids]
         src = st.offsets[ids]

@@ -131,6 +131,13 @@ class DistDataset(AbstractBaseDataset):
             arrays["dataset_name"] = np.full((1, 1), f, dtype=np.int64)
         return self.to_sample(arrays)
 
+    def name_of(self, idx: int) -> str:
+        """List entry `idx` as a person finds it: graph j of file F [label]."""
+        gid = int(self.ids[int(idx)])
+        starts = self.store.meta.get("dataset_starts", [0, self.store.num_samples])
+        f = int(np.searchsorted(starts, gid, side="right") - 1)
+        return f"graph {gid - int(starts[f])} of {self.plan['files'][f]} [{self.label}]"
+
     def get_node_counts(self) -> np.ndarray:
         """Nodes of every list entry, from the files' extents (cost-aware batching)."""
         from ...sources.adios import GraphFile
@@ -253,9 +260,10 @@ def _loader(ds: DistDataset, batch_size: int, shuffle: bool, oversample: int | N
         spec["oversampling"] = oversample
     kw = {}
     if batching is not None:
-        from ...sampling.node_budget import node_budget_kwargs
+        from ...sampling.node_budget import from_batching
 
-        kw = node_budget_kwargs(batching, ds.get_node_counts(), shuffle)
+        kw["batches"] = agree(ds.world, from_batching, batching, ds.get_node_counts(),
+                              ds.comm.Get_size(), ids=ds.ids, shuffle=shuffle, names=ds.name_of)
     loader = MDLoader(ds.store, batch_size=batch_size, shuffle=shuffle, seed=0,
                       sampling=spec, to_sample=ds.to_sample, name=ds.label,
                       backend=os.getenv("MDLOADER_BACKEND", "auto"),
