@@ -132,6 +132,11 @@ def check_config(cfg: dict, ver: str) -> None:
     if ver == "3.0" and num_branches(cfg) > 1:
         raise ConfigError("NeuralNetwork.Architecture.output_heads with several branches "
                           f"(multibranch) needs HydraGNN 5.0; install {GITHUB_ROUTE}")
+    batching = nn["Training"].get("Batching") or {}
+    if batching.get("mode", "fixed") != "fixed" and ver != "main":
+        raise ConfigError(f"NeuralNetwork.Training.Batching mode {batching.get('mode')!r} "
+                          f"(cost-aware batches) needs HydraGNN main; {ver} batches a fixed "
+                          "number of graphs (drop Batching or install main, docs/hydragnn-5.md)")
     if nn["Variables_of_interest"].get("denormalize_output"):
         raise ConfigError("NeuralNetwork.Variables_of_interest.denormalize_output: true reads "
                           "HydraGNN's serialized pickle min/max files, which an ADIOS2 run has "

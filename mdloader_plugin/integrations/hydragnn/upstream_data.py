@@ -267,7 +267,7 @@ def _loader(ds: DistDataset, batch_size: int, shuffle: bool, oversample: int | N
     loader = MDLoader(ds.store, batch_size=batch_size, shuffle=shuffle, seed=0,
                       sampling=spec, to_sample=ds.to_sample, name=ds.label,
                       backend=os.getenv("MDLOADER_BACKEND", "auto"),
-                      profile=os.getenv("MDLOADER_PROFILE_NAME") or "local", **kw)
+                      profile=None, **kw)  # None: $MDLOADER_PROFILE, else local
     loader.max_steps = cap
     return UpstreamLoader(loader, ds)
 

@@ -65,7 +65,9 @@ FLAGS: tuple[tuple[str, str], ...] = (
     ("Training.Batching (main)", "mapped: mode node_budget gives upstream's cost-aware "
                                  "batches (DistributedCostAwareBatchSampler), fetched by "
                                  "MDLoader; with --oversampling refused, as upstream"),
-    ("MDLOADER_REPLACE=all", "MDLoader serves every create_dataloaders call, DDStore or not"),
+    ("MDLOADER_REPLACE=all|none", "all: MDLoader serves every create_dataloaders call, DDStore "
+                                  "or not; none: only the reader is MDLoader's, DDStore and "
+                                  "loaders stay upstream's"),
     ("MDLOADER_READER=mdloader|upstream", "whose ADIOS2 reader serves AdiosDataset "
                                           "(default: MDLoader's where ADIOS2 has no MPI)"),
 )
@@ -76,6 +78,8 @@ def flag_notes(argv: list[str]) -> list[str]:
     used = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
     out = []
     for flag, what in FLAGS:
+        if what.startswith("honoured by the script"):
+            continue
         names = [f.split()[0] for f in flag.split(", ")]
         if any(n in used for n in names) or any(
                 n.startswith(("HYDRAGNN_", "MDLOADER_")) and n.split("=")[0] in os.environ
@@ -125,9 +129,26 @@ def reader_wanted() -> bool:
     return not getattr(adios2, "is_built_with_mpi", False)
 
 
+#: Sub-packages upstream's scripts reach by attribute (``hydragnn.utils.input_config_parsing.
+#: update_config``) that ``import hydragnn`` does not load (``hydragnn/utils`` has no
+#: ``__init__.py``): imported before the script runs, so those paths resolve.
+ATTRIBUTE_PATHS = ("hydragnn.utils.input_config_parsing", "hydragnn.utils.model",
+                   "hydragnn.utils.print", "hydragnn.utils.distributed",
+                   "hydragnn.utils.profiling_and_tracing", "hydragnn.utils.optimizer",
+                   "hydragnn.utils.datasets")
+
+
 def install() -> dict:
     """Replace upstream's names (see the module docstring); returns what was replaced."""
+    import importlib
+
     import hydragnn  # noqa: F401 - loads the package's modules
+
+    for name in ATTRIBUTE_PATHS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
     import hydragnn.preprocess as pre
     import hydragnn.preprocess.load_data as load_data
     import hydragnn.utils.datasets.adiosdataset as adios_mod
@@ -135,7 +156,12 @@ def install() -> dict:
 
     from . import upstream_data, upstream_reader
 
-    swaps = {dist_mod.DistDataset: upstream_data.DistDataset}
+    replace = os.getenv("MDLOADER_REPLACE", "").lower()
+    if replace not in ("", "all", "none"):
+        _refused(f"MDLOADER_REPLACE={replace!r}: choose all (MDLoader serves every "
+                 "create_dataloaders call) or none (only the reader; DDStore and loaders stay "
+                 "upstream's)")
+    swaps = {} if replace == "none" else {dist_mod.DistDataset: upstream_data.DistDataset}
     original = load_data.create_dataloaders
 
     @functools.wraps(original)
@@ -144,7 +170,8 @@ def install() -> dict:
         announce(upstream_data.log_line())
         return loaders
 
-    swaps[original] = create_dataloaders
+    if replace != "none":
+        swaps[original] = create_dataloaders
     reader = reader_wanted()
     if reader:
         swaps[adios_mod.AdiosDataset] = upstream_reader.AdiosDataset
@@ -158,7 +185,8 @@ def install() -> dict:
                     continue
                 if new is not None:
                     setattr(mod, attr, new)
-    pre.create_dataloaders = load_data.create_dataloaders = create_dataloaders
+    if replace != "none":
+        pre.create_dataloaders = load_data.create_dataloaders = create_dataloaders
     upstream_data.REPORT["reader"] = "MDLoader's serial reader" if reader else "upstream's"
     return {"reader": reader}
 

@@ -104,6 +104,7 @@ class AdiosDataset(AbstractBaseDataset):
         self.use_ddstore = bool(ddstore)
         self.ddstore_width = ddstore_width if ddstore else None
         self._file = GraphFile(self.filename)
+        self._block = None
         self.info = self._file.info(label)
         self.ndata = self.info.ndata
         self.keys = list(self.info.keys)
