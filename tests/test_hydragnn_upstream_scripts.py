@@ -39,7 +39,7 @@ PROBE = ROOT / "tests" / "mpi_scripts" / "launch_with_probe.py"
 FAKE_DDSTORE = ROOT / "tests" / "fake_ddstore"
 EPOCH = re.compile(r"Epoch: (\d+), Train Loss: (\S+), Val Loss: (\S+), Test Loss: (\S+)")
 
-pytestmark = [pytest.mark.mpi, pytest.mark.slow]
+pytestmark = [pytest.mark.mpi, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 
 def launch(n, script, args, cwd, env, timeout=900, probe=False):

@@ -40,6 +40,7 @@ import torch
 from hydragnn.utils.datasets.abstractbasedataset import AbstractBaseDataset
 
 from ...errors import ConfigError
+from ...options import env
 from ...log import get_logger
 from ...world import World, agree
 from . import upstream_reader
@@ -204,7 +205,7 @@ def serves(datasets) -> bool:
     """Whether MDLoader serves this ``create_dataloaders`` call (see the module docstring)."""
     return (any(isinstance(d, DistDataset) for d in datasets)
             or os.getenv("HYDRAGNN_USE_ddstore", "0") not in ("", "0")
-            or os.getenv("MDLOADER_REPLACE", "").lower() == "all")
+            or (env("MDLOADER_REPLACE") or "").lower() == "all")
 
 
 def create_dataloaders(trainset, valset, testset, batch_size, train_sampler_shuffle=True,
@@ -266,7 +267,7 @@ def _loader(ds: DistDataset, batch_size: int, shuffle: bool, oversample: int | N
                               ds.comm.Get_size(), ids=ds.ids, shuffle=shuffle, names=ds.name_of)
     loader = MDLoader(ds.store, batch_size=batch_size, shuffle=shuffle, seed=0,
                       sampling=spec, to_sample=ds.to_sample, name=ds.label,
-                      backend=os.getenv("MDLOADER_BACKEND", "auto"),
+                      backend=env("MDLOADER_BACKEND"),
                       profile=None, **kw)  # None: $MDLOADER_PROFILE, else local
     loader.max_steps = cap
     return UpstreamLoader(loader, ds)

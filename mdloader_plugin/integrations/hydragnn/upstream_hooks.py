@@ -20,6 +20,7 @@ import os
 import sys
 
 from ...errors import ConfigError
+from ...options import env
 
 #: ``(flag or variable, what MDLoader does)``; the first word says how: honoured, mapped,
 #: ignored (with a warning) or refused.
@@ -106,7 +107,7 @@ def refuse(argv: list[str]) -> None:
 
 
 def _replacing() -> bool:
-    return os.getenv("MDLOADER_REPLACE", "").lower() == "all"
+    return (env("MDLOADER_REPLACE") or "").lower() == "all"
 
 
 def _refused(msg: str) -> None:
@@ -117,7 +118,7 @@ def _refused(msg: str) -> None:
 
 def reader_wanted() -> bool:
     """MDLoader's reader serves AdiosDataset: ADIOS2 without MPI, unless MDLOADER_READER says."""
-    choice = os.getenv("MDLOADER_READER", "").lower()
+    choice = (env("MDLOADER_READER") or "").lower()
     if choice in ("mdloader", "upstream"):
         return choice == "mdloader"
     if choice:
@@ -156,7 +157,7 @@ def install() -> dict:
 
     from . import upstream_data, upstream_reader
 
-    replace = os.getenv("MDLOADER_REPLACE", "").lower()
+    replace = (env("MDLOADER_REPLACE") or "").lower()
     if replace not in ("", "all", "none"):
         _refused(f"MDLOADER_REPLACE={replace!r}: choose all (MDLoader serves every "
                  "create_dataloaders call) or none (only the reader; DDStore and loaders stay "
