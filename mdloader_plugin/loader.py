@@ -162,7 +162,8 @@ class MDLoader:
             ``thread``. The fetch always runs in the rank's thread (MPI stays in the rank).
         batches: a batch plan that replaces the sampler: ``steps_in(epoch)`` and
             ``plan(epoch, step)`` (``[P, b]`` ids, short rows padded with -1), e.g. upstream
-            HydraGNN's cost-aware batches (:class:`~mdloader_plugin.sampling.node_budget.NodeBudgetPlan`);
+            HydraGNN's cost-aware batches
+            (:class:`~mdloader_plugin.sampling.node_budget.NodeBudgetPlan`);
             `batch_size`, `shuffle`, `seed`, `drop_last` and `sampling` then do not apply.
     """
 

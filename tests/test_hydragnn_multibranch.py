@@ -1,5 +1,6 @@
 """recipes/hydragnn/multibranch (HydraGNN 5.0 and main, two output branches, molecules + bulk
-crystals) on 4 MPI ranks: it trains with ``loader: mdloader``, gives the same losses as HydraGNN's own loader,
+crystals) on 4 MPI ranks: it trains with ``loader: mdloader``, gives the same losses as
+HydraGNN's own loader,
 and every graph reaches the branch of its own data set.
 
 One mpiexec job (this file as a script, HydraGNN 5.0 first on PYTHONPATH) trains the recipe

@@ -7,8 +7,9 @@
   ``create_dataloaders``, on a test stand-in for the ``pyddstore`` C++ library,
   ``tests/fake_ddstore``) over the same data, whose batches are the same; every graph reaches the
   branch of its own file (a probe on the model's branch layers tells a graph's file from its
-  atoms, never from ``dataset_name``); upstream's non-DDStore path (its own loaders, MDLoader's
-  reader) runs too.
+  atoms, never from ``dataset_name``); ``MDLOADER_REPLACE=all`` without ``--ddstore`` serves the
+  same batches (upstream's own non-DDStore path gives each rank one file's graphs, which stops
+  upstream's multibranch model under DDP: unused branch parameters).
 * ``examples/nabla2_dft/train.py --ddstore`` (one data set; the script copied unchanged beside
   its ``dataset/Nabla2DFT.bp``, where it looks for it): MDLoader's losses equal upstream's own
   non-DDStore path (``DistributedSampler`` over the same data set: the same batches).
@@ -82,7 +83,8 @@ def multibranch(tmp_path_factory):
         "upstream-ddstore": launch(4, script, common + ["--ddstore", "--log", "upstream-ddstore"],
                                    work, {**env, "MDLOADER_REPLACE": "none", "PYTHONPATH":
                                           f"{FAKE_DDSTORE}:{env['PYTHONPATH']}"}),
-        "upstream": launch(4, script, common + ["--log", "upstream"], work, env),
+        "replace-all": launch(4, script, common + ["--log", "replace-all"], work,
+                              {**env, "MDLOADER_REPLACE": "all"}),
     }
     return {"work": work, "runs": runs, "files": files, "script": script, "env": env}
 
@@ -117,11 +119,14 @@ def test_every_graph_reaches_its_own_branch(multibranch):
     assert both == {0, 1}
 
 
-def test_upstreams_own_non_ddstore_path_runs_on_mdloaders_reader(multibranch):
-    res = multibranch["runs"]["upstream"]
+def test_replace_all_serves_the_non_ddstore_path_with_the_same_batches(multibranch):
+    """Without --ddstore upstream hands each rank its own file's subset, so a rank's batches use
+    one branch and DDP stops (parameters without gradients); MDLOADER_REPLACE=all deals the
+    subsets joined, as --ddstore does."""
+    res = multibranch["runs"]["replace-all"]
     assert res.returncode == 0, _ok(res)
-    assert len(losses(multibranch["work"], "upstream")) == 2
-    assert "create_dataloaders -> upstream's" in res.stderr
+    assert losses(multibranch["work"], "replace-all") == losses(multibranch["work"], "mdloader")
+    assert "create_dataloaders -> MDLoader" in res.stderr
 
 
 # -- a single-data-set script: examples/nabla2_dft/train.py ---------------------------------------

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import progress as _progress
-from .base import own_ids, Backend, Fetched, exclusive_cumsum, gather_local
+from .base import Backend, Fetched, exclusive_cumsum, gather_local, own_ids
 
 
 class CollectiveBackend(Backend):

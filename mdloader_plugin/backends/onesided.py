@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import progress as _progress
-from .base import own_ids, Backend, Fetched, exclusive_cumsum, gather_local
+from .base import Backend, Fetched, exclusive_cumsum, gather_local, own_ids
 from .progress import ProgressThread
 
 SMALL_STEP = 64  # records a step up to which the step is planned in plain Python (_fetch_small)

@@ -169,7 +169,7 @@ def write_set(out_dir: str, kind: str, counts, seed: int = 0, aselmdb: bool = Fa
     return path
 
 
-# -- upstream HydraGNN's multi-data-set layout ("gfm") ----------------------------------------------
+# -- upstream HydraGNN's multi-data-set layout ("gfm") -----------------------------------------
 #: Upstream's ``AbstractBaseDataset`` routes a file's ``dataset_name`` to a branch by this order
 #: (``ani1x`` -> 0, ``qm7x`` -> 1, ...): default names of ``mdloader synth --kind gfm``.
 GFM_NAMES = ("ani1x", "qm7x", "mptrj", "alexandria", "transition1x", "omat24", "oc2020_all",

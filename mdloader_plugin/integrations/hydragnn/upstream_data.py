@@ -183,21 +183,20 @@ def _plan(every: list, local: bool, label: str, kind: str) -> dict:
 
 
 def _open(world, plan: dict, label: str, width):
+    from ... import groups
     from ...placement import open_store
 
+    if width is not None:
+        valid = groups.valid_sizes(world.node_of)
+        if isinstance(width, bool) or not isinstance(width, int) or width not in valid:
+            raise _agreed(f"--ddstore_width {width!r} does not divide the {world.size} ranks of "
+                          f"the DDStore communicator into groups aligned with nodes; choose one "
+                          f"of {', '.join(map(str, valid))}")
     files = plan["files"]
     path = files[0] if len(files) == 1 else [
         {"path": p, "name": f"{i}:{os.path.basename(p.rstrip('/'))}"} for i, p in enumerate(files)]
-    try:
-        return open_store(world, path, label, group_size=width, keys=plan["keys"],
-                          required=plan["keys"] if len(files) > 1 else ())
-    except ConfigError as exc:
-        if width is None or "group_size" not in str(exc):
-            raise
-        err = ConfigError(f"--ddstore_width {width}: {exc}; choose a width that divides the "
-                          f"{world.size} ranks of the DDStore communicator")
-        err.agreed = getattr(exc, "agreed", False)
-        raise err from None
+    return open_store(world, path, label, group_size=width, keys=plan["keys"],
+                      required=plan["keys"] if len(files) > 1 else ())
 
 
 # -- create_dataloaders ---------------------------------------------------------------------------
@@ -361,8 +360,8 @@ def log_line() -> str | None:
         w = group.size if group is not None else size
         parts.append(f"DistDataset -> MDLoader store ({nfiles} file{'s' * (nfiles > 1)}, "
                      f"{size} ranks, replica groups of {w})")
-    parts.append(f"create_dataloaders -> MDLoader (backend {ld['backend']}, batch {ld['batch_size']}"
-                 f", shuffle train/val/test {'/'.join('yes' if s else 'no' for s in ld['shuffle'])}"
+    parts.append(f"create_dataloaders -> MDLoader (backend {ld['backend']}, "
+                 f"batch {ld['batch_size']}, shuffle train/val/test {'/'.join('yes' if s else 'no' for s in ld['shuffle'])}"
                  f", sampler over {ld['group']} of {ld['world']} ranks)")
     if ld["oversampling"]:
         parts.append(f"oversampling -> {ld['oversampling']} draws a rank (train/val/test)")
