@@ -84,7 +84,8 @@ def multibranch(tmp_path_factory):
                                    work, {**env, "MDLOADER_REPLACE": "none", "PYTHONPATH":
                                           f"{FAKE_DDSTORE}:{env['PYTHONPATH']}"}),
         "replace-all": launch(4, script, common + ["--log", "replace-all"], work,
-                              {**env, "MDLOADER_REPLACE": "all"}),
+                              # as --ddstore sets it: losses reduced over MPI, in the same order
+                              {**env, "MDLOADER_REPLACE": "all", "HYDRAGNN_AGGR_BACKEND": "mpi"}),
     }
     return {"work": work, "runs": runs, "files": files, "script": script, "env": env}
 
@@ -163,7 +164,9 @@ def single(tmp_path_factory):
     return {"work": work, "runs": {
         "mdloader": launch(4, work / "train.py", common + ["--ddstore", "--log", "mdloader"],
                            work, env),
-        "upstream": launch(4, work / "train.py", common + ["--log", "upstream"], work, env)}}
+        # --ddstore sets HYDRAGNN_AGGR_BACKEND=mpi (losses reduced over MPI): the same here
+        "upstream": launch(4, work / "train.py", common + ["--log", "upstream"], work,
+                           {**env, "HYDRAGNN_AGGR_BACKEND": "mpi"})}}
 
 
 def test_single_data_set_script_with_ddstore_equals_upstreams_own_loader(single):
@@ -210,8 +213,9 @@ def test_multi_files_whose_keys_disagree_are_refused(multibranch, tmp_path):
         graphs = {lab: [{k: v for k, v in g.items() if k != "forces"}
                         for g in f.read_block(lab, 0, f.info(lab).ndata)]
                   for lab in ("trainset", "valset", "testset")}
+        pna_deg = f.global_attributes()["pna_deg"]
     write_graphs(tmp_path / "qm7x.bp", graphs, attributes={"dataset_name": "qm7x",
-                                                            "pna_deg": [0, 1, 2]},
+                                                            "pna_deg": pna_deg},
                  vdims={"edge_index": 1, "edge_attr": 0})
     files = f"{multibranch['files'].split(',')[0]},{tmp_path / 'qm7x.bp'}"
     args = ["--inputfile", CONFIGS / "multibranch_small.json", "--multi", "--multi_model_list",

@@ -60,7 +60,8 @@ FLAGS: tuple[tuple[str, str], ...] = (
     ("HYDRAGNN_VALTEST=0", "honoured: upstream skips validation and test; their loaders "
                            "are never iterated"),
     ("HYDRAGNN_AGGR_BACKEND", "honoured: upstream's graph-size scan iterates the loaders, "
-                              "which may stop at any batch"),
+                              "which may stop at any batch; --ddstore sets it to mpi, whose "
+                              "loss reductions differ from torch's in the last digits"),
     ("HYDRAGNN_NUM_WORKERS, HYDRAGNN_CUSTOM_DATALOADER", "ignored where MDLoader serves: "
                                                          "its producer thread prefetches"),
     ("Training.Batching (main)", "mapped: mode node_budget gives upstream's cost-aware "
