@@ -192,18 +192,27 @@ def test_missing_script_is_one_line(tmp_path):
     assert len([ln for ln in res.stderr.splitlines() if "mdloader: error:" in ln]) == 1
 
 
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(120)
+def test_missing_script_through_the_cli_is_the_same_line(tmp_path):
+    from mpirun import mdloader
+
+    res = mdloader(2, ["run", "hydragnn", tmp_path / "nope.py", "--ddstore"], cwd=tmp_path,
+                   timeout=100, env=env_for("main"))
+    assert res.returncode == 2 and "nope.py: no such script" in _one_error_line(res)
+
+
+@pytest.mark.timeout(900)
 def test_width_not_dividing_the_ranks_is_one_line_naming_the_flag(multibranch):
     args = ["--inputfile", CONFIGS / "multibranch_small.json", "--multi", "--multi_model_list",
             multibranch["files"], "--ddstore", "--ddstore_width", "3", "--num_epoch", "1"]
     res = launch(4, multibranch["script"], args, multibranch["work"], multibranch["env"],
-                 timeout=380)
+                 timeout=860)
     line = _one_error_line(res)
     assert "--ddstore_width 3" in line and "divide" in line
     assert res.returncode == 2  # every rank alike, no abort
 
 
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(900)
 def test_multi_files_whose_keys_disagree_are_refused(multibranch, tmp_path):
     from mdloader_plugin.sources.adios import GraphFile
     from mdloader_plugin.sources.writer import write_graphs
@@ -220,6 +229,6 @@ def test_multi_files_whose_keys_disagree_are_refused(multibranch, tmp_path):
     files = f"{multibranch['files'].split(',')[0]},{tmp_path / 'qm7x.bp'}"
     args = ["--inputfile", CONFIGS / "multibranch_small.json", "--multi", "--multi_model_list",
             files, "--ddstore", "--num_epoch", "1"]
-    res = launch(4, multibranch["script"], args, tmp_path, multibranch["env"], timeout=380)
+    res = launch(4, multibranch["script"], args, tmp_path, multibranch["env"], timeout=860)
     line = _one_error_line(res)
     assert "'forces' is not in trainset" in line and "qm7x.bp" in line

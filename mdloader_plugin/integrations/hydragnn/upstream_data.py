@@ -41,7 +41,6 @@ from hydragnn.utils.datasets.abstractbasedataset import AbstractBaseDataset
 
 from ...errors import ConfigError
 from ...options import env
-from ...log import get_logger
 from ...world import World, agree
 from . import upstream_reader
 
@@ -371,6 +370,3 @@ def log_line() -> str | None:
         parts.append(f"HYDRAGNN_MAX_NUM_BATCH -> {ld['cap']} steps an epoch")
     return "; ".join(parts)
 
-
-def note(msg: str) -> None:
-    get_logger(0).info(msg)

@@ -86,7 +86,8 @@ def flag_notes(argv: list[str]) -> list[str]:
         if any(n in used for n in names) or any(
                 n.startswith(("HYDRAGNN_", "MDLOADER_")) and n.split("=")[0] in os.environ
                 for n in names):
-            out.append(f"{flag.split(',')[0].split()[0]} -> {what.split(':')[0]}")
+            out.append(f"{flag.split(',')[0].split()[0].split('=')[0]} -> "
+                       f"{what.split(':')[0]}")
     return out
 
 
