@@ -1,7 +1,8 @@
-"""Which HydraGNN a test's MPI job runs: 3.0 (pip-installed in the venv) or 5.0 (the source tree
-``tools/install.sh`` extracts to ``.venv/src/hydragnn-5.0``, put first on PYTHONPATH, upstream's
-own route). 5.0 is skipped, with the reason, only where the shared vendor copy it is installed
-from is absent; where that copy exists a missing install is a failure, not a skip."""
+"""Which HydraGNN a test's MPI job runs: 3.0 (pip-installed in the venv), 5.0 or main (source
+trees ``tools/install.sh`` extracts to ``.venv/src/hydragnn-5.0`` and ``.venv/src/hydragnn-main``,
+put first on PYTHONPATH, upstream's own route). 5.0 and main are each skipped, with the reason,
+only where the shared vendor copy they are installed from is absent; where that copy exists a
+missing install is a failure, not a skip."""
 
 from __future__ import annotations
 
@@ -12,26 +13,44 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-VERSIONS = ("3.0", "5.0")
-SHARED_TAR = ROOT.parent / "shared" / "vendor" / "HydraGNN-5.0.tar.gz"
-SRC5 = Path(os.environ.get("MDLOADER_HYDRAGNN5_SRC", ROOT / ".venv" / "src" / "hydragnn-5.0"))
+VERSIONS = ("3.0", "5.0", "main")
+VENDOR = ROOT.parent / "shared" / "vendor"
+SHARED_TARS = {"5.0": VENDOR / "HydraGNN-5.0.tar.gz",
+               "main": VENDOR / "HydraGNN-main-d251f81.tar.gz"}
+SHARED_TAR = SHARED_TARS["5.0"]
+SRCS = {"5.0": Path(os.environ.get("MDLOADER_HYDRAGNN5_SRC",
+                                   ROOT / ".venv" / "src" / "hydragnn-5.0")),
+        "main": Path(os.environ.get("MDLOADER_HYDRAGNN_MAIN_SRC",
+                                    ROOT / ".venv" / "src" / "hydragnn-main"))}
+SRC5 = SRCS["5.0"]
 
 
-def _unavailable(why: str):
-    if SHARED_TAR.exists():
-        pytest.fail(f"HydraGNN 5.0: {why}, although {SHARED_TAR} exists; run tools/install.sh")
-    pytest.skip(f"HydraGNN 5.0 not installed ({why}) and no shared copy at {SHARED_TAR}; "
+def _unavailable(version: str, why: str):
+    tar = SHARED_TARS[version]
+    if tar.exists():
+        pytest.fail(f"HydraGNN {version}: {why}, although {tar} exists; run tools/install.sh")
+    pytest.skip(f"HydraGNN {version} not installed ({why}) and no shared copy at {tar}; "
                 "see docs/hydragnn-5.md")
+
+
+def source_of(version: str, importable: bool = True) -> Path:
+    """The source tree of HydraGNN `version` (5.0 or main), checked as :func:`env_for` does
+    (`importable`: also the extensions ``import hydragnn`` needs)."""
+    src = SRCS[version]
+    if not (src / "hydragnn" / "__init__.py").exists():
+        _unavailable(version, f"no source tree at {src}")
+    if not importable:
+        return src
+    missing = [m for m in ("torch_scatter", "vesin") if importlib.util.find_spec(m) is None]
+    if missing:
+        _unavailable(version, f"{', '.join(missing)} not installed")
+    return src
 
 
 def env_for(version: str) -> dict:
     """Extra environment for ``mpirun`` so its ranks import HydraGNN `version`."""
     if version == "3.0":
         return {}
-    if not (SRC5 / "hydragnn" / "__init__.py").exists():
-        _unavailable(f"no source tree at {SRC5}")
-    missing = [m for m in ("torch_scatter", "vesin") if importlib.util.find_spec(m) is None]
-    if missing:
-        _unavailable(f"{', '.join(missing)} not installed")
+    src = source_of(version)
     rest = os.environ.get("PYTHONPATH", "")
-    return {"PYTHONPATH": os.pathsep.join(p for p in (str(SRC5), str(ROOT), rest) if p)}
+    return {"PYTHONPATH": os.pathsep.join(p for p in (str(src), str(ROOT), rest) if p)}

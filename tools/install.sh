@@ -21,25 +21,34 @@ $PIP install -c requirements/lock.txt -e ".[wheels-mpi,convert,hydragnn,fairchem
 # without those declared dependencies; its real needs come from the 'hydragnn' extra above.
 echo "[install] hydragnn 3.0 (--no-deps; see docs/hydragnn.md)"
 $PIP install --no-deps hydragnn==3.0
-# HydraGNN 5.0 (GitHub release v5.0, what HPC users run) beside 3.0: its source tree lives in
-# $VENV/src/hydragnn-5.0 and is used by putting that folder first on PYTHONPATH (upstream's own
-# route; `pip install --no-deps <tree>` would miss hydragnn.utils). It imports torch_scatter
-# (a source build, ~7 min on 2 cores, pip caches the wheel) and vesin. The source comes from the
-# shared vendor copy next to the checkout; without it, 5.0 is skipped (docs/hydragnn-5.md).
+# HydraGNN 5.0 (GitHub release v5.0, what HPC users run) and HydraGNN main (d251f81, 2026-08-21:
+# len(loader), set_epoch on batch_sampler, cost-aware Batching) beside 3.0: each source tree lives
+# in $VENV/src/hydragnn-<version> and is used by putting that folder first on PYTHONPATH
+# (upstream's own route; `pip install --no-deps <tree>` would miss hydragnn.utils). Both import
+# torch_scatter (a source build, ~7 min on 2 cores, pip caches the wheel) and vesin. The sources
+# come from the shared vendor copies next to the checkout; without one, that version is skipped
+# (docs/hydragnn-5.md).
 H5_TAR=${HYDRAGNN5_TAR:-../shared/vendor/HydraGNN-5.0.tar.gz}
-H5_SRC="$VENV/src/hydragnn-5.0"
-if [ -f "$H5_TAR" ]; then
-  if [ ! -f "$H5_SRC/hydragnn/__init__.py" ]; then
-    echo "[install] HydraGNN 5.0 source -> $H5_SRC"
-    mkdir -p "$H5_SRC"
-    tar xzf "$H5_TAR" -C "$H5_SRC" --strip-components=1
+HM_TAR=${HYDRAGNN_MAIN_TAR:-../shared/vendor/HydraGNN-main-d251f81.tar.gz}
+upstream=0
+for pair in "5.0:$H5_TAR" "main:$HM_TAR"; do
+  ver=${pair%%:*} tar=${pair#*:} src="$VENV/src/hydragnn-${pair%%:*}"
+  if [ -f "$tar" ]; then
+    upstream=1
+    if [ ! -f "$src/hydragnn/__init__.py" ]; then
+      echo "[install] HydraGNN $ver source -> $src"
+      mkdir -p "$src"
+      tar xzf "$tar" -C "$src" --strip-components=1
+    fi
+  else
+    echo "[install] no $tar: HydraGNN $ver not installed (its tests are skipped)"
   fi
-  echo "[install] torch-scatter and vesin for HydraGNN 5.0 (pinned; torch-scatter builds once)"
+done
+if [ "$upstream" = 1 ]; then
+  echo "[install] torch-scatter and vesin for HydraGNN 5.0/main (pinned; torch-scatter builds once)"
   MAX_JOBS=${MAX_JOBS:-2} $PIP install --no-build-isolation \
     "torch-scatter==$(grep -i '^torch-scatter==' requirements/lock.txt | cut -d= -f3)"
   $PIP install "vesin==$(grep -i '^vesin==' requirements/lock.txt | cut -d= -f3)"
-else
-  echo "[install] no $H5_TAR: HydraGNN 5.0 not installed (its tests are skipped)"
 fi
 # The MPICH family (Cray MPICH's on Perlmutter and Frontier) beside the Open MPI wheel: the PyPI
 # mpich wheel in its own prefix, $VENV/mpich/{bin/mpiexec,lib/libmpi.so.12}; mpi4py loads it when

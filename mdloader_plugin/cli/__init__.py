@@ -23,6 +23,7 @@ COMMANDS = [
     "convert",
     "cluster",
     "train",
+    "run",
     "compare-logs",
     "check",
     "estimate",

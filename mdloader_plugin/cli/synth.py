@@ -35,10 +35,18 @@ def register(sub) -> None:
                         "energy, forces, edge_index, cell_offsets (25-200 KB each); mlip: "
                         "molecules with an energy and forces = -grad(energy) (MLIP recipes); "
                         "molecules, slabs, bulk (comma-separated, several data sets): small "
-                        "EMT-labelled structures, one file each (default: hydragnn)")
+                        "EMT-labelled structures, one file each; gfm: several data sets in "
+                        "upstream HydraGNN's multi-data-set layout (x = Z, pos, forces; "
+                        "edge_index, edge_attr, pos, energy, energy_per_atom, forces, y and the "
+                        "SC26 scripts' extra keys; dataset_name and pna_deg attributes), molecules and bulk crystals in turn, one file a "
+                        "number in --num-graphs (default: hydragnn)")
     p.add_argument("--num-graphs", required=True,
                    help="number of graphs in all (several kinds: one number a kind, e.g. 60,40)")
     p.add_argument("--out", required=True, help="output .bp path (several kinds: a folder)")
+    p.add_argument("--names", default=None,
+                   help="--kind gfm: data set names, one a file (default: upstream's first "
+                        "names ani1x,qm7x,mptrj,... so its dataset_name_dict routes data set i "
+                        "to branch-i)")
     p.add_argument("--aselmdb", action="store_true",
                    help="several kinds: also write ASE-LMDB splits for fairchem's own loader")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -66,6 +74,8 @@ def run(args) -> int:
     from ..sources.adios import LABELS
     from ..sources.writer import GraphWriter
 
+    if args.kind == "gfm":
+        return run_gfm(args)
     if args.kind in synth.KINDS:
         args.num_graphs = _counts(args.num_graphs, 1)[0]
     else:
@@ -119,4 +129,27 @@ def run_sets(args) -> int:
         path = synth_atoms.write_set(args.out, kind, synth.split_counts(n, split), args.seed,
                                      args.aselmdb)
         print(f"wrote {path}: {n} {kind} (dataset_name {kind!r})")
+    return 0
+
+
+def run_gfm(args) -> int:
+    """``--kind gfm``: one ``<name>.bp`` a number in ``--num-graphs`` (upstream's layout)."""
+    import os
+
+    from ..sources import synth, synth_atoms
+
+    counts = [int(x) for x in str(args.num_graphs).split(",") if x.strip().isdigit()]
+    counts = _counts(args.num_graphs, max(len(counts), 1))
+    names = (args.names.split(",") if args.names else list(synth_atoms.GFM_NAMES[:len(counts)]))
+    names = [n.strip() for n in names]
+    if len(names) != len(counts) or len(set(names)) != len(names) or not all(names):
+        raise ConfigError(f"--names {args.names!r}: give {len(counts)} distinct names, one a "
+                          "number in --num-graphs")
+    split = parse_split(args.split)
+    os.makedirs(args.out, exist_ok=True)
+    for i, (name, n) in enumerate(zip(names, counts)):
+        kind = ("molecules", "bulk")[i % 2]
+        path = synth_atoms.write_gfm_set(args.out, name, kind, synth.split_counts(n, split),
+                                         args.seed + i)
+        print(f"wrote {path}: {n} {kind} (dataset_name {name!r})")
     return 0

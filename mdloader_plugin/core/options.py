@@ -119,6 +119,17 @@ ENV = (
            "count otherwise); a mismatch stops every process with exit 2."),
     Option("MDLOADER_CLUSTER_STATE", "/run/mdloader-cluster",
            "Folder where `mdloader cluster` keeps the state of emulated clusters."),
+    Option("MDLOADER_REPLACE", None,
+           "Upstream HydraGNN scripts under the launcher: `all`: MDLoader serves every "
+           "`create_dataloaders` call, DDStore or not; `none`: only MDLoader's reader stands in, "
+           "DDStore and the loaders stay upstream's; unset: MDLoader serves where the script asks "
+           "for DDStore (`--ddstore`, `HYDRAGNN_USE_ddstore=1`)."),
+    Option("MDLOADER_READER", None,
+           "Upstream HydraGNN scripts under the launcher: whose reader serves `AdiosDataset` and "
+           "`adios2_open`: `mdloader` or `upstream`; unset: MDLoader's where ADIOS2 has no MPI."),
+    Option("MDLOADER_BACKEND", "auto",
+           "Upstream HydraGNN scripts under the launcher: the loaders' backend (`auto`, "
+           "`onesided`, `collective`)."),
 )
 _ENV = {opt.name: opt for opt in ENV}
 _SCALE_DEFAULTS = defaults(SCALE)

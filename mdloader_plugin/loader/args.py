@@ -59,6 +59,12 @@ def checked_sampler(num_samples: int, size: int, batch_size, prefetch, backend: 
             raise ConfigError(str(exc)) from None
     else:
         get_profile(profile)  # a missing or absurd profile fails here, before any collective
+    batches = kw.pop("batches", None)
+    if batches is not None:  # a batch plan replaces the sampler (e.g. node_budget batches)
+        if batches.world_size != size:
+            raise ConfigError(f"the batch plan was made for {batches.world_size} ranks, the "
+                              f"loader has {size}: make it with the job's world size")
+        return batches
     try:
         kw["mix"] = _mix(*kw["mix"], size)
         return GlobalSampler(num_samples, size, int(batch_size), **kw)

@@ -5,9 +5,7 @@ Per step: the sampler's plan -> the backend fetches this rank's records -> decod
 ``Batch.from_data_list``, exactly what PyG's DataLoader does). With PyG's defaults, or a
 ``to_sample`` that has a column-wise twin, the last three run column-wise instead and build the
 identical batch several times faster (:mod:`.batching`). A producer thread runs up to
-``prefetch`` steps ahead of the trainer; the trainer only waits when the producer is behind, and
-that wait is reported as ``data_wait_s``. With ``device=``/``pin_memory=`` the producer also pins
-each batch and starts its copy to the device on a side stream (:mod:`.device`).
+``prefetch`` steps ahead; the trainer's waits for it are reported as ``data_wait_s``.
 
 Guarantees:
 
@@ -43,7 +41,7 @@ from .args import checked_sampler, checked_state, prefetch_bytes, producer_kind
 from .producer import Producer, finish_at_exit, usable_prefetch
 from .step import BatchBuilder, EpochStats, Steps, Watch
 from .switch import Backends
-from .views import EpochSampler, LocalSamples
+from .views import EpochSampler, LocalSamples, log_memory, memory_report
 from .watchdog import fetch_timeout
 
 __all__ = ["EpochStats", "LocalSamples", "MDLoader"]
@@ -88,6 +86,10 @@ class MDLoader:
             default ``proportional`` (every sample once, the single-file order).
         producer: ``"thread"`` (the default; the deprecated ``"process"`` is accepted with a
             one-line warning and runs the thread: see ``docs/gil-free-batches.md``).
+        batches: a batch plan that replaces the sampler (``steps_in``, ``plan(epoch, step)``:
+            ``[P, b]`` ids, short rows padded with -1), e.g. upstream HydraGNN's cost-aware
+            batches (:class:`~mdloader_plugin.sampling.node_budget.NodeBudgetPlan`);
+            `batch_size`, `shuffle`, `seed`, `drop_last` and `sampling` then do not apply.
     """
 
     def __init__(self, store, *, batch_size: int, shuffle: bool = True, seed: int = 0,
@@ -97,7 +99,7 @@ class MDLoader:
                  online_check: bool = True, progress: str | bool = "auto", name: str = "train",
                  balance_weights: np.ndarray | None = None, prefetch_mib: float | None = None,
                  pin_memory: bool | None = None, device=None, sampling=None,
-                 order: str = "auto", producer: str | None = None):
+                 order: str = "auto", producer: str | None = None, batches=None):
         world = store.world
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
@@ -105,7 +107,9 @@ class MDLoader:
         self.sampler_core = agree(world, checked_sampler, store.num_samples, self.size,
                                   batch_size, prefetch, backend, profile, prefetch_mib,
                                   shuffle=shuffle, seed=seed, drop_last=drop_last,
-                                  weights=balance_weights, mix=(sampling, store), order=order)
+                                  weights=balance_weights, mix=(sampling, store), order=order,
+                                  batches=batches)
+        self.sampler_core.rank = self.rank  # a batch plan's batch_len is this rank's
         self.batch_size, self.prefetch = int(batch_size), prefetch
         self.drop_last = bool(drop_last)  # DataLoader's attribute (HydraGNN 5.0 counts batches)
         self.prefetch_bytes = prefetch_bytes(prefetch_mib)
@@ -144,7 +148,9 @@ class MDLoader:
         self.epoch_stats = EpochStats()
         self.dataset = LocalSamples(self)
         self.sampler = EpochSampler(self)
-        self._log_memory()
+        self.batch_sampler = self.sampler  # HydraGNN main calls set_epoch here first
+        self.max_steps: int | None = None  # serve at most this many steps an epoch (a cap)
+        log_memory(self)
         finish_at_exit(self)
 
     # -- the backends (switch.Backends owns them) ---------------------------------------------
@@ -163,32 +169,23 @@ class MDLoader:
         ``structures``: each per-rank structure that grows with N or P by name (``index``,
         ``order``, ``plan_rows``, ``inverse``, ``alltoallv_counts``, ``records``; docs/scale.md
         tabulates them at 8,192 ranks and 10^9 samples)."""
-        rep = self.store.memory_report()
-        counts = 4 * 8 * self.group.size if "collective" in self._backends and self.group else 0
-        structures = {"index": rep["index_bytes"], "order": self.sampler_core.order_bytes,
-                      **self._planner.memory(), "alltoallv_counts": counts,
-                      "records": rep["records_bytes"]}  # every structure that grows with N or P
-        return {"records_bytes": rep["records_bytes"], "index_bytes": rep["index_bytes"],
-                "order_bytes": self.sampler_core.order_bytes + self._planner.nbytes,
-                "structures": structures,
-                "buffers_bytes": self._switch.held_bytes(),
-                "prefetch_cap_bytes": self.prefetch_bytes if self.prefetch else 0,
-                "samples_global": rep["samples_global"], "order": self.sampler_core.order,
-                "index_kind": rep["index_kind"]}
-
-    def _log_memory(self) -> None:
-        m, mib = self.memory_report(), 2.0 ** -20
-        n = max(m["samples_global"], 1)
-        self.log.info(
-            f"[{self.name}] memory on rank {self.rank}: records {m['records_bytes'] * mib:.1f} "
-            f"MiB, index {m['index_bytes'] * mib:.1f} MiB ({m['index_kind']}), order "
-            f"{m['order_bytes'] * mib:.1f} MiB ({m['order']}), buffers as steps need (prefetch "
-            f"queue <= {m['prefetch_cap_bytes'] * mib:.0f} MiB); N-proportional: "
-            f"{(m['index_bytes'] + m['order_bytes']) / n:.2f} B a sample")
+        return memory_report(self)
 
     # -- the iterable --------------------------------------------------------------------------
     def __len__(self) -> int:
-        return self.sampler_core.steps_in(self.epoch)
+        return self.steps_in(self.epoch)
+
+    def steps_in(self, epoch: int) -> int:
+        """Steps served in `epoch`: the sampler's, at most :attr:`max_steps` (set it alike on
+        every rank); the steps past the cap are never fetched."""
+        steps = self.sampler_core.steps_in(epoch)
+        return steps if self.max_steps is None else min(steps, max(int(self.max_steps), 0))
+
+    def rewind(self) -> None:
+        """The next ``iter()`` serves the current epoch from its first step, as a fresh
+        DataLoader iterator does; a state just loaded with :meth:`load_state_dict` is kept."""
+        if not self._resuming:
+            self._step = 0
 
     def set_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:
@@ -234,7 +231,7 @@ class MDLoader:
                 self.speculation["dropped"] += 1
             self._finish_producer()
             stats = EpochStats(epoch=self.epoch, backend=self.backend_name)
-            prod = Producer(self._steps, self.sampler_core, self.epoch, start, stats, guess,
+            prod = Producer(self._steps, self, self.epoch, start, stats, guess,
                             prefetch=self.prefetch, prefetch_bytes=self.prefetch_bytes,
                             drain="collective" in self._backends and self.size > 1,
                             backend_name=lambda: self.backend_name)

@@ -23,9 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.blocks import block_bounds, exclusive_offsets
-
 from ..records import codec
-from ..core.blocks import block_bounds
 from .loader import MDLoader
 
 

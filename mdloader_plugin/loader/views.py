@@ -37,3 +37,31 @@ class LocalSamples(Sequence):
             raise IndexError(f"local sample {i} out of range ({len(self)} on this rank)")
         rec = self._loader.store.local_record(lo + (i % len(self))).copy()
         return self._loader.to_sample(codec.decode(rec))
+
+
+def memory_report(loader: "MDLoader") -> dict:
+    """:meth:`MDLoader.memory_report`."""
+    rep = loader.store.memory_report()
+    counts = 4 * 8 * loader.group.size if "collective" in loader._backends and loader.group else 0
+    structures = {"index": rep["index_bytes"], "order": loader.sampler_core.order_bytes,
+                  **loader._planner.memory(), "alltoallv_counts": counts,
+                  "records": rep["records_bytes"]}  # every structure that grows with N or P
+    return {"records_bytes": rep["records_bytes"], "index_bytes": rep["index_bytes"],
+            "order_bytes": loader.sampler_core.order_bytes + loader._planner.nbytes,
+            "structures": structures,
+            "buffers_bytes": loader._switch.held_bytes(),
+            "prefetch_cap_bytes": loader.prefetch_bytes if loader.prefetch else 0,
+            "samples_global": rep["samples_global"], "order": loader.sampler_core.order,
+            "index_kind": rep["index_kind"]}
+
+
+def log_memory(loader: "MDLoader") -> None:
+    """One INFO line on rank 0: the memory report in MiB and bytes a sample."""
+    m, mib = memory_report(loader), 2.0 ** -20
+    n = max(m["samples_global"], 1)
+    loader.log.info(
+        f"[{loader.name}] memory on rank {loader.rank}: records {m['records_bytes'] * mib:.1f} "
+        f"MiB, index {m['index_bytes'] * mib:.1f} MiB ({m['index_kind']}), order "
+        f"{m['order_bytes'] * mib:.1f} MiB ({m['order']}), buffers as steps need (prefetch "
+        f"queue <= {m['prefetch_cap_bytes'] * mib:.0f} MiB); N-proportional: "
+        f"{(m['index_bytes'] + m['order_bytes']) / n:.2f} B a sample")

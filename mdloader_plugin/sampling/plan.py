@@ -59,8 +59,13 @@ class StepPlan:
     @classmethod
     def from_table(cls, table: np.ndarray, rank: int, lo: int, hi: int) -> "StepPlan":
         """The reference: row `rank` of a whole ``[W, b]`` table, and the sends found by
-        scanning all of it (``O(W b)``; what every step cost before)."""
-        return cls(table[rank], _sends=scan_sends(table, lo, hi))
+        scanning all of it (``O(W b)``; what every step cost before). A plan of batches of
+        different sizes (cost-aware batches, :mod:`.node_budget`) pads short rows with -1: the
+        padding is no sample and is dropped."""
+        row = table[rank]
+        if row.size and row[-1] < 0:
+            row = row[row >= 0]
+        return cls(row, _sends=scan_sends(table, lo, hi))
 
 
 def scan_sends(table: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
@@ -223,3 +228,31 @@ class RankPlanner:
         d = ranks[d] - self.r0
         m = (d >= 0) & (d < self.r1 - self.r0)
         return ids[m], d[m]
+
+
+class TablePlanner:
+    """The planner of a sampler that deals whole steps (``plan(epoch, step)``: ``[P, b]`` ids,
+    short rows padded with -1), such as upstream HydraGNN's cost-aware batches
+    (:mod:`.node_budget`): this rank's row and its sends found by scanning the group's rows
+    (``O(W b)`` a step, what those samplers compute anyway)."""
+
+    nbytes = 0
+
+    def __init__(self, core, rank: int, lo: int, hi: int, group_first: int = 0,
+                 group_size: int | None = None):
+        self.core, self.rank, self.lo, self.hi = core, int(rank), int(lo), int(hi)
+        self.r0 = int(group_first)
+        self.r1 = self.r0 + (core.world_size if group_size is None else int(group_size))
+
+    def memory(self) -> dict:
+        return {}
+
+    def step(self, epoch: int, step: int) -> StepPlan:
+        table = self.core.plan(epoch, step)[self.r0:self.r1]
+        plan = StepPlan.from_table(table, self.rank - self.r0, self.lo, self.hi)
+        plan.epoch, plan.step = epoch, step
+        return plan
+
+    def row(self, epoch: int, step: int) -> np.ndarray:
+        return self.step(epoch, step).ids
+

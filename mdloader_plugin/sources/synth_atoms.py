@@ -165,3 +165,67 @@ def write_set(out_dir: str, kind: str, counts, seed: int = 0, aselmdb: bool = Fa
     path = os.path.join(out_dir, f"{kind}.bp")
     write_graphs(path, graphs, attributes={"dataset_name": kind})
     return path
+
+
+# -- upstream HydraGNN's multi-data-set layout ("gfm") -----------------------------------------
+#: Upstream's ``AbstractBaseDataset`` routes a file's ``dataset_name`` to a branch by this order
+#: (``ani1x`` -> 0, ``qm7x`` -> 1, ...): default names of ``mdloader synth --kind gfm``.
+GFM_NAMES = ("ani1x", "qm7x", "mptrj", "alexandria", "transition1x", "omat24", "oc2020_all",
+             "oc2022", "omol25", "qcml", "odac23", "nabla2dft", "oc2025", "opoly2026")
+
+
+def gfm_record(atoms, cutoff: float = 5.0) -> dict[str, np.ndarray]:
+    """One graph as upstream's multi-data-set scripts read it (``examples/multibranch``,
+    ``examples/multidataset``, ``examples/multidataset_hpo_sc26``): ``x`` = atomic number,
+    positions, forces (node feature dims 1, 3, 3), ``edge_index``, ``edge_attr`` (edge length),
+    ``pos``, ``energy``, ``energy_per_atom``, ``forces``, ``y`` = energy per atom (the graph
+    feature), and what the SC26 scripts read besides: ``natoms``, ``cell`` (zeros without one),
+    ``pbc`` (int32, as upstream stores it), ``edge_shifts`` (Cartesian image shifts),
+    ``chemical_composition`` (atoms of each element 1..118) and ``graph_attr`` (charge 0, spin
+    1); floats as float32, as upstream's writers store them."""
+    from .graph import radius_graph
+
+    pos = atoms.get_positions()
+    n = len(atoms)
+    pbc = np.asarray(atoms.get_pbc(), dtype=bool)
+    cell = np.asarray(atoms.get_cell()) if pbc.any() else np.zeros((3, 3))
+    ei, offsets, dist = radius_graph(pos, cutoff, cell if pbc.any() else None,
+                                     pbc if pbc.any() else None)
+    energy = np.float32(atoms.get_potential_energy())
+    forces = atoms.get_forces().astype(np.float32)
+    numbers = atoms.get_atomic_numbers()
+    z = numbers.astype(np.float32).reshape(n, 1)
+    return {"x": np.concatenate([z, pos.astype(np.float32), forces], axis=1),
+            "edge_index": ei.astype(np.int64), "edge_attr": dist.astype(np.float32).reshape(-1, 1),
+            "pos": pos.astype(np.float32), "energy": np.array([energy], dtype=np.float32),
+            "energy_per_atom": np.array([energy / n], dtype=np.float32),
+            "forces": forces, "y": np.array([energy / n], dtype=np.float32),
+            "natoms": np.array([n], dtype=np.int64), "cell": cell.astype(np.float32),
+            "pbc": pbc.astype(np.int32),
+            "edge_shifts": (offsets.astype(np.float64) @ cell).astype(np.float32).reshape(-1, 3),
+            "chemical_composition": np.bincount(numbers - 1, minlength=118)[:118].astype(
+                np.float32).reshape(118, 1),
+            "graph_attr": np.array([0.0, 1.0], dtype=np.float32)}
+
+
+def write_gfm_set(out_dir: str, name: str, kind: str, counts, seed: int = 0) -> str:
+    """``out_dir/<name>.bp`` in upstream's multi-data-set layout (:func:`gfm_record`): `counts`
+    structures of `kind` in trainset/valset/testset, the file attribute ``dataset_name`` = `name`
+    (upstream's dataset attaches its id from it) and ``pna_deg`` (the train set's in-degree
+    histogram, which upstream's multibranch script merges)."""
+    from .writer import write_graphs
+
+    graphs, start = {}, 0
+    for (label, _), n in zip(SPLITS, counts):
+        atoms = list(structures(kind, seed, start, start + n))
+        graphs[label] = [gfm_record(a) for a in atoms]
+        start += n
+    deg = np.zeros(1, dtype=np.int64)
+    for g in graphs["trainset"]:
+        d = np.bincount(np.bincount(g["edge_index"][1], minlength=len(g["x"])))
+        deg = np.pad(deg, (0, max(0, d.size - deg.size)))
+        deg[:d.size] += d
+    path = os.path.join(out_dir, f"{name}.bp")
+    write_graphs(path, graphs, attributes={"dataset_name": name, "pna_deg": deg},
+                 vdims={"edge_index": 1, "edge_attr": 0, "edge_shifts": 0})
+    return path

@@ -1,5 +1,6 @@
-"""recipes/hydragnn/multibranch (HydraGNN 5.0, two output branches, molecules + bulk crystals) on
-4 MPI ranks: it trains with ``loader: mdloader``, gives the same losses as HydraGNN's own loader,
+"""recipes/hydragnn/multibranch (HydraGNN 5.0 and main, two output branches, molecules + bulk
+crystals) on 4 MPI ranks: it trains with ``loader: mdloader``, gives the same losses as
+HydraGNN's own loader,
 and every graph reaches the branch of its own data set.
 
 One mpiexec job (this file as a script, HydraGNN 5.0 first on PYTHONPATH) trains the recipe
@@ -107,11 +108,11 @@ def _job(out: str) -> None:
         Path(out).write_text(json.dumps({"logs": logs, "routes": routes}))
 
 
-@pytest.fixture(scope="module")
-def job(tmp_path_factory):
+@pytest.fixture(scope="module", params=("5.0", "main"))
+def job(tmp_path_factory, request):
     from mdloader_plugin.sources import synth_atoms
 
-    env = env_for("5.0")
+    env = env_for(request.param)
     work = tmp_path_factory.mktemp("hydragnn_multibranch")
     synth_atoms.write_set(str(work / "gfm"), "molecules", (72, 12, 12), seed=6)
     synth_atoms.write_set(str(work / "gfm"), "bulk", (40, 8, 8), seed=6)

@@ -52,6 +52,11 @@ class AdiosGraphDataset(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return self.info.ndata
 
+    def get_node_counts(self) -> np.ndarray:
+        """Nodes of every graph, from the extents (upstream main's cost-aware batching)."""
+        key = "x" if "x" in self._extents else next(iter(self._extents))
+        return self._extents[key][0]
+
     def __getitem__(self, idx: int):
         arrays = (self._block.sample(int(idx)) if self._block is not None
                   else {k: self._read(k, int(idx)) for k in self.keys})
@@ -79,7 +84,9 @@ def build_loaders(cfg: dict, to_sample: Callable, labels: tuple[str, str, str]):
     else:
         sets = [AdiosGraphDataset(path, label, to_sample, preload) for label in labels]
     batch_size = int(cfg["NeuralNetwork"]["Training"]["batch_size"])
-    loaders = compat.get("create_dataloaders")(*sets, batch_size=batch_size)
+    batching = cfg["NeuralNetwork"]["Training"].get("Batching")
+    kw = {"batching": batching} if batching and batching.get("mode", "fixed") != "fixed" else {}
+    loaders = compat.get("create_dataloaders")(*sets, batch_size=batch_size, **kw)
     for loader in loaders:
         if hasattr(loader.sampler, "seed"):
             loader.sampler.seed = int(cfg["seed"])

@@ -69,7 +69,7 @@ GITHUB_ROUTE = ("HydraGNN 5.0: `git clone --branch v5.0 https://github.com/ORNL/
                 "`MAX_JOBS=2 pip install --no-build-isolation torch-scatter==2.1.2 vesin==0.4.2`; "
                 "or HydraGNN 3.0: `pip install --no-deps hydragnn==3.0` plus matplotlib tqdm "
                 "tensorboard ase scikit-learn psutil; see docs/hydragnn-5.md")
-ARCH_KEY = {"3.0": "model_type", "5.0": "mpnn_type"}
+ARCH_KEY = {"3.0": "model_type", "5.0": "mpnn_type", "main": "mpnn_type"}
 
 LOGGER_NAME = "hydragnn"  # the logger setup_log() attaches run.log and the console to
 
@@ -103,19 +103,20 @@ def _has(module: str, name: str | None = None) -> bool:
 
 
 def version() -> str:
-    """``"5.0"`` or ``"3.0"``: the layout of the imported hydragnn package; anything else is
-    refused with one line (the integration is tested against those two)."""
+    """``"main"``, ``"5.0"`` or ``"3.0"``: the layout of the imported hydragnn package (main:
+    5.0's layout plus ``hydragnn.preprocess.batch_sampler``, upstream's cost-aware batching);
+    anything else is refused with one line (the integration is tested against those three)."""
     import hydragnn
 
     if _has("hydragnn.train.train_validate_test", "resolve_precision") and \
             _has("hydragnn.utils.input_config_parsing", "update_config"):
-        return "5.0"
+        return "main" if _has("hydragnn.preprocess.batch_sampler") else "5.0"
     if _has("hydragnn.utils.config_utils", "update_config") and \
             not _has("hydragnn.utils.input_config_parsing"):
         return "3.0"
     where = os.path.dirname(getattr(hydragnn, "__file__", "") or "?")
-    raise ConfigError(f"HydraGNN at {where} ({hydragnn_version()} by its metadata) is neither "
-                      f"3.0 nor 5.0, the versions MDLoader supports; install {GITHUB_ROUTE}")
+    raise ConfigError(f"HydraGNN at {where} ({hydragnn_version()} by its metadata) is none of "
+                      f"3.0, 5.0 and main, the versions MDLoader supports; install {GITHUB_ROUTE}")
 
 
 def check_config(cfg: dict, ver: str) -> None:
@@ -131,6 +132,11 @@ def check_config(cfg: dict, ver: str) -> None:
     if ver == "3.0" and num_branches(cfg) > 1:
         raise ConfigError("NeuralNetwork.Architecture.output_heads with several branches "
                           f"(multibranch) needs HydraGNN 5.0; install {GITHUB_ROUTE}")
+    batching = nn["Training"].get("Batching") or {}
+    if batching.get("mode", "fixed") != "fixed" and ver != "main":
+        raise ConfigError(f"NeuralNetwork.Training.Batching mode {batching.get('mode')!r} "
+                          f"(cost-aware batches) needs HydraGNN main; {ver} batches a fixed "
+                          "number of graphs (drop Batching or install main, docs/hydragnn-5.md)")
     if nn["Variables_of_interest"].get("denormalize_output"):
         raise ConfigError("NeuralNetwork.Variables_of_interest.denormalize_output: true reads "
                           "HydraGNN's serialized pickle min/max files, which an ADIOS2 run has "

@@ -48,6 +48,14 @@ class TimedLoader:
             return _ShiftedSampler(self.loader.sampler, self.epoch_offset)
         return self.loader.sampler
 
+    @property
+    def batch_sampler(self):
+        """HydraGNN main calls ``set_epoch`` here first (#524): shifted like :attr:`sampler`."""
+        inner = getattr(self.loader, "batch_sampler", None)
+        if self.epoch_offset and inner is not None and hasattr(inner, "set_epoch"):
+            return _ShiftedSampler(inner, self.epoch_offset)
+        return inner
+
     def __len__(self) -> int:
         return len(self.loader)
 

@@ -41,6 +41,7 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
                            replicate=opts.get("replicate"), **_index_options(opts))
         group_size = store.group.size if store.group is not None else None  # auto: once
         loaders.append(MDLoader(store, batch_size=batch_size, shuffle=True,
+                                batches=node_budget(cfg, world, label),
                                 sampling=sampling(cfg) if label == "trainset" else None,
                                 seed=int(opts["seed"]), drop_last=bool(opts["drop_last"]),
                                 backend=opts["backend"], prefetch=int(opts["prefetch"]),
@@ -48,6 +49,28 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
                                 name=label, order=opts.get("order", "auto"),
                                 device=device, pin_memory=opts.get("pin_memory")))
     return tuple(loaders)
+
+
+def node_budget(cfg: dict, world, label: str):
+    """``NeuralNetwork.Training.Batching`` in ``node_budget`` mode (HydraGNN main): upstream's
+    cost-aware batches over `label` (:mod:`mdloader_plugin.sampling.node_budget`), costs from
+    the files' extents; None in ``fixed`` mode (collective where it reads nothing: the same
+    answer on every rank)."""
+    batching = cfg["NeuralNetwork"]["Training"].get("Batching")
+    if not batching or batching.get("mode", "fixed") == "fixed":
+        return None
+    from ...sampling.node_budget import from_batching
+    from ...mpi.world import agree
+    from .graphs import node_counts
+
+    def plan():
+        import numpy as np
+
+        costs = np.fromiter(node_counts(cfg["Dataset"]["path"], label), dtype=np.int64)
+        return from_batching(batching, costs, 1 if world is None else world.size,
+                             names=lambda i: f"graph {i} of {label}")
+
+    return agree(world, plan)
 
 
 def trainer_device(device):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .base import DataSets, Mix
+from .chunks import ChunksMix
 from .fairchem import TYPES as FAIRCHEM_TYPES
 from .fairchem import FairchemMix
 from .hydragnn import HydraGNNMix
@@ -19,7 +20,7 @@ from .weights import Weights
 __all__ = ["DataSets", "Mix", "MIXES", "get_mix", "parse_spec"]
 
 MIXES: dict[str, Callable[..., Mix]] = {"proportional": Proportional, "weights": Weights,
-                                        "hydragnn": HydraGNNMix,
+                                        "hydragnn": HydraGNNMix, "chunks": ChunksMix,
                                         **{t: FairchemMix for t in FAIRCHEM_TYPES}}
 
 

@@ -18,6 +18,11 @@ import torch
 from mpi4py import MPI
 
 import hydragnn
+import hydragnn.utils.distributed  # noqa: F401 - hydragnn/utils has no __init__: HydraGNN main
+import hydragnn.utils.model  # noqa: F401   loads these sub-packages only when asked
+import hydragnn.utils.optimizer  # noqa: F401
+import hydragnn.utils.print  # noqa: F401
+import hydragnn.utils.profiling_and_tracing  # noqa: F401
 from hydragnn.train.train_validate_test import resolve_precision
 from hydragnn.utils.input_config_parsing import update_config, save_config
 from hydragnn.utils.model import load_existing_model_config

@@ -15,7 +15,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdloader_plugin import codec
+from mdloader_plugin.records import codec
 from mdloader_plugin.batching.pyg import ColumnCollate, pyg_collate, pyg_sample
 from mdloader_plugin.loader.step import BatchBuilder
 from mdloader_plugin.records import kernels

@@ -1,0 +1,7 @@
+"""Entry of ``python -m mdloader_plugin.hydragnn``: the launcher, nothing else."""
+
+import sys
+
+from mdloader_plugin.integrations.hydragnn.launcher import main
+
+sys.exit(main())

@@ -1,0 +1,43 @@
+"""The launcher's table of upstream HydraGNN data flags (``upstream_hooks.FLAGS``): every row is on
+the docs page, each says how MDLoader treats the flag, and the refused combinations stop with one
+line marked for every rank alike."""
+
+import pytest
+
+from mdloader_plugin.core.errors import ConfigError
+from mdloader_plugin.integrations.hydragnn import upstream_hooks
+from mpirun import ROOT
+
+PAGE = ROOT / "docs" / "hydragnn-upstream-scripts.md"
+
+
+def test_every_flag_row_is_on_the_docs_page():
+    text = PAGE.read_text()
+    for flag, what in upstream_hooks.FLAGS:
+        cell = ", ".join(f"`{x.strip()}`" for x in flag.split(", "))
+        assert f"| {cell} | {what} |" in text, f"{flag}: row missing or stale on {PAGE.name}"
+
+
+def test_every_row_says_how_the_flag_is_treated():
+    hows = ("honoured", "mapped", "ignored", "refused", "--adios", "all:", "whose", "MDLoader")
+    for flag, what in upstream_hooks.FLAGS:
+        assert what.split()[0].rstrip(":") in {h.rstrip(":") for h in hows}, flag
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--ddstore", "--shmem"], "--shmem"),
+    (["--pickle", "--ddstore"], "--pickle with --ddstore"),
+])
+def test_refused_combinations_are_one_agreed_line(argv, words):
+    with pytest.raises(ConfigError) as err:
+        upstream_hooks.refuse(argv)
+    assert words in str(err.value) and "\n" not in str(err.value)
+    assert getattr(err.value, "agreed", False)
+
+
+def test_flag_notes_name_the_data_flags_in_use(monkeypatch):
+    monkeypatch.setenv("HYDRAGNN_MAX_NUM_BATCH", "3")
+    notes = upstream_hooks.flag_notes(["--ddstore", "--ddstore_width", "2", "--log", "x"])
+    assert "--ddstore -> mapped" in notes and "--ddstore_width -> mapped" in notes
+    assert "HYDRAGNN_MAX_NUM_BATCH -> honoured" in notes
+    assert not any(n.startswith("--log") for n in notes)
