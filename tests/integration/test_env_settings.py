@@ -42,9 +42,9 @@ def test_variables_reach_every_loader(which, split_file, tmp_path):
     path.write_text(json.dumps(prof))
     got = loaded(run(which, split_file, MDLOADER_PROFILE=str(path), MDLOADER_PREFETCH_MIB="3",
                      MDLOADER_PRODUCER="process", MDLOADER_LOG_LEVEL="ERROR"))
-    # fairchem's AtomicData batches are not column-wise: its loader reads MDLOADER_PRODUCER and
-    # keeps the thread producer, as the loader documents (a warning says so)
-    producer = "thread" if which == "fairchem" else "process"
+    # the process producer was removed: MDLOADER_PRODUCER=process is still accepted (one
+    # deprecation line) and every loader runs the thread producer
+    producer = "thread"
     assert got and all(s == {"backend": s["backend"], "profile": "calibrated-here",
                              "prefetch_bytes": 3 << 20, "producer": producer,
                              "log_level": "ERROR"} for s in got), got
