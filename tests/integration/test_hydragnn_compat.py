@@ -181,7 +181,7 @@ def test_heads_from_config_reads_the_dataset_dims_and_upstream_var_config():
 
 def test_column_wise_batch_equals_per_graph_batch_with_heads():
     from pyg_equal import batch_diff
-    from test_batching import fetched_of, slow
+    from unit.batching.test_pyg import fetched_of, slow
 
     from mdloader_plugin.batching.pyg import pyg_collate
 
