@@ -85,10 +85,10 @@ def plan(args) -> dict:
     from ..core.units import parse_bytes
     from ..estimator.group_size import profile_budget
     from ..estimator.profile import get_profile
-    from ..loader.loader import _prefetch_bytes
+    from ..loader.args import prefetch_bytes
     from ..loader.open import _record_sizes, decide_layout, index_sharing
     from ..mpi import groups
-    from ..sampling.sampler import plan_run_bytes
+    from ..sampling.plan import rank_plan_bytes
     from ..store.budget import block_records_bytes, scale_bytes
     from ..store.index import exact_bytes
     from .check import scale_options
@@ -107,17 +107,17 @@ def plan(args) -> dict:
         groups.check_size(want, node_of)
     widths = groups.valid_sizes(node_of) if want == "auto" else sorted({want or P, P})
     path = list(args.files) if len(args.files) > 1 else args.files[0]
-    prefetch = _prefetch_bytes(args.prefetch_mib)
+    prefetch = prefetch_bytes(args.prefetch_mib)
     splits = {label: _record_sizes(path, label, None, ())
               for label in _labels(args.files, args.label)}
     train = "trainset" if "trainset" in splits else next(iter(splits))
 
-    def memory(sizes, w) -> dict:  # the fullest rank's store of one split, groups of w ranks
+    def memory(sizes, w, collective) -> dict:  # the fullest rank's store of a split, groups of w
         share = index_sharing(node_of, w, scale["index_share"])
         return {"records_bytes": block_records_bytes(sizes, w),
                 "index_bytes": exact_bytes(sizes, w, scale["index"], share),
                 "order_bytes": scale_bytes(sizes.size, ranks_per_node=K, **scale)["order"]
-                + plan_run_bytes(-(-sizes.size // w), w, min(B, -(-sizes.size // w))),
+                + rank_plan_bytes(-(-sizes.size // P), min(B, -(-sizes.size // P)), collective),
                 "buffers_bytes": BUFFER_COPIES * min(B, -(-sizes.size // P))
                 * int(sizes.max(initial=0)),
                 "prefetch_cap_bytes": prefetch}
@@ -133,7 +133,8 @@ def plan(args) -> dict:
         lay, advice = None, str(exc)
         cands = decide_layout(sizes, node_of, B, **{**kw, "budget": None}).candidates
     w = lay.group_size if lay else P
-    per_split = {lab: memory(s, w) for lab, s in splits.items()}
+    coll = lay is None or lay.backend == "collective"
+    per_split = {lab: memory(s, w, coll) for lab, s in splits.items()}
     rank = {k: int(sum(m[k] for m in per_split.values())) for k in per_split[train]}
     rank["prefetch_cap_bytes"] = prefetch * len(splits)  # one queue a loader
     total = sum(rank.values())

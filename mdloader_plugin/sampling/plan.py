@@ -39,6 +39,15 @@ from .balance import deal_windows, window_of
 ROW_POSITIONS = 1 << 13  # a rank's row is computed in runs of about this many ids
 
 
+def rank_plan_bytes(per_rank: int, batch_size: int, collective: bool) -> int:
+    """Bytes a :class:`RankPlanner` keeps at most (unweighted, no groups): its run of own-row
+    ids (8 B an id, up to :data:`ROW_POSITIONS`) and, for the collective backend, the epoch's
+    inverse over its own block (4 + 4 B an own position, 8 B a step boundary)."""
+    b = max(1, int(batch_size))
+    rows = 8 * min(max(1, ROW_POSITIONS // b) * b, per_rank)
+    return rows + ((8 * per_rank + 8 * (-(-per_rank // b) + 1)) if collective else 0)
+
+
 @dataclass
 class StepPlan:
     """One rank's view of one step: `ids` (its row, plan order) and, on demand, `sends()`:

@@ -54,13 +54,6 @@ __all__ = ["GlobalSampler", "SamplerState", "balance_plan", "consumed_prefix",
 PLAN_POSITIONS = 1 << 14  # plans are computed in runs of about this many ids (128 KiB)
 
 
-def plan_run_bytes(per_rank: int, world_size: int, batch_size: int) -> int:
-    """Bytes of the largest run of step plans a sampler keeps (``_plans_from``): the ids of
-    ``max(1, PLAN_POSITIONS // (P * b))`` steps for every rank, at most `per_rank` positions."""
-    span = max(1, PLAN_POSITIONS // (world_size * batch_size))
-    return 8 * world_size * min(span * batch_size, per_rank)
-
-
 @dataclass(frozen=True)
 class SamplerState:
     """Where an iteration stands: the next step to serve is ``step`` of ``epoch``.

@@ -35,18 +35,22 @@ def uneven_file(tmp_path_factory):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("which,backend", [("molecules", "onesided"), ("slabs", "collective")])
-def test_plan_matches_a_four_rank_run(which, backend, split_file, uneven_file):
+@pytest.mark.parametrize("which", ["molecules", "slabs"])
+def test_plan_matches_a_four_rank_run(which, split_file, uneven_file):
+    # the run serves with the backend the plan chose: the per-rank plan keeps more for the
+    # collective backend (its epoch inverse) than for the one-sided one
     path = split_file if which == "molecules" else uneven_file
+    p = plan(path, "--ranks", 4, "--ranks-per-node", 4, "--batch-size", 8, "--label",
+             "trainset", "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    planned = doc["splits"]["trainset"]["per_rank"]
+    backend = doc["choice"]["backend"]
     r = mpirun(4, [ROOT / "tests" / "mpi_scripts" / "plan_memory.py", path, 8, backend],
                timeout=240)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     run = json.loads(next(ln for ln in r.stdout.splitlines()
                           if ln.startswith("MEMORY "))[len("MEMORY "):])
-    p = plan(path, "--ranks", 4, "--ranks-per-node", 4, "--batch-size", 8, "--label",
-             "trainset", "--json")
-    assert p.returncode == 0, p.stderr
-    planned = json.loads(p.stdout)["splits"]["trainset"]["per_rank"]
     for kind in KINDS:
         assert abs(planned[kind] - run[kind]) <= 0.10 * run[kind], (kind, planned, run)
     total = sum(run[k] for k in KINDS[:3])
