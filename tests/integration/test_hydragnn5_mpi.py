@@ -105,11 +105,12 @@ def env(version):
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory):
+def work(tmp_path_factory, version):
     from mdloader_plugin.sources import synth
     from mdloader_plugin.sources.adios import write_graphs
 
-    work = tmp_path_factory.mktemp("hydragnn5")
+    # one folder a version: the runs' logs and checkpoints (same run names) must not meet
+    work = tmp_path_factory.mktemp(f"hydragnn5-{version}")
     for kind, name in (("hydragnn", "d.bp"), ("mlip", "m.bp")):
         g = list(synth.generate(kind, 13, 0, NTRAIN + 48))
         write_graphs(work / name, {"trainset": g[:NTRAIN], "valset": g[NTRAIN:NTRAIN + 24],
