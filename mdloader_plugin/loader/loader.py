@@ -246,14 +246,15 @@ class MDLoader:
         try:
             for step in range(start, len(self)):
                 t0 = time.perf_counter()
-                item = self._device.ready(prod.next())
+                item = [self._device.ready(prod.next())]
                 stats.data_wait_s += time.perf_counter() - t0
                 self._step = step + 1
                 stats.steps += 1
                 served += 1
                 stats.samples += self.sampler_core.batch_len(step, prod.epoch)
-                yield item
-                del item  # the trainer has it; do not keep it alive while the next one is made
+                # Yielded without a reference left in this frame: the trainer alone holds the
+                # batch, so it is freed where the trainer drops it, not in the next next().
+                yield item.pop()
         finally:
             stats.wall_s = time.perf_counter() - t_epoch
             if served < len(self) - start:

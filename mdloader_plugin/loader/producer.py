@@ -42,11 +42,14 @@ class Producer:
         self.steps, self.sampler, self.prefetch = steps, sampler, prefetch
         self.prefetch_bytes, self.backend_name = prefetch_bytes, backend_name
         self.epoch, self.start_step = epoch, start
-        self.q: queue.Queue = queue.Queue(maxsize=max(1, prefetch))
+        # The hand-off is two C-level SimpleQueues, so the consumer's side takes no Python
+        # lock: batches go one way, the bytes each freed come back; only the producer thread
+        # counts what waits (at most ``prefetch`` batches and ``prefetch_bytes``).
+        self.q: queue.SimpleQueue = queue.SimpleQueue()
+        self._freed: queue.SimpleQueue = queue.SimpleQueue()
+        self._waiting, self._waiting_bytes = 0, 0  # producer thread's own counts
         self._segments: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
-        self._room = threading.Condition()  # bytes of records waiting in q, capped
-        self._queued = 0
         self._thread_idle = False
         self._abandoned = threading.Event()
         self._thread: threading.Thread | None = None
@@ -126,20 +129,28 @@ class Producer:
     def _enqueue(self, item: tuple) -> None:
         """Queue (batch, nbytes) once there is room: fewer than ``prefetch`` batches and at most
         ``prefetch_bytes`` of records waiting (one batch always may wait)."""
-        cap = self.prefetch_bytes
-        with self._room:
-            while (self._queued and self._queued + item[1] > cap
-                   and not self._abandoned.is_set()):
-                self._room.wait(0.05)
+        most, cap, nbytes = max(1, self.prefetch), self.prefetch_bytes, item[1]
+        while True:
+            while not self._freed.empty():  # what the consumer took since
+                self._count_freed(self._freed.get_nowait())
+            if self._waiting == 0 or (self._waiting < most
+                                      and self._waiting_bytes + nbytes <= cap):
+                break
             if self._abandoned.is_set():
                 return
-            self._queued += item[1]
-        while not self._abandoned.is_set():
             try:
-                self.q.put(item, timeout=0.05)
-                return
-            except queue.Full:
-                continue
+                self._count_freed(self._freed.get(timeout=0.05))
+            except queue.Empty:
+                pass
+        if self._abandoned.is_set():
+            return
+        self._waiting += 1
+        self._waiting_bytes += nbytes
+        self.q.put(item)
+
+    def _count_freed(self, nbytes: int) -> None:
+        self._waiting -= 1
+        self._waiting_bytes -= nbytes
 
     def _hand(self, segment: tuple) -> None:
         """Give the thread a segment (restarting it if it ended idle)."""
@@ -161,9 +172,7 @@ class Producer:
             raise AssertionError("Internal error: producer ended before the epoch's last step")
         batch, nbytes = item
         if self._inline is None:
-            with self._room:
-                self._queued -= nbytes
-                self._room.notify()
+            self._freed.put(nbytes)
         self.consumed += 1
         return batch
 
@@ -177,10 +186,12 @@ class Producer:
     def join(self) -> None:
         if self._thread is not None:
             while self._thread.is_alive():
-                try:  # unblock a producer waiting on a full queue
-                    self.q.get(timeout=0.05)
+                try:  # unblock a producer waiting for room
+                    item = self.q.get(timeout=0.05)
                 except queue.Empty:
-                    pass
+                    continue
+                if isinstance(item, tuple):
+                    self._freed.put(item[1])
             self._thread.join()
             while not self.q.empty():
                 item = self.q.get_nowait()

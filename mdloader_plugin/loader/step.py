@@ -119,8 +119,9 @@ class Steps:
             t2 = time.perf_counter()
             stats.decode_s += t2 - t1
             self.backends.after_step(t2 - t0)  # the online decision reads time to a ready batch
-            yield self.device.stage(batch), nbytes
-            del batch  # nor hold the served batch while making the next one
+            staged = [self.device.stage(batch)]
+            del batch  # nor hold the served batch while making the next one: the tuple
+            yield staged.pop(), nbytes  # yielded leaves no reference in this frame
 
 
 class Watch:

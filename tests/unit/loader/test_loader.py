@@ -64,6 +64,32 @@ def test_prefetch_queue_is_bounded_by_steps_and_by_bytes(prefetch_mib, ahead):
     loader.close()
 
 
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_a_served_batch_is_held_by_the_trainer_alone(prefetch):
+    """Once the trainer drops a batch it is freed at once, not inside the next ``next()``
+    (where it would count as data-wait and keep the memory of two batches alive)."""
+    import weakref
+
+    import numpy as np
+
+    from mdloader_plugin.loader.loader import MDLoader
+    from mdloader_plugin.store.shard import ShardStore
+
+    class Batch(list):
+        pass
+
+    store = ShardStore.from_samples(None, [{"sid": np.array([i])} for i in range(32)], 32)
+    loader = MDLoader(store, batch_size=4, seed=1, backend="onesided", prefetch=prefetch,
+                      to_sample=lambda a: int(a["sid"][0]), collate=Batch)
+    it = iter(loader)
+    batch = next(it)
+    ref = weakref.ref(batch)
+    del batch
+    assert ref() is None, "the loader still holds the batch it served"
+    assert len(list(it)) == 7
+    loader.close()
+
+
 def test_prefetch_mib_must_be_positive(monkeypatch):
     import numpy as np
 
