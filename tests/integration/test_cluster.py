@@ -272,3 +272,19 @@ def test_models_price_on_host_owners_cheaper(backend):
     one_host = Workload(8, 32, 12000.0, 4000.0, 8)
     other = {**params, **{k: v * 3 for k, v in params.items() if k.endswith("_inter")}}
     assert predict(backend, one_host, other) == pytest.approx(predict(backend, one_host, params))
+
+
+def test_cluster_state_folder_comes_from_mdloader_cluster_state(tmp_path):
+    """MDLOADER_CLUSTER_STATE (docs/reference/configuration.md) is where clusters are looked up:
+    a damaged state file there is reported by its path."""
+    (tmp_path / "c1").mkdir()
+    (tmp_path / "c1" / "state.json").write_text("{not json")
+    code = ("from mdloader_plugin.devtools.cluster import STATE_ROOT, Cluster, ClusterError\n"
+            "print(STATE_ROOT)\n"
+            "try:\n    Cluster.attach('c1')\nexcept ClusterError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                                    "MDLOADER_CLUSTER_STATE": str(tmp_path)})
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0 and lines[0] == str(tmp_path), out.stderr
+    assert lines[1].startswith(f"{tmp_path / 'c1' / 'state.json'}: unreadable cluster state")

@@ -41,3 +41,22 @@ def test_flag_notes_name_the_data_flags_in_use(monkeypatch):
     assert "--ddstore -> mapped" in notes and "--ddstore_width -> mapped" in notes
     assert "HYDRAGNN_MAX_NUM_BATCH -> honoured" in notes
     assert not any(n.startswith("--log") for n in notes)
+
+
+def test_mdloader_reader_picks_whose_reader_serves_adios_dataset(monkeypatch):
+    """MDLOADER_READER (documented for the launcher): mdloader / upstream force the choice, in
+    any case; unset follows ADIOS2 (PyPI's serial wheel here: MDLoader's reader); anything else
+    is one agreed line naming the value."""
+    import adios2
+
+    monkeypatch.setenv("MDLOADER_READER", "Upstream")
+    assert upstream_hooks.reader_wanted() is False
+    monkeypatch.setenv("MDLOADER_READER", "mdloader")
+    assert upstream_hooks.reader_wanted() is True
+    monkeypatch.delenv("MDLOADER_READER")
+    assert upstream_hooks.reader_wanted() is (not getattr(adios2, "is_built_with_mpi", False))
+    monkeypatch.setenv("MDLOADER_READER", "ddstore")
+    with pytest.raises(ConfigError) as err:
+        upstream_hooks.reader_wanted()
+    assert str(err.value) == "MDLOADER_READER='ddstore': choose mdloader or upstream"
+    assert err.value.agreed

@@ -162,8 +162,10 @@ def single(tmp_path_factory):
     _nabla2dft_file(work / "dataset" / "Nabla2DFT.bp")
     common = ["--inputfile", CONFIGS / "single_small.json", "--batch_size", "8"]
     return {"work": work, "runs": {
+        # MDLOADER_BACKEND (documented for the launcher) picks the backend: the batches, and so
+        # the losses, are the same whichever serves
         "mdloader": launch(4, work / "train.py", common + ["--ddstore", "--log", "mdloader"],
-                           work, env),
+                           work, {**env, "MDLOADER_BACKEND": "collective"}),
         # --ddstore sets HYDRAGNN_AGGR_BACKEND=mpi (losses reduced over MPI): the same here
         "upstream": launch(4, work / "train.py", common + ["--log", "upstream"], work,
                            {**env, "HYDRAGNN_AGGR_BACKEND": "mpi"})}}
@@ -174,7 +176,7 @@ def test_single_data_set_script_with_ddstore_equals_upstreams_own_loader(single)
         assert res.returncode == 0, _ok(res)
     ours = losses(single["work"], "mdloader")
     assert len(ours) == 2 and ours == losses(single["work"], "upstream")
-    assert "create_dataloaders -> MDLoader" in single["runs"]["mdloader"].stderr
+    assert "create_dataloaders -> MDLoader (backend collective," in single["runs"]["mdloader"].stderr
 
 
 # -- bad input ------------------------------------------------------------------------------------

@@ -188,6 +188,39 @@ def test_site_dry_run_prints_the_exact_srun_line_and_environment(tmp_path, site)
 
 
 @pytest.mark.parametrize("site", sorted(SITES))
+def test_site_dry_run_takes_the_documented_site_parameters(tmp_path, site):
+    """MDLOADER_ROOT, _VENV, _CONFIG, _MODULES, _RUN_NAME (docs/slurm.md, Site parameters) each
+    change the job as documented; a missing venv or config stops a real (not dry) run at once
+    with one line naming the variable (a dry run only reports paths)."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    config = tmp_path / "mine.yaml"
+    config.write_text((ROOT / "recipes/hydragnn/perlmutter.yaml").read_text())
+    env = {**_site_env(site, tmp_path), "MDLOADER_ROOT": str(ROOT), "MDLOADER_VENV": str(venv),
+           "MDLOADER_CONFIG": str(config), "MDLOADER_MODULES": "",
+           "MDLOADER_RUN_NAME": "scan7", "MDLOADER_LOADER": "hydragnn"}
+    proc = dry_run(f"{site}-hydragnn.sbatch", tmp_path, **env)  # cwd: not the checkout
+    assert proc.returncode == 0, proc.stderr
+    cmds = commands(proc.stdout)
+    assert not any(c[0] == "module" for c in cmds)
+    (train,) = [c for c in cmds if c[0] == "srun"]
+    assert train[train.index("-m") - 1] == str(venv / "bin" / "python")
+    tail = train[train.index("train"):]
+    assert tail[tail.index("--config") + 1] == str(config)
+    assert "run_name=scan7-hydragnn" in tail
+    for key, value, line in (
+            ("MDLOADER_VENV", str(tmp_path / "none"),
+             f"no python at {tmp_path / 'none'}/bin/python; run 'make install' or set "
+             "MDLOADER_VENV"),
+            ("MDLOADER_CONFIG", str(tmp_path / "none.yaml"),
+             f"config {tmp_path / 'none.yaml'} not found; set MDLOADER_CONFIG")):
+        bad = dry_run(f"{site}-hydragnn.sbatch", tmp_path,
+                      **{**env, key: value, "MDLOADER_DRY_RUN": "0"})
+        assert bad.returncode == 2 and line in bad.stderr, bad.stderr
+
+
+@pytest.mark.parametrize("site", sorted(SITES))
 def test_site_without_ccl_plugin_warns_and_leaves_nccl_net_unset(tmp_path, site):
     proc = dry_run(f"{site}-fairchem.sbatch", tmp_path, LD_LIBRARY_PATH="",
                    **_site_env(site, tmp_path))
@@ -253,7 +286,10 @@ def local_slurm(tmp_path_factory):
     if not shutil.which("slurmctld") and not shutil.which("apt-get"):
         pytest.skip("Slurm is not installed and apt-get is not available to install it")
     state = tmp_path_factory.mktemp("slurm")
-    env = {**os.environ, "MDLOADER_SLURM_DIR": str(state), "MDLOADER_SLURM_PORT": "6847"}
+    # every documented setting of local-slurm.sh, so that each is exercised
+    env = {**os.environ, "MDLOADER_SLURM_DIR": str(state), "MDLOADER_SLURM_PORT": "6847",
+           "MDLOADER_SLURM_PARTITION": "mdltest", "MDLOADER_SLURM_CPUS": "2",
+           "MDLOADER_SLURM_TIMEOUT": "120"}
     start = subprocess.run(["bash", str(CLUSTER), "start"], env=env, capture_output=True,
                            text=True, timeout=900)
     if start.returncode != 0:
@@ -262,6 +298,17 @@ def local_slurm(tmp_path_factory):
     conf = re.search(r"^export SLURM_CONF=(\S+)$", start.stdout, re.M).group(1)
     yield {**env, "SLURM_CONF": conf}
     subprocess.run(["bash", str(CLUSTER), "stop"], env=env, capture_output=True, timeout=120)
+
+
+@pytest.mark.slurm
+def test_local_slurm_takes_its_documented_settings(request):
+    """MDLOADER_SLURM_PARTITION and MDLOADER_SLURM_CPUS shape the node; it came up idle within
+    MDLOADER_SLURM_TIMEOUT."""
+    env = request.getfixturevalue("local_slurm")
+    out = subprocess.run(["sinfo", "-h", "-o", "%P %c %t"], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["mdltest*", "2", "idle"], out.stdout
 
 
 @pytest.fixture(scope="session")
