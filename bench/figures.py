@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Callable
 
+import gpu_demo
 import groups as groups_bench
 import report_tables
 
@@ -276,6 +277,11 @@ def scale_before_epoch_start() -> str:
     return f"{_scale('before')['epoch_start_s']:.1f} s"
 
 
+def scale_feistel_plan_1e9() -> str:
+    """One step's feistel plan at N = 10^9, P = 2048, B = 32 (``bench/dataset_scale.py``)."""
+    return f"{_load('dataset_scale.json')['feistel_plan_1e9_p2048_s'] * 1000:.0f} ms"
+
+
 def regression_grid_geo() -> str:
     r = list(_load("scale_regression_grid.json")["loaders"]["ratios"].values())
     return f"{math.exp(sum(math.log(x) for x in r) / len(r)):.2f}x over {len(r)} cells"
@@ -303,10 +309,51 @@ def gpu_h200_wait_5ms() -> str:
     return f"{max(_h200(5.0)):.1f}%"
 
 
+def gpu_h200_auto_wait(dataset: str, ranks: int, batch: int) -> Callable[[], str]:
+    """auto's data-wait at 2 ms in one cell of the H200 run."""
+    def value() -> str:
+        (w,) = [r["wait_share_max"] for r in _load("gpu_rate_h200.json")["rows"]
+                if (r["dataset"], r["ranks"], r["batch"], r["step_ms"], r["loader"])
+                == (dataset, ranks, batch, 2.0, "auto")]
+        return f"{w * 100:.1f} %"
+    return value
+
+
+def gpu_h200_vs_pyg_2ms() -> str:
+    """PyG's ``DataLoader`` (0 workers) data-wait over auto's, per cell, at 2 ms on the H200."""
+    by = {(r["dataset"], r["ranks"], r["batch"], r["loader"]): r["wait_share_max"]
+          for r in _load("gpu_rate_h200.json")["rows"] if r["step_ms"] == 2.0}
+    x = [by[(*k[:3], "pyg-nw0")] / w for k, w in by.items()
+         if k[3] == "auto" and (*k[:3], "pyg-nw0") in by]
+    return _range(min(x), max(x), ".0f", "x")
+
+
+def _demo(variant_prefix: str, field: str) -> list[float]:
+    return [row[field] for row in _load("gpu_demo.json")["rows"]
+            if row["variant"].startswith(variant_prefix)]
+
+
 def gpu_demo_speedup() -> str:
-    r = [row["speedup"] for row in _load("gpu_demo.json")["rows"]
-         if row["variant"].startswith("mdloader")]
+    r = _demo("mdloader", "speedup")
     return _range(min(r), max(r), ".1f", "x")
+
+
+def _demo_wait(variant_prefix: str) -> str:
+    w = [x * 100 for x in _demo(variant_prefix, "data_wait_share")]
+    return _range(min(w), max(w), ".1f", "%")
+
+
+def gpu_demo_device_vs_host() -> str:
+    """Epoch with ``device: auto`` (pinned or not) over the epoch with host batches, same ranks."""
+    rows = _load("gpu_demo.json")["rows"]
+    host = {r["ranks"]: r["epoch_s"] for r in rows if r["variant"] == "mdloader-host"}
+    x = [r["epoch_s"] / host[r["ranks"]] for r in rows if r["variant"].startswith("mdloader-gpu")]
+    return _range(min(x), max(x), ".2f", "x")
+
+
+def gpu_demo_table() -> str:
+    """The GPU demo's table as RESULTS.md shows it (without its setup line)."""
+    return "\n\n" + "\n".join(gpu_demo.table(_load("gpu_demo.json"))[2:]) + "\n\n"
 
 
 # -- fixed per-step cost ------------------------------------------------------------------------
@@ -340,7 +387,42 @@ def fetch_floor_met() -> str:
     return _of(sum(x <= 3 for x in over), len(over))
 
 
+def producer_cpu_after() -> str:
+    """The producer's CPU time a step after the A/B's change, over its cases."""
+    ms = [m["after"] for m in _load("producer_cost_ab.json")["median_ms"].values()]
+    return _range(min(ms), max(ms), ".1f", " ms")
+
+
 # -- tables (a multi-line value: the marker pair on lines of their own) -----------------------
+def producer_ab_table() -> str:
+    """``bench/probes/producer_cost.py --before``'s A/B: CPU ms a step before and after, each
+    round, and the samples/s one rank's loader sustains on a free core after."""
+    d = _load("producer_cost_ab.json")
+    runs = d["runs"]  # {tree: [{case: ms} a round]}
+    out = ["| case (data:batch) | before, ms | after, ms | change | rounds before | rounds after | "
+           "after: samples/s one rank's loader sustains on one free core |",
+           "|---|---:|---:|---:|---|---|---:|"]
+    for case, m in d["median_ms"].items():
+        rounds = {t: ", ".join(f"{r[case]:.2f}" for r in runs[t]) for t in runs}
+        rate = int(case.split(":")[1]) / (m["after"] / 1000)
+        out.append(f"| {case} | {m['before']:.2f} | {m['after']:.2f} | "
+                   f"{m['after'] / m['before'] - 1:+.0%} | {rounds['before']} | {rounds['after']} "
+                   f"| {round(rate, -2):,.0f} |")
+    return "\n\n" + "\n".join(out) + "\n\n"
+
+
+def fetch_table() -> str:
+    """The before/after fetch grid of RESULTS.md's fixed per-step cost section (its first
+    table)."""
+    lines = report_tables.fetch_cost_tables(
+        _load("loaders_fetch_i21_before.json"), _load("loaders_fetch_i21_after.json"),
+        (_load("fetch_profile_i21_n2.json"), _load("fetch_profile_i21_n4.json")),
+        before_what="the tree before this round, b5124e3")
+    start = next(i for i, x in enumerate(lines) if x.startswith("| data |"))
+    stop = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    return "\n\n" + "\n".join(lines[start:stop]) + "\n\n"
+
+
 def targets_table() -> str:
     """The targets table of RESULTS.md (one host, across hosts, training)."""
     clusters = [_load(n) for n in ("loaders_cluster.json", "loaders_cluster_200mbit.json")]
@@ -423,6 +505,9 @@ FIGURES: dict[str, Callable[[], str]] = {
     "estimator_cluster.table": estimator_cluster_table,
     "multi.table": multi_table,
     "targets.table": targets_table,
+    "fetch.table": fetch_table,
+    "producer.ab_table": producer_ab_table,
+    "producer.cpu_after": producer_cpu_after,
     "loaders.vs_file_fetch": loaders_vs_file_fetch,
     "cluster_1gbit.auto_geo": lambda: _cluster_geo("loaders_cluster.json"),
     "cluster_200mbit.auto_geo": lambda: _cluster_geo("loaders_cluster_200mbit.json"),
@@ -464,11 +549,21 @@ FIGURES: dict[str, Callable[[], str]] = {
     "scale.before_bytes": scale_before_bytes,
     "scale.after_epoch_start": scale_after_epoch_start,
     "scale.before_epoch_start": scale_before_epoch_start,
+    "scale.torch_bytes": lambda: f"{_per_sample('torch'):.2f} B",
+    "scale.torch_epoch_start": lambda: f"{_scale('torch')['epoch_start_s']:.1f} s",
+    "scale.feistel_plan_1e9": scale_feistel_plan_1e9,
     "regression.grid_geo": regression_grid_geo,
     "multi.within": multi_within,
     "gpu.h200_wait_2ms": gpu_h200_wait_2ms,
     "gpu.h200_wait_5ms": gpu_h200_wait_5ms,
+    "gpu.h200_vs_pyg_2ms": gpu_h200_vs_pyg_2ms,
+    "gpu.h200_molecules32_2ranks": gpu_h200_auto_wait("hydragnn", 2, 32),
     "gpu.demo_speedup": gpu_demo_speedup,
+    "gpu.demo_native_wait": lambda: _demo_wait("hydragnn"),
+    "gpu.demo_host_wait": lambda: _demo_wait("mdloader-host"),
+    "gpu.demo_device_wait": lambda: _demo_wait("mdloader-gpu"),
+    "gpu.demo_device_vs_host": gpu_demo_device_vs_host,
+    "gpu.demo_table": gpu_demo_table,
     "fetch.below_ddstore": fetch_below_ddstore,
     "fetch.over_ddstore": fetch_over_ddstore_range,
 }

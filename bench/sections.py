@@ -184,8 +184,22 @@ def _md(name: str) -> Callable[[dict], list[str]]:
     return body
 
 
+def _markdown(title: str, commands: tuple[str, ...], scripts: tuple[str, ...], stem: str,
+              make_bench: str = "no") -> Section:
+    """A section that shows ``bench/results/<stem>.md`` as it stands (its numbers in
+    ``<stem>.json`` beside it)."""
+    return Section(title, commands, scripts, (f"{stem}.md", f"{stem}.json"), _md(f"{stem}.md"),
+                   make_bench=make_bench)
+
+
 _SR = "bench/probes/scale_regression.py"
 _SR_TITLE = "Compact index and scalable order, before/after"
+
+
+def _regression(title: str, args: str, stem: str, scripts: tuple[str, ...] = (_SR,)) -> Section:
+    """One of the compact-index before/after sections: ``python bench/probes/scale_regression.py
+    ARGS`` wrote ``bench/results/<stem>.md``."""
+    return _markdown(f"{_SR_TITLE}{title}", (f"python {_SR} {args}",), scripts, stem)
 
 def _rank_cost(d: dict) -> list[str]:
     """CPU a step of one rank against P (today's code and the code before), the targets, and
@@ -322,41 +336,31 @@ SECTIONS: list[Section] = [
             ("python bench/rank_cost.py", "python bench/rank_cost.py --small-only"),
             ("bench/rank_cost.py",), ("rank_cost.json", "rank_cost_small.json"), _rank_cost,
             ("bench/rank_cost.png",)),
-    Section("Data-set scale: index and order per rank",
-            ("python bench/dataset_scale.py --samples 20000000",), ("bench/dataset_scale.py",),
-            ("dataset_scale.md", "dataset_scale.json"), _md("dataset_scale.md")),
-    Section(f"{_SR_TITLE}: loaders, training, per-step cost (first run; its loaders "
-            "table superseded by the same-harness re-run at b5124e3 below)",
-            ("python bench/scale_step.py",
-             f"python {_SR} --pre A.json,B.json --cur C.json,D.json --train-pre T.json "
-             "--train-cur U.json --step bench/results/scale_step.json"),
-            (_SR, "bench/scale_step.py"), ("scale_regression.md", "scale_regression.json"),
-            _md("scale_regression.md"), make_bench="no"),
-    Section(f"{_SR_TITLE}: the two 4-rank cells re-checked (older harness; superseded "
-            "by the re-checks at b5124e3 below)",
-            (f"python {_SR} --ab bench/results/scale_regression_ab",),
-            (_SR, "bench/probes/collective_step_cpu.py"),
-            ("scale_regression_ab.md", "scale_regression_ab.json"),
-            _md("scale_regression_ab.md"), make_bench="no"),
-    Section(f"{_SR_TITLE} at b5124e3: loaders, reduced grid, same harness",
-            (f"python {_SR} --pre bench/results/scale_regression_grid/pre_1.json,bench/results/"
-             "scale_regression_grid/pre_4.json --cur bench/results/scale_regression_grid/"
-             "cur_2.json,bench/results/scale_regression_grid/cur_3.json "
-             "--out bench/results/scale_regression_grid",), (_SR,),
-            ("scale_regression_grid.md", "scale_regression_grid.json"),
-            _md("scale_regression_grid.md"), make_bench="no"),
-    Section(f"{_SR_TITLE} at b5124e3: OC20, 4 ranks, batch 4",
-            (f"python {_SR} --ab bench/results/scale_regression_oc20_ab --title 'Before/after the "
-             "compact index at b5124e3: OC20, 4 ranks, batch 4, same harness' "
-             "--out bench/results/scale_regression_oc20",), (_SR,),
-            ("scale_regression_oc20_ab.md", "scale_regression_oc20_ab.json"),
-            _md("scale_regression_oc20_ab.md"), make_bench="no"),
-    Section(f"{_SR_TITLE} at b5124e3: molecules, 2 ranks, batch 32, collective",
-            (f"python {_SR} --ab bench/results/scale_regression_h2x32_ab --title 'Before/after the "
-             "compact index at b5124e3: hydragnn, 2 ranks, batch 32, collective, same harness' "
-             "--out bench/results/scale_regression_h2x32",), (_SR,),
-            ("scale_regression_h2x32_ab.md", "scale_regression_h2x32_ab.json"),
-            _md("scale_regression_h2x32_ab.md"), make_bench="no"),
+    _markdown("Data-set scale: index and order per rank",
+              ("python bench/dataset_scale.py --samples 20000000",), ("bench/dataset_scale.py",),
+              "dataset_scale", make_bench="yes"),
+    _markdown(f"{_SR_TITLE}: loaders, training, per-step cost (first run; its loaders "
+              "table superseded by the same-harness re-run at b5124e3 below)",
+              ("python bench/scale_step.py",
+               f"python {_SR} --pre A.json,B.json --cur C.json,D.json --train-pre T.json "
+               "--train-cur U.json --step bench/results/scale_step.json"),
+              (_SR, "bench/scale_step.py"), "scale_regression"),
+    _regression(": the two 4-rank cells re-checked (older harness; superseded by the re-checks "
+                "at b5124e3 below)", "--ab bench/results/scale_regression_ab",
+                "scale_regression_ab", (_SR, "bench/probes/collective_step_cpu.py")),
+    _regression(" at b5124e3: loaders, reduced grid, same harness",
+                "--pre bench/results/scale_regression_grid/pre_1.json,bench/results/"
+                "scale_regression_grid/pre_4.json --cur bench/results/scale_regression_grid/"
+                "cur_2.json,bench/results/scale_regression_grid/cur_3.json "
+                "--out bench/results/scale_regression_grid", "scale_regression_grid"),
+    _regression(" at b5124e3: OC20, 4 ranks, batch 4",
+                "--ab bench/results/scale_regression_oc20_ab --title 'Before/after the compact "
+                "index at b5124e3: OC20, 4 ranks, batch 4, same harness' "
+                "--out bench/results/scale_regression_oc20", "scale_regression_oc20_ab"),
+    _regression(" at b5124e3: molecules, 2 ranks, batch 32, collective",
+                "--ab bench/results/scale_regression_h2x32_ab --title 'Before/after the compact "
+                "index at b5124e3: hydragnn, 2 ranks, batch 32, collective, same harness' "
+                "--out bench/results/scale_regression_h2x32", "scale_regression_h2x32_ab"),
 ]
 
 OTHER_RESULTS: list[Other] = [

@@ -41,7 +41,9 @@ def _doc(obj, first_only: bool = False) -> str:
     return text.split("\n\n")[0] if first_only else text
 
 
-def _public(module):
+def public_members(module):
+    """(name, griffe object) of a griffe module's public classes and functions (an imported
+    name only when the module exports it)."""
     for name, obj in module.members.items():
         if obj.is_alias and name not in (module.exports or ()):
             continue
@@ -50,17 +52,33 @@ def _public(module):
             yield name, target
 
 
-def api_markdown(names: list[str]) -> str:
-    """Every documented module a marker names: its docstring, then each public class (with its
-    public methods) and function, signature and docstring, as plain Markdown."""
+def api_pages() -> dict[str, list[str]]:
+    """``{API page stem: the modules its ``<!-- api: ... -->`` markers document}``."""
+    out = {}
+    for md in sorted(PAGES.glob("api-*.md")):
+        names = [n for m in docs_hooks.MARKER.finditer(md.read_text()) if m.group(1) == "api"
+                 for n in m.group(2).split()]
+        out[md.stem] = docs_hooks.api_modules(names)
+    return out
+
+
+def griffe_modules(names: list[str]):
+    """(module name, griffe module) of every documented module a marker names, read from the
+    source (nothing imported)."""
     import griffe
 
     pkg = griffe.load(docs_hooks.PACKAGE, search_paths=[str(ROOT)])
-    out = []
     for modname in docs_hooks.api_modules(names):
-        module = pkg if modname == docs_hooks.PACKAGE else pkg[modname.split(".", 1)[1]]
+        yield modname, pkg if modname == docs_hooks.PACKAGE else pkg[modname.split(".", 1)[1]]
+
+
+def api_markdown(names: list[str]) -> str:
+    """Every documented module a marker names: its docstring, then each public class (with its
+    public methods) and function, signature and docstring, as plain Markdown."""
+    out = []
+    for modname, module in griffe_modules(names):
         out += [f"## `{modname}`", ""] + ([_doc(module), ""] if _doc(module) else [])
-        for name, obj in _public(module):
+        for name, obj in public_members(module):
             if obj.kind.value == "class":
                 init = obj.members.get("__init__")
                 sig = _signature(init) if init is not None and not init.is_alias else ""

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.blocks import exclusive_offsets
+from ..core.errors import internal
 from ..sampling.plan import StepPlan
 from ..records import kernels
 
@@ -89,8 +90,7 @@ class Backend:
         the whole ``[W, b]`` table of its group (the reference path: scanned, ``O(W b)``)."""
         if isinstance(plan, np.ndarray):
             if plan.ndim != 2 or plan.shape[0] != self.size:
-                raise AssertionError(f"Internal error: plan shape {plan.shape} for {self.size} "
-                                     "ranks")
+                raise internal(f"plan shape {plan.shape} for {self.size} ranks")
             plan = StepPlan.from_table(plan, self.rank, *self.store.local_range)
         return self._fetch(plan)
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..backends.base import Fetched, gather_local
 from ..batching.pyg import ColumnCollate, pyg_collate, pyg_sample
 from ..core.blocks import block_bounds, exclusive_offsets
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, internal
 from ..records import codec
 from ..sampling.mixes import DataSets, get_mix
 from ..sampling.plan import StepPlan
@@ -204,7 +204,7 @@ class RankCost:
         batch = self.collate(Fetched(ids, out, dst, nb))
         t4 = time.thread_time()
         if batch is None:
-            raise AssertionError("Internal error: the pool's records did not batch")
+            raise internal("the pool's records did not batch")
         return {"plan": t1 - t0, "group_pack": t2 - t1, "copy": t3 - t2, "batch": t4 - t3}
 
     def state_bytes(self) -> int:

@@ -17,6 +17,7 @@ import time
 import weakref
 from typing import Callable
 
+from ..core.errors import internal
 from .step import EpochStats
 
 DONE = object()
@@ -169,7 +170,7 @@ class Producer:
         if isinstance(item, BaseException):
             raise item
         if item is DONE:
-            raise AssertionError("Internal error: producer ended before the epoch's last step")
+            raise internal("producer ended before the epoch's last step")
         batch, nbytes = item
         if self._inline is None:
             self._freed.put(nbytes)

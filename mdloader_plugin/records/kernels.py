@@ -5,7 +5,7 @@ compiler still installs). :func:`get` returns the module when it loads and
 ``MDLOADER_KERNELS`` is not ``off``; otherwise None, and the first caller that wanted it logs
 one warning line saying why and how to build it. Each kernel checks every size and bound it is
 given and returns a non-zero code instead of writing past one; its callers then take the numpy
-path, which gives the same bytes (tests/test_kernels.py compares them).
+path, which gives the same bytes (tests/unit/batching/test_compiled_collate.py compares them).
 """
 
 from __future__ import annotations

@@ -183,8 +183,6 @@ def gfm_record(atoms, cutoff: float = 5.0) -> dict[str, np.ndarray]:
     ``pbc`` (int32, as upstream stores it), ``edge_shifts`` (Cartesian image shifts),
     ``chemical_composition`` (atoms of each element 1..118) and ``graph_attr`` (charge 0, spin
     1); floats as float32, as upstream's writers store them."""
-    from .graph import radius_graph
-
     pos = atoms.get_positions()
     n = len(atoms)
     pbc = np.asarray(atoms.get_pbc(), dtype=bool)
@@ -213,8 +211,6 @@ def write_gfm_set(out_dir: str, name: str, kind: str, counts, seed: int = 0) -> 
     structures of `kind` in trainset/valset/testset, the file attribute ``dataset_name`` = `name`
     (upstream's dataset attaches its id from it) and ``pna_deg`` (the train set's in-degree
     histogram, which upstream's multibranch script merges)."""
-    from .writer import write_graphs
-
     graphs, start = {}, 0
     for (label, _), n in zip(SPLITS, counts):
         atoms = list(structures(kind, seed, start, start + n))

@@ -17,6 +17,7 @@ from mpirun import ROOT
 
 sys.path.insert(0, str(ROOT / "tools"))
 import docs_hooks  # noqa: E402
+import gen_reference  # noqa: E402  (the walk over the API pages' markers)
 
 PKG = ROOT / "mdloader_plugin"
 
@@ -36,18 +37,8 @@ def page(site, rel: str) -> str:
     return html.unescape((site / rel / "index.html").read_text())
 
 
-def api_markers() -> dict[str, list[str]]:
-    """``{api page: modules it documents}`` from the ``<!-- api: ... -->`` markers."""
-    out = {}
-    for md in sorted((ROOT / "docs" / "reference").glob("api-*.md")):
-        names = [n for m in docs_hooks.MARKER.finditer(md.read_text()) if m.group(1) == "api"
-                 for n in m.group(2).split()]
-        out[md.stem] = docs_hooks.api_modules(names)
-    return out
-
-
 def test_every_module_is_on_an_api_page():
-    on_pages = [m for mods in api_markers().values() for m in mods]
+    on_pages = [m for mods in gen_reference.api_pages().values() for m in mods]
     assert len(on_pages) == len(set(on_pages)), "a module is on two API pages"
     wanted = [m for m in docs_hooks.package_modules() if not docs_hooks.API_EXCLUDE.match(m)]
     missing = sorted(set(wanted) - set(on_pages))
@@ -55,28 +46,14 @@ def test_every_module_is_on_an_api_page():
                          "marker in docs/reference/api-*.md")
 
 
-def public_functions_and_classes(module):
-    """(name, griffe object) of a griffe module's public classes and functions."""
-    for name, obj in module.members.items():
-        if obj.is_alias and name not in (module.exports or ()):
-            continue
-        target = obj.final_target if obj.is_alias else obj
-        if target.kind.value in ("class", "function") and obj.is_public:
-            yield name, target
-
-
 def test_public_names_have_docstrings_and_api_entries(site):
-    import griffe
-
-    pkg = griffe.load("mdloader_plugin", search_paths=[str(ROOT)])
     undocumented, absent = [], []
-    for stem, modules in api_markers().items():
+    for stem, modules in gen_reference.api_pages().items():
         text = page(site, f"reference/{stem}")
-        for modname in modules:
-            module = pkg if modname == "mdloader_plugin" else pkg[modname.split(".", 1)[1]]
+        for modname, module in gen_reference.griffe_modules(modules):
             if not (module.docstring and module.docstring.value.strip()):
                 undocumented.append(modname)
-            for name, obj in public_functions_and_classes(module):
+            for name, obj in gen_reference.public_members(module):
                 if not (obj.docstring and obj.docstring.value.strip()):
                     undocumented.append(f"{modname}.{name}")
                 elif f'id="{modname}.{name}"' not in text:
@@ -173,8 +150,6 @@ def test_reference_pages_read_on_github_are_up_to_date():
     """docs/reference/*.md carry their generated text (tools/gen_reference.py), so they read
     on GitHub as on the site; a committed page that differs from the code's tables, parsers or
     docstrings fails here."""
-    import gen_reference
-
     stale = [p.name for p in sorted(gen_reference.PAGES.glob("*.md"))
              if gen_reference.page_text(p.read_text()) != p.read_text()]
     assert not stale, f"{stale}: run `python tools/gen_reference.py` and commit the pages"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.errors import internal
 from .base import DataSets, Mix
 
 
@@ -82,7 +83,7 @@ class HydraGNNMix(Mix):
 
     def expanded(self) -> np.ndarray:
         if self.oversampling:
-            raise AssertionError("Internal error: an oversampling epoch has no fixed list")
+            raise internal("an oversampling epoch has no fixed list")
         return np.concatenate([np.arange(lo, hi, dtype=np.int64) for _, lo, hi in self.chunks])
 
     def order(self, seed: int, epoch: int, shuffle: bool) -> np.ndarray:

@@ -1,10 +1,11 @@
-"""The compiled batch kernels (records/_kernels.c) against the numpy path and PyG itself.
+"""Batches built by the compiled kernels (records/_kernels.c) against the numpy path and PyG
+itself (the kernel module's own checks: tests/unit/records/test_kernels.py).
 
 Batches of one schema in a row (the first is built the checked way, the later ones by the
 one-call path), random schemas of every record dtype, empty and one-node graphs, the two
 synthetic data sets: the compiled path, the numpy fallback (``MDLOADER_KERNELS=off``) and
 ``Batch.from_data_list`` give the same bytes. Records the compiled path cannot take fall back
-or fail with one line; a kernel handed bad sizes writes nothing and says so."""
+or fail with one line."""
 
 import logging
 import os
@@ -163,27 +164,6 @@ def test_an_unknown_dtype_code_fails_naming_the_record():
     assert not build.columns.enabled
 
 
-@needs_kernels
-def test_kernels_refuse_bad_sizes_and_write_nothing():
-    k = kernels.get()
-    f = fetched_of([{"x": np.arange(6, dtype=np.int64).reshape(3, 2)}] * 2)
-    pay, cnt, ext = np.empty((3, 1, 2), dtype=np.int64)
-    axes = np.zeros(1, dtype=np.int64)
-    assert k.scan(f.buf, f.offsets, f.nbytes, axes, pay, cnt, ext) == (0, -1, -1)
-    short = f.nbytes.copy()
-    short[1] = 24  # a record cut short: its payload would run past it
-    assert k.scan(f.buf, f.offsets, short, axes, pay, cnt, ext)[:2] == (1, 1)
-    out = np.full(5, -7, dtype=np.int64)  # one element too few
-    slices, vec = np.zeros((1, 3), dtype=np.int64), np.empty(6, dtype=np.int64)
-    assert k.fill(f.buf, pay, cnt, ext, np.ones(1, np.int64), [out], np.full(1, -1, np.int64),
-                  0, slices, vec) == 1
-    assert (out == -7).all() and (slices == 0).all()
-    src = np.arange(10, dtype=np.uint8)
-    dst = np.zeros(4, dtype=np.uint8)
-    assert k.copy_records(src, np.array([8]), np.array([4]), dst, np.array([0])) == 1
-    assert (dst == 0).all()
-
-
 def test_unavailable_kernels_warn_once_and_batches_stay_the_same(monkeypatch, caplog):
     f = fetched_of(list(synth.generate("hydragnn", 3, 0, 8)))
     want = ColumnCollate(pyg_sample, pyg_collate)(f)
@@ -199,17 +179,4 @@ def test_unavailable_kernels_warn_once_and_batches_stay_the_same(monkeypatch, ca
         got = build.columns(f)
         assert same_bytes(got, want) == "" and build.columns._fused is None
     finally:
-        kernels.reset()
-
-
-def test_a_bad_setting_is_one_clear_error(monkeypatch):
-    from mdloader_plugin.core.errors import ConfigError
-
-    monkeypatch.setenv("MDLOADER_KERNELS", "fast")
-    kernels.reset()
-    try:
-        with pytest.raises(ConfigError, match="MDLOADER_KERNELS must be 'auto' or 'off'"):
-            kernels.get()
-    finally:
-        monkeypatch.delenv("MDLOADER_KERNELS")
         kernels.reset()
