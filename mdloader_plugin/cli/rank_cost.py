@@ -23,7 +23,10 @@ def register(sub) -> None:
                     "bytes copied as the file says) while the batch is still built from the "
                     "pool record i mod 64, so the batch phase is the pool molecules' cost.",
         epilog="example:\n  mdloader rank-cost --ranks 64,512,8192 --num-samples 100000000 "
-               "--batch-size 32 --backend collective --json out.json",
+               "--batch-size 32 --backend collective --json out.json\n"
+               "  mdloader rank-cost --ranks 64,1024,8192 --num-samples 1e8 --backend "
+               "collective \\\n      --profile my.json --profile-out my.json   # then: "
+               "mdloader estimate --profile my.json ...",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ranks", required=True, help="comma list of world sizes P, e.g. 64,8192")
     p.add_argument("--ranks-per-node", type=int, default=8, help="ranks a node (default 8)")
@@ -52,6 +55,15 @@ def register(sub) -> None:
     p.add_argument("--legacy", action="store_true",
                    help="run the code before per-rank plans (the whole [P, b] table a step)")
     p.add_argument("--json", default=None, metavar="PATH", help='write {"rows": [...]} here')
+    p.add_argument("--profile-out", default=None, metavar="PATH.json",
+                   help="fit the collective model's per-rank CPU constants from the rows "
+                        "(plan + group_pack = a + b P over --ranks: coll.t_plan_id = a / B, "
+                        "coll.t_count = b; needs --backend collective and two or more P) and "
+                        "write --profile with them, sourced, as a profile `mdloader estimate "
+                        "--profile PATH` reads (may be --profile's own file)")
+    p.add_argument("--profile", default=None, metavar="NAME|PATH",
+                   help="the profile --profile-out starts from: a shipped name or a `mdloader "
+                        "calibrate` file (default: $MDLOADER_PROFILE or local)")
     p.set_defaults(func=run)
 
 
@@ -100,6 +112,7 @@ def run(args) -> int:
             for p in ranks]
     for j in jobs:  # every P checked before any work starts
         check_job(j)
+    fitted = _profile_target(args, ranks)
     rows = []
     for j in jobs:
         row = RankCost(j).run()
@@ -112,7 +125,34 @@ def run(args) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": rows}, f, indent=1)
+    if fitted:
+        _write_profile(args, *fitted, rows)
     return 0
+
+
+def _profile_target(args, ranks: list[int]):
+    """``(base profile, path)`` for --profile-out, checked before any work (None without)."""
+    if args.profile_out is None:
+        return None
+    from ..estimator.plan_fit import check_rows_fit
+    from ..estimator.profile import get_profile
+    from .calibrate import profile_path
+
+    check_rows_fit(args.backend, ranks, args.legacy)
+    return get_profile(args.profile), profile_path(args.profile_out, "--profile-out")
+
+
+def _write_profile(args, base, out, rows) -> None:
+    from ..estimator.plan_fit import profile_from_rows
+
+    job = {k: getattr(args, k) for k in ("ranks", "ranks_per_node", "num_samples", "datasets",
+                                         "batch_size", "backend", "group_size", "weights",
+                                         "steps", "sizes", "label")}
+    prof = profile_from_rows(base, rows, job)
+    prof.write(out)
+    print(f"wrote {out}: profile {base.name!r} with coll.t_plan_id "
+          f"{prof.params['coll.t_plan_id']:.3g} s and coll.t_count "
+          f"{prof.params['coll.t_count']:.3g} s ({prof.sources['coll.t_count']})", flush=True)
 
 
 def read_sizes(paths: list[str], label: str | None = None):

@@ -145,3 +145,54 @@ def test_bad_sizes_one_line_exit_2(tmp_path, name, content, line):
     assert r.returncode == 2
     assert r.stderr.splitlines() == ["mdloader: error: " + line.format(f=f)]
     assert not (tmp_path / "never.json").exists()
+
+
+# -- --profile-out: the collective model's per-rank CPU constants --------------------------------
+def test_profile_out_prices_estimates_plan_term(tmp_path):
+    from mdloader_plugin.estimator import Workload, get_model, get_profile
+    from mdloader_plugin.estimator.plan_fit import fit_rows
+
+    prof_path, rows_path = tmp_path / "fitted.json", tmp_path / "rows.json"
+    r = _cli("--ranks", "4,64,512", "--num-samples", 20000, "--batch-size", 8, "--steps", 3,
+             "--backend", "collective", "--profile", "perlmutter", "--profile-out", prof_path,
+             "--json", rows_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = json.loads(rows_path.read_text())["rows"]
+    t_id, t_count, _ = fit_rows(rows)  # the fit of the rows written, redone
+    base, fitted = get_profile("perlmutter"), get_profile(str(prof_path))
+    assert (fitted.params["coll.t_plan_id"], fitted.params["coll.t_count"]) == (t_id, t_count)
+    assert {k: v for k, v in fitted.params.items() if k not in ("coll.t_plan_id", "coll.t_count")} \
+        == {k: v for k, v in base.params.items() if k not in ("coll.t_plan_id", "coll.t_count")}
+    assert fitted.sources["coll.t_count"].startswith("rank-cost: plan + group_pack CPU a step")
+    assert fitted.provenance["rank_cost"]["job"]["ranks"] == "4,64,512"
+    w = Workload(8192, 32, 4000.0, 0.0, 8)
+    model = get_model("collective")
+    assert model.terms(w, fitted.params)["plan"] == t_id * 32 + t_count * 8192
+    # a profile without coll.t_count prices P at coll.t_plan_id, as before
+    assert base.sources["coll.t_count"].startswith("not in the profile")
+    assert model.terms(w, base.params)["plan"] == base.params["coll.t_plan_id"] * (32 + 8192)
+    est = {}
+    for prof in ("perlmutter", prof_path):
+        e = subprocess.run([sys.executable, "-m", "mdloader_plugin", "estimate", "--profile",
+                            str(prof), *map(str, ["--ranks", 8192, "--ranks-per-node", 8,
+                                                  "--batch-size", 32, "--sample-bytes", 4000]),
+                            "--json"], cwd=ROOT, text=True, capture_output=True, timeout=120)
+        assert e.returncode == 0, e.stderr
+        est[prof] = json.loads(e.stdout)["predicted_s"]["collective"]
+    change = model.terms(w, fitted.params)["plan"] - model.terms(w, base.params)["plan"]
+    assert est[prof_path] - est["perlmutter"] == pytest.approx(change, rel=1e-9)
+
+
+@pytest.mark.parametrize("args,line", [
+    (["--ranks", "16"], "--profile-out fits a + b P: give at least two world sizes in --ranks "
+                        "(got 16), e.g. --ranks 64,8192"),
+    (["--ranks", "4,8", "--backend", "onesided"],
+     "--profile-out fits the collective backend's coll.t_plan_id and coll.t_count of today's "
+     "code: run with --backend collective (and without --legacy)"),
+])
+def test_profile_out_bad_input_one_line_exit_2(tmp_path, args, line):
+    args = ["--backend", "collective", *args] if "--backend" not in args else args
+    r = _cli(*args, "--num-samples", 1000, "--profile-out", tmp_path / "p.json")
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == ["mdloader: error: " + line]
+    assert not (tmp_path / "p.json").exists()
