@@ -45,9 +45,10 @@ def register(sub) -> None:
                    help="record sizes in bytes from a file instead of the pool's: HydraGNN-layout "
                         ".bp file(s) (metadata only, as `mdloader plan`; several: one store), a "
                         ".npy of integers, or text with one integer a line. The index, grouping, "
-                        "packing and copied bytes follow them; the batch is built from the pool's "
-                        "records (see the description). Fewer sizes than --num-samples are "
-                        "tiled (sample i has size i mod count), more are cut to the first N")
+                        "packing and copied bytes follow them; the batch (and --weights atoms) "
+                        "are still the pool's records (see the description). Fewer sizes than "
+                        "--num-samples are tiled (sample i has size i mod count), more are cut "
+                        "to the first N; either is printed once")
     p.add_argument("--label", default=None, metavar="SPLIT",
                    help="split of a .bp --sizes (default: trainset, else the file's first)")
     p.add_argument("--steps", type=int, default=50, help="steps measured a P (default 50)")
