@@ -24,16 +24,22 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def profile_path(path: str, flag: str) -> Path:
+    """A profile file to write: ends in .json, its folder exists (else a ConfigError)."""
+    out = Path(path)
+    if out.suffix != ".json":
+        raise ConfigError(f"{flag} {path!r}: a profile file must end in .json")
+    if not out.parent.exists():
+        raise ConfigError(f"{flag} {path!r}: folder {str(out.parent)!r} does not exist")
+    return out
+
+
 def run(args) -> int:
     from ..estimator.calibrate import Plan
     from ..estimator.calibrate import run as calibrate
     from ..mpi.world import World, abort_on_error
 
-    out = Path(args.out)
-    if out.suffix != ".json":
-        raise ConfigError(f"--out {args.out!r}: a profile file must end in .json")
-    if not out.parent.exists():
-        raise ConfigError(f"--out {args.out!r}: folder {str(out.parent)!r} does not exist")
+    out = profile_path(args.out, "--out")
     with abort_on_error():
         world = World.detect()
         if world.size < 2:

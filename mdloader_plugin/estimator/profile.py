@@ -4,7 +4,9 @@ A profile is ``{"name", "description", "provenance", "params": {key: {"value", "
 optionally with ``"node_params"`` (same shape, a subset of the keys): the same-host terms that a
 calibration across several hosts measured again on a per-node sub-communicator (``calibrate.py``),
 which a job or replica group inside one node uses instead (``choose.node_params``).
-Profiles without it (every one written before) load unchanged.
+Profiles without it (every one written before) load unchanged. An optional parameter
+(``models.optional_params``, e.g. ``coll.t_count``) a profile lacks takes its stand-in's value,
+and its source says so: a profile written before it prices exactly as before.
 Shipped profiles live in ``estimator/profiles/`` (``perlmutter`` and ``frontier`` from published
 figures, ``local`` a fallback measured on a small x86 box); ``mdloader calibrate`` writes one for
 the machine it runs on. Every value carries its source, so a reader can tell a measured number
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from ..core.errors import ConfigError
 from ..core.options import env
-from .models import required_params
+from .models import optional_params, required_params
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 ENV_VAR = "MDLOADER_PROFILE"
@@ -108,6 +110,12 @@ def from_dict(doc: object, where: str = "<profile>") -> Profile:
     params, sources = {}, {}
     for key, (unit, meaning) in required_params().items():
         params[key], sources[key] = _value(doc["params"], key, unit, meaning, where)
+    for key, (unit, meaning, stand_in) in optional_params().items():
+        if key in doc["params"]:
+            params[key], sources[key] = _value(doc["params"], key, unit, meaning, where)
+        else:
+            params[key] = params[stand_in]
+            sources[key] = f"not in the profile: {stand_in}'s value (as before {key} existed)"
     name = str(doc.get("name") or Path(where).stem)
     node, node_sources = _node_section(doc.get("node_params"), where)
     return Profile(name, params, sources, str(doc.get("description", "")),
@@ -120,7 +128,7 @@ def _node_section(entries: object, where: str) -> tuple[dict[str, float], dict[s
         return {}, {}
     if not isinstance(entries, dict):
         raise ProfileError(f"{where}: \"node_params\" must be an object of parameters")
-    known = required_params()
+    known = {**required_params(), **{k: v[:2] for k, v in optional_params().items()}}
     node, sources = {}, {}
     for key in entries:
         if key not in known:

@@ -8,7 +8,11 @@ the epoch's inverse), a real compact index of ``N`` samples (``nbytes``, ``offse
 sends, the counts ``Alltoallv`` needs, and the column-wise PyG batch of its records. Only the
 network is replaced: the bytes a Get or an ``Alltoallv`` would bring are copied locally, the same
 number of bytes a record, from a pool of real encoded records (record ``i`` holds pool record
-``i mod K``: the index's sizes are the pool's, so every copied record decodes).
+``i mod K``: the index's sizes are the pool's, so every copied record decodes). With
+``Job.sizes`` (``--sizes``: a data set's record sizes, tiled to ``N``) the index holds those sizes
+and the grouping, packing and copies move as many bytes a record as they say (read from the
+pool's bytes); the batch is then built from pool record ``i mod K`` itself (its molecule, not one
+of the file's shapes), and ``atoms`` weights are still the pool's.
 
 Times are thread CPU seconds (``time.thread_time``), per phase: ``plan`` (row and sends),
 ``group_pack`` (index lookups, owner grouping, packing and counts), ``copy`` (the transfer's
@@ -58,6 +62,7 @@ class Job:
     rank: int | None = None
     seed: int = 0
     legacy: bool = False
+    sizes: np.ndarray | None = None  # record sizes (bytes, tiled to num_samples); None: the pool's
 
 
 def check_job(job: Job) -> None:
@@ -97,24 +102,25 @@ def record_pool(seed: int = 0):
     return buf, exclusive_offsets(nb), nb
 
 
-_CODES: dict = {}  # (n, pool sizes) -> (codes, base, unit, every, chk): one build for every P
+_CODES: dict = {}  # (n, sizes) -> (sizes, codes, base, unit, every, chk): one build for every P
 
 
-def synthetic_index(n: int, w: int, pool_nb: np.ndarray) -> CompactIndex:
-    """A real compact index of `n` samples over `w` blocks whose sizes are the pool's
-    (``nb[i mod K]``; no int64 array of N). The codes and sparse checkpoints do not depend on
-    the blocks and are kept for the next P (the last N only)."""
-    key = (n, pool_nb.tobytes())
-    if key not in _CODES:
+def synthetic_index(n: int, w: int, sizes: np.ndarray) -> CompactIndex:
+    """A real compact index of `n` samples over `w` blocks, sample ``i`` of size
+    ``sizes[i mod K]`` (tiled; the first `n` if ``K > n``; no int64 array of N). The codes and
+    sparse checkpoints do not depend on the blocks and are kept for the next P (the last N
+    only; a large `sizes` is recognised by identity)."""
+    key = (n, sizes.tobytes() if sizes.size <= 4096 else id(sizes))
+    if key not in _CODES:  # the entry keeps `sizes` alive, so its id is not reused
         _CODES.clear()
-        lo, g, hi = code_params(pool_nb)
+        lo, g, hi = code_params(sizes)
         unit = g or 1
-        codes = np.tile(encode(pool_nb, lo, unit, code_dtype((hi - lo) // unit)),
-                        -(-n // pool_nb.size))[:n]
+        codes = np.tile(encode(sizes, lo, unit, code_dtype((hi - lo) // unit)),
+                        -(-n // sizes.size))[:n]
         every = default_every(n)
         chk = None if every == 1 else checkpoints(codes, lo, unit, every, block_bounds(n, 1))
-        _CODES[key] = (codes, lo, unit, every, chk)
-    codes, lo, unit, every, chk = _CODES[key]
+        _CODES[key] = (sizes, codes, lo, unit, every, chk)
+    _, codes, lo, unit, every, chk = _CODES[key]
     return CompactIndex(block_bounds(n, w), codes, lo, unit, every, chk)
 
 
@@ -142,7 +148,12 @@ class RankCost:
         self.r0 = self.rank - self.rank % w
         g = self.rank - self.r0
         self.pool, self.pool_off, self.pool_nb = record_pool(job.seed)
-        self.index = synthetic_index(job.num_samples, w, self.pool_nb)
+        sizes = self.pool_nb if job.sizes is None else np.asarray(job.sizes, dtype=np.int64)
+        self.index = synthetic_index(job.num_samples, w, sizes)
+        self.mean_bytes = float(sizes[:job.num_samples].mean())
+        # the bytes a record is read from: the pool, long enough for the largest size given
+        self.src = self.pool if job.sizes is None else np.resize(
+            self.pool, self.pool.size + int(sizes.max()))
         self.lo, self.hi = int(self.index.block_starts[g]), int(self.index.block_starts[g + 1])
         self.g, self.w = g, w
         weights = job.weights
@@ -188,7 +199,7 @@ class RankCost:
             nbw = idx.nbytes[wanted]
             idx.offsets[wanted]  # the owner's lookup of where its records lie
             sendbuf = np.empty(int(nbw.sum()), dtype=np.uint8)
-            gather_local(self.pool, self.pool_off[wanted % POOL], nbw, sendbuf,
+            gather_local(self.src, self.pool_off[wanted % POOL], nbw, sendbuf,
                          exclusive_offsets(nbw))
             sendcounts = np.bincount(dest, weights=nbw, minlength=self.w).astype(np.int64)
             recvcounts = np.bincount(owners, weights=nb, minlength=self.w).astype(np.int64)
@@ -199,9 +210,11 @@ class RankCost:
             for grp in np.split(order, bounds):  # one Get an owner: its hindexed lists
                 nb[grp].tolist(), src[grp].tolist()
         t2 = time.thread_time()
-        gather_local(self.pool, pool_src, nb, out, dst)  # the transfer, as local copies
+        gather_local(self.src, pool_src, nb, out, dst)  # the transfer, as local copies
         t3 = time.thread_time()
-        batch = self.collate(Fetched(ids, out, dst, nb))
+        got = Fetched(ids, out, dst, nb) if self.job.sizes is None else \
+            Fetched(ids, self.pool, pool_src, self.pool_nb[ids % POOL])  # the file's sizes
+        batch = self.collate(got)
         t4 = time.thread_time()
         if batch is None:
             raise internal("the pool's records did not batch")
@@ -214,7 +227,7 @@ class RankCost:
 
     def structures(self) -> dict:
         """Bytes of every per-rank structure that grows with N or P, by name (the real
-        objects; ``records`` from the pool's mean record size)."""
+        objects; ``records`` from the mean record size)."""
         p, n = self.job.ranks, self.job.num_samples
         mem = self.index.memory_bytes()
         return {"index (compact codes + checkpoints + block starts)": int(mem["index_bytes"]),
@@ -223,7 +236,7 @@ class RankCost:
                 "alltoallv counts + displacements (4 x P int64)": 4 * 8 * self.w
                 if self.job.backend == "collective" else 0,
                 "node of every rank (P int64)": 8 * p,
-                "records (own block)": int((self.hi - self.lo) * self.pool_nb.mean()),
+                "records (own block)": int((self.hi - self.lo) * self.mean_bytes),
                 "N": n, "P": p}
 
     def run(self) -> dict:
@@ -238,6 +251,8 @@ class RankCost:
                 "batch_size": job.batch_size, "num_samples": job.num_samples,
                 "group_size": self.w, "weights": job.weights is not None,
                 "code": "legacy" if job.legacy else "new",
+                "sizes": "pool" if job.sizes is None else "file",
+                "record_bytes_mean": self.mean_bytes,
                 "step_cpu_ms_median": float(np.median(tot)),
                 "step_cpu_ms_p95": float(np.percentile(tot, 95)),
                 "phases_ms": {k: float(np.median([p[k] for p in phases]) * 1e3)

@@ -181,15 +181,7 @@ class RankPlanner:
         """Unbalanced rows of `ranks` (this rank, or its balance window) at `step`, computed in
         runs of steps of about :data:`ROW_POSITIONS` ids and kept until a step outside."""
         core = self.core
-        key = (epoch, core.offset_of(epoch))
-        run = self._rows
-        if run is None or run[0] != key or not run[1] <= step < run[2]:
-            span = max(1, ROW_POSITIONS // (core.batch_size * ranks.size))
-            first = step - step % span
-            last = min(first + span, core.steps_in(epoch))
-            hi = min(last * core.batch_size, core.per_rank_in(epoch))
-            ids = core.ids_at(epoch, first * core.batch_size, hi, ranks)
-            run = self._rows = (key, first, last, ids)
+        run = self._rows = core.step_run(self._rows, epoch, step, ROW_POSITIONS, ranks)
         lo = (step - run[1]) * core.batch_size
         return run[3][:, lo:lo + core.batch_len(step, epoch)]
 

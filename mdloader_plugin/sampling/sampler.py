@@ -293,16 +293,24 @@ class GlobalSampler:
         """The ids of a run of steps holding `step`, computed together (an order evaluates
         ~``PLAN_POSITIONS`` positions in about the time of a few: numpy's per-call cost and the
         feistel order's cycle walk are paid once a run) and kept until a step outside it."""
-        key = (epoch, self.offset_of(epoch))
-        run = self._plans
-        if run is None or run[0] != key or not run[1] <= step < run[2]:
-            span = max(1, PLAN_POSITIONS // (self.world_size * self.batch_size))
-            first = step - step % span
-            last = min(first + span, self.steps_in(epoch))
-            hi = min(last * self.batch_size, self.per_rank_in(epoch))
-            run = (key, first, last, self.ids_at(epoch, first * self.batch_size, hi))
-            self._plans = run
+        run = self._plans = self.step_run(self._plans, epoch, step, PLAN_POSITIONS)
         return run[1], run[3]
+
+    def step_run(self, run: tuple | None, epoch: int, step: int, positions: int,
+                 ranks: np.ndarray | None = None) -> tuple:
+        """The run of steps holding `step`: ``run`` itself if it holds it (same epoch and
+        offset), else a new ``((epoch, offset), first, end, ids)`` of about `positions` ids,
+        `ids` the :meth:`ids_at` rows of `ranks` (all ranks if None) from step ``first``'s
+        first position up to step ``end``'s (the epoch's last step may be short)."""
+        key = (epoch, self.offset_of(epoch))
+        if run is not None and run[0] == key and run[1] <= step < run[2]:
+            return run
+        rows = self.world_size if ranks is None else len(ranks)
+        span = max(1, positions // (self.batch_size * rows))
+        first = step - step % span
+        last = min(first + span, self.steps_in(epoch))
+        hi = min(last * self.batch_size, self.per_rank_in(epoch))
+        return key, first, last, self.ids_at(epoch, first * self.batch_size, hi, ranks)
 
     def rank_indices(self, epoch: int, rank: int) -> np.ndarray:
         """All ids rank `rank` takes in `epoch`, in order (DistributedSampler's ``__iter__``):

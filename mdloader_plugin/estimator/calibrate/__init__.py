@@ -5,6 +5,8 @@ numbers include the contention a real step sees):
 
 1. ``memcpy``   local record gathers (k records of m bytes)        -> mem.t_sample, mem.bw
 2. ``plan``     scanning a global plan of P*B ids                   -> coll.t_plan_id
+                the Alltoallv count arrays at two world sizes       -> coll.t_count
+                (``mdloader rank-cost --profile-out`` fits both from a rank's real step)
 3. ``dtype``    create + commit + free of hindexed datatypes         -> os.t_dtype
 4. ``get``      Gets from n owners, b blocks of m bytes, one Flush   -> os.t_flush_*, os.t_get_*,
                 (owners on this node, then on other nodes)              os.t_block, os.bw_*

@@ -48,9 +48,34 @@ def measure_plan_scan(world, plan: Plan, res: Result) -> None:
         mask = (flat >= lo) & (flat < hi)
         np.repeat(np.arange(ids.shape[0]), ids.shape[1])[mask]
 
-    t = max_over(world.comm, median_time(scan, plan.reps, budget=plan.point_budget("plan", 1)))
+    t = max_over(world.comm, median_time(scan, plan.reps, budget=plan.point_budget("plan", 2)))
     res.set("coll.t_plan_id", positive(t / n, 1e-10),
             f"calibrate: scan of a {n}-id global plan, {t * 1e3:.2f} ms")
+    measure_counts(world, plan, res)
+
+
+COUNT_RANKS = (1 << 12, 1 << 16)  # world sizes whose count arrays are timed
+
+
+def measure_counts(world, plan: Plan, res: Result) -> None:
+    """``coll.t_count``: a rank's cost a rank of the ``Alltoallv`` count and displacement
+    arrays (two ``bincount`` of a step's 32 records over ``P`` ranks and their prefix sums, as
+    the collective backend builds them), the slope between two world sizes."""
+    rng = np.random.default_rng(2)
+    ts = []
+    for p in COUNT_RANKS:
+        dest, nb = rng.integers(0, p, 32), rng.integers(1000, 5000, 32).astype(np.float64)
+
+        def counts():
+            for _ in range(2):  # send and receive
+                exclusive_cumsum(np.bincount(dest, weights=nb, minlength=p).astype(np.int64))
+
+        ts.append(max_over(world.comm, median_time(counts, plan.reps,
+                                                    budget=plan.point_budget("plan", 4))))
+    per = (ts[1] - ts[0]) / (COUNT_RANKS[1] - COUNT_RANKS[0])
+    res.set("coll.t_count", positive(per, 1e-9),
+            f"calibrate: count arrays at P = {COUNT_RANKS[0]} and {COUNT_RANKS[1]}, "
+            f"{ts[0] * 1e6:.1f} and {ts[1] * 1e6:.1f} us")
 
 
 # -- 3. datatypes ----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Cost models, one module per backend, in a registry keyed by backend name.
 
-Every model exposes ``PARAMS`` (profile keys it reads, with unit and meaning) and
+Every model exposes ``PARAMS`` (profile keys it reads, with unit and meaning; optionally
+``OPTIONAL``: keys a profile may lack, each with the key whose value stands in) and
 ``terms(workload, params) -> {term: seconds}``; the predicted step time is the sum of the terms.
 The formulas are in each module's docstring.
 """
@@ -18,8 +19,8 @@ MODELS: dict[str, ModuleType] = {
     "collective": collective,
 }
 
-__all__ = ["MODELS", "Workload", "expected_max_normal", "get_model", "predict", "predict_all",
-           "required_params"]
+__all__ = ["MODELS", "Workload", "expected_max_normal", "get_model", "optional_params", "predict",
+           "predict_all", "required_params"]
 
 
 def get_model(name: str) -> ModuleType:
@@ -36,6 +37,14 @@ def required_params() -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for model in MODELS.values():
         out.update(model.PARAMS)
+    return out
+
+
+def optional_params() -> dict[str, tuple[str, str, str]]:
+    """Union of every model's optional parameters: name -> (unit, meaning, stand-in key)."""
+    out: dict[str, tuple[str, str, str]] = {}
+    for model in MODELS.values():
+        out.update(getattr(model, "OPTIONAL", {}))
     return out
 
 

@@ -7,8 +7,11 @@ those records, and all ranks call ONE ``MPI_Alltoallv`` (self-send included).
 There is no request round, but every rank waits for the slowest. Formula (seconds per step)::
 
     T = coll.t_step                          (0 on one rank: a local copy, no MPI)
-      + coll.t_plan_id * (B + P)               my row and sends (B ids) and the O(P) count and
-                                               displacement arrays (bincount, cumsum)
+      + coll.t_plan_id * B + coll.t_count * P  my row and sends (B ids) and the O(P) count and
+                                               displacement arrays (bincount, cumsum); fitted
+                                               from `mdloader rank-cost --profile-out` (a + b P
+                                               over its --ranks); a profile without
+                                               coll.t_count prices P at coll.t_plan_id
       + coll.t_sync * ceil(log2 P)             agreement / skew between ranks
       + L(P)                                   per-peer latency:
             pairwise: (R-1) coll.t_peer_intra + (P-R) coll.t_peer_inter
@@ -40,8 +43,8 @@ from .workload import Workload
 
 PARAMS = {
     "coll.t_step": ("s", "fixed software cost of one step (counts, displacements)"),
-    "coll.t_plan_id": ("s", "per id or count-array entry cost of a rank's plan and its Alltoallv "
-                            "counts"),
+    "coll.t_plan_id": ("s", "per id cost of a rank's plan, grouping and packing (and, without "
+                            "coll.t_count, per count-array entry)"),
     "coll.t_sync": ("s", "per tree stage synchronisation cost (skew between ranks)"),
     "coll.t_peer_intra": ("s", "per on-node peer cost of one Alltoallv"),
     "coll.t_peer_inter": ("s", "per off-node peer cost of one Alltoallv"),
@@ -53,6 +56,13 @@ PARAMS = {
     "coll.bw_inter": ("B/s", "Alltoallv bandwidth across nodes, per rank (NIC share)"),
     "mem.bw": ("B/s", "local memcpy bandwidth"),
     "mem.t_sample": ("s", "per record software cost of a local copy"),
+}
+
+
+#: optional parameters: name -> (unit, meaning, the parameter whose value it takes when absent)
+OPTIONAL = {
+    "coll.t_count": ("s", "per rank cost of the O(P) Alltoallv count and displacement arrays",
+                     "coll.t_plan_id"),
 }
 
 
@@ -81,7 +91,8 @@ def terms(w: Workload, p: dict) -> dict[str, float]:
     per_record = p["mem.t_sample"] + w.mean_bytes / p["mem.bw"]
     return {
         "step": p["coll.t_step"] if P > 1 else 0.0,  # one rank: a local copy only
-        "plan": p["coll.t_plan_id"] * (P + w.batch_size),
+        "plan": p["coll.t_plan_id"] * w.batch_size
+        + p.get("coll.t_count", p["coll.t_plan_id"]) * P,  # a raw dict may lack it
         "sync": p["coll.t_sync"] * stages,
         "latency": latency,
         "bandwidth": forward * w.max_remote_bytes()

@@ -48,3 +48,4 @@ def test_calibrate_two_ranks_writes_valid_profile(tmp_path):
     assert prof.provenance["ranks"] == 2 and prof.provenance["kind"] == "calibrated"
     assert "Open MPI" in prof.provenance["mpi_library"] or "MPICH" in prof.provenance["mpi_library"]
     assert all(prof.sources[k] for k in prof.params)
+    assert prof.sources["coll.t_count"].startswith("calibrate: count arrays at P = 4096 and 65536")

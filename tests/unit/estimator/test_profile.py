@@ -5,14 +5,14 @@ import json
 import pytest
 
 from mdloader_plugin.estimator import ProfileError, available, get_profile
-from mdloader_plugin.estimator.models import required_params
+from mdloader_plugin.estimator.models import optional_params, required_params
 
 
 def test_shipped_profiles_complete_and_sourced():
     assert {"perlmutter", "frontier", "local"} <= set(available())
     for name in available():
         prof = get_profile(name)
-        assert set(prof.params) == set(required_params())
+        assert set(prof.params) == set(required_params()) | set(optional_params())
         assert all(prof.sources[k] for k in prof.params), name
 
 
