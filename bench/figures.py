@@ -501,6 +501,67 @@ def multi_table() -> str:
     return "\n\n" + "\n".join(out) + "\n\n"
 
 
+
+# -- GIL-free producer (bench/gil_free.py) ---------------------------------------------------------
+GIL_CASES = (("hydragnn", 32), ("hydragnn", 128), ("oc20", 8), ("oc20", 32))
+
+
+def _gil_rows(name: str, ranks: int, ms: float) -> list[dict]:
+    rows = {(r["dataset"], r["batch"]): r for r in _load(name)["rows"]
+            if (r["ranks"], r["loader"], r["step_ms"]) == (ranks, "onesided", ms)}
+    return [rows[c] for c in GIL_CASES]
+
+
+def _gil_waits(name: str, ranks: int, ms: float) -> str:
+    return " / ".join(f"{100 * r['wait_share_max']:.1f}" for r in _gil_rows(name, ranks, ms)) + " %"
+
+
+def _gil_pace(name: str, ms: float) -> str:
+    d = _load(name)
+    alone = d["trainer_alone_ms"][f"{ms:g}"]
+    pace = [100 * r["samples_per_s"] * alone / 1e3 / r["batch"] for r in _gil_rows(name, 1, ms)]
+    return _range(min(pace), max(pace), ".0f", "%")
+
+
+def gil_held_ms() -> str:
+    d = _load("producer_cost.json")["cases"]
+    return " / ".join(f"{d[f'{ds}:{b}']['auto']['gil_held_ms']:.3f}" for ds, b in GIL_CASES) + " ms"
+
+
+def _verdict(ok: bool) -> str:
+    return "**met**" if ok else "**missed**"
+
+
+def _gil_wait_met(ms: float, target: float) -> str:
+    return _verdict(all(100 * r["wait_share_max"] <= target
+                        for r in _gil_rows("gpu_rate_gilfree.json", 1, ms)))
+
+
+def gil_held_met() -> str:
+    d = _load("producer_cost.json")["cases"]
+    return _verdict(all(d[f"{ds}:{b}"]["auto"]["gil_held_ms"] <= 0.25 for ds, b in GIL_CASES))
+
+
+FIGURES_GIL = {
+    "gil.held_met": gil_held_met,
+    "gil.wait_1ms_met": lambda: _gil_wait_met(1.0, 2.0),
+    "gil.wait_2ms_met": lambda: _gil_wait_met(2.0, 1.0),
+    "gil.waits_met": lambda: ("**met**" if _gil_wait_met(1.0, 2.0) == _gil_wait_met(2.0, 1.0)
+                              == "**met**" else "**missed**"),
+    "gil.date": lambda: _load("gpu_rate_gilfree.json")["machine"]["date"],
+    "gil.load": lambda: str(_load("gpu_rate_gilfree.json")["machine"]["loadavg_start"][0]),
+    "gil.held_ms": gil_held_ms,
+    "gil.wait_1ms": lambda: _gil_waits("gpu_rate_gilfree.json", 1, 1.0),
+    "gil.wait_2ms": lambda: _gil_waits("gpu_rate_gilfree.json", 1, 2.0),
+    "gil.wait_2ranks_1ms": lambda: _gil_waits("gpu_rate_gilfree.json", 2, 1.0),
+    "gil.wait_2ranks_2ms": lambda: _gil_waits("gpu_rate_gilfree.json", 2, 2.0),
+    "gil.queue_wait_1ms": lambda: _gil_waits("gpu_rate_gilfree_queue.json", 1, 1.0),
+    "gil.queue_wait_2ms": lambda: _gil_waits("gpu_rate_gilfree_queue.json", 1, 2.0),
+    "gil.pace_1ms": lambda: _gil_pace("gpu_rate_gilfree.json", 1.0),
+    "gil.pace_2ms": lambda: _gil_pace("gpu_rate_gilfree.json", 2.0),
+    "gil.numpy_pace_1ms": lambda: _gil_pace("gpu_rate_gilfree_numpy.json", 1.0),
+}
+
 FIGURES: dict[str, Callable[[], str]] = {
     "estimator_cluster.table": estimator_cluster_table,
     "multi.table": multi_table,
@@ -567,6 +628,7 @@ FIGURES: dict[str, Callable[[], str]] = {
     "fetch.below_ddstore": fetch_below_ddstore,
     "fetch.over_ddstore": fetch_over_ddstore_range,
 }
+FIGURES.update(FIGURES_GIL)
 
 
 def value(key: str) -> str:

@@ -5,8 +5,8 @@ the trainer stand-in's data-wait at 1 and 2 ms steps, compiled kernels against t
 
 Runs ``bench/probes/producer_cost.py --kernels auto,off`` (thread CPU time, robust to other jobs' load)
 and ``bench/gpu_rate.py`` at 1 and 2 ms steps with ``MDLOADER_KERNELS=auto`` and ``off`` (one
-``mpiexec`` job a setting and rank count; loaders: the thread producer and the process
-producer; the process producer, removed since, is in the results of 2026-12-06), then
+``mpiexec`` job a setting and rank count; the thread producer; the process producer, removed
+since, and the hand-off before today's are in the results of 2026-12-06), then
 ``bench/report.py``. JSON: ``bench/results/producer_cost.json``,
 ``gpu_rate_gilfree.json``, ``gpu_rate_gilfree_numpy.json``; section "A producer that does not
 need the trainer's GIL" in ``bench/RESULTS.md``. Targets (one rank, stand-in trainer, 25 %
@@ -39,10 +39,22 @@ def _wait(rows: list, ds: str, ranks: int, b: int, loader: str, ms: float):
     return None
 
 
+def _pace(result: dict | None, ds: str, ranks: int, b: int, ms: float) -> str:
+    """Served samples/s as % of the trainer alone's (``b * ranks`` a measured alone step)."""
+    alone = (result or {}).get("trainer_alone_ms") or {}
+    for r in result["rows"] if result else ():
+        if (r["dataset"], r["ranks"], r["batch"], r["loader"], r["step_ms"]) == \
+                (ds, ranks, b, "onesided", ms) and f"{ms:g}" in alone:
+            return f"{100 * r['samples_per_s'] * alone[f'{ms:g}'] / 1e3 / (b * ranks):.0f}%"
+    return "–"
+
+
 def tables(cost: dict | None, fast: dict | None, slow: dict | None,
-           proc: dict | None = None) -> list[str]:
+           proc: dict | None = None, queue: dict | None = None) -> list[str]:
     """Markdown for bench/RESULTS.md (`proc`: ``producer_cost_process.json``, the removed
-    helper-process producer's CPU left in the trainer's process)."""
+    helper-process producer's CPU left in the trainer's process; `queue`:
+    ``gpu_rate_gilfree_queue.json``, the same kernels with the hand-off before, a
+    ``queue.Queue`` and the served batch freed inside the next ``next()``)."""
     out = []
     if cost:
         sys.path.insert(0, str(PROBES))
@@ -67,28 +79,45 @@ def tables(cost: dict | None, fast: dict | None, slow: dict | None,
     if fast:
         m = fast["machine"]
         ranks = sorted({r["ranks"] for r in fast["rows"]})
+        alone = fast.get("trainer_alone_ms")  # the trainer's own step, no loader
+        cols = [("thread", fast)] + [("thread, Queue hand-off", queue)] * bool(queue) \
+            + [("numpy", slow)]
+        before = (f"; `thread, Queue hand-off` = the same kernels with the hand-off before "
+                  f"({queue['machine']['date']}, load average "
+                  f"{queue['machine']['loadavg_start'][0]})" if queue else "")
         out += [f"Data-wait (% of the trainer's wall time, max over ranks) at 1 and 2 ms steps, "
                 f"25 % GIL-held; {fast['steps']} steps x {fast['repeats']} interleaved rounds; "
                 f"{m['cores']} cores, load average {m['loadavg_start'][0]} at start and "
                 f"{m['loadavg_end'][0]} at end ({m['date']}); `thread` = the producer thread "
                 "with the compiled kernels, `numpy` = the same with `MDLOADER_KERNELS=off` "
-                "(the path before them), `process` = `producer=\"process\"` (kernels on). "
+                f"(the path before them){before}. "
                 "Target (one rank): <= 2 % at 1 ms, <= 1 % at 2 ms.", "",
-                "| data | batch | ranks | thread @1 | thread @2 | numpy @1 | numpy @2 | "
-                "process @1 | process @2 | target met (thread) |",
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+                "| data | batch | ranks | " + " | ".join(f"{c} @{ms}" for c, _ in cols
+                                                        for ms in (1, 2))
+                + " | thread: trainer pace @1 | @2 | numpy: trainer pace @1 | @2" * bool(alone)
+                + " | target met (thread) |",
+                "|---|---:|---:|" + "---:|" * (2 * len(cols) + 4 * bool(alone)) + "---|"]
         for p in ranks:
             for ds, b in CASES:
                 cells, ok = [], []
-                for src, loader in ((fast, "onesided"), (slow, "onesided"),
-                                    (fast, "onesided-process")):
+                for name, src in cols:
                     for ms in (1.0, 2.0):
-                        w = _wait(src["rows"], ds, p, b, loader, ms) if src else None
+                        w = _wait(src["rows"], ds, p, b, "onesided", ms) if src else None
                         cells.append("–" if w is None else f"{w:.1f}")
-                        if src is fast and loader == "onesided" and w is not None:
+                        if src is fast and w is not None:
                             ok.append(w <= TARGET[ms])
+                if alone:
+                    cells += [_pace(src, ds, p, b, ms) for src in (fast, slow)
+                              for ms in (1.0, 2.0)]
                 verdict = ("yes" if all(ok) else "**missed**") if p == 1 and ok else "–"
                 out.append(f"| {ds} | {b} | {p} | " + " | ".join(cells) + f" | {verdict} |")
+        if alone:
+            out += ["", "Trainer pace: samples/s served against what the trainer stand-in "
+                    "alone reaches (its measured step, no loader: "
+                    + ", ".join(f"{v:.3f} ms @{k} ms" for k, v in alone.items())
+                    + "); below 100 % is the trainer's own step slowed by the producer beside "
+                    "it (GIL hand-overs, shared caches and cores), which data-wait does not "
+                    "count."]
         out.append("")
     return out
 

@@ -64,6 +64,21 @@ class Trainer:
             time.sleep(self.gpu)
 
 
+def trainer_alone_ms(step_ms: float, steps: int, rounds: int = 3) -> float:
+    """The stand-in's real step with no loader (``time.sleep`` overshoots on a VM): what a
+    row's samples/s is read against, so that GIL contention that slows the trainer's own step,
+    which data-wait does not see, shows. Median of `rounds`."""
+    tr, runs = Trainer(step_ms), []
+    for _ in range(rounds):
+        for _ in range(WARM_STEPS):
+            tr.step(None)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            tr.step(None)
+        runs.append((time.perf_counter() - t0) / steps * 1e3)
+    return sorted(runs)[len(runs) // 2]
+
+
 def measure(world, it, trainer: Trainer, steps: int, warm: int) -> dict:
     """Collective: ``warm`` + ``steps`` trainer steps; this rank's wait and wall, reduced."""
     from mpi4py import MPI
@@ -253,6 +268,7 @@ def main() -> None:
     lb.RESULTS.mkdir(parents=True, exist_ok=True)
     lb.make_data(a.datasets.split(","))
     info = lb.machine()
+    alone = {f"{ms:g}": trainer_alone_ms(ms, a.steps) for ms in a.step_ms if ms > 0}
     rows = []
     for p in [int(x) for x in a.ranks.split(",")]:
         tmp = lb.RESULTS / f".gpu_rate-{p}.json"
@@ -269,7 +285,7 @@ def main() -> None:
         print(f"  {p} ranks done in {time.perf_counter() - t0:.0f} s", flush=True)
     info["loadavg_end"] = [round(x, 2) for x in __import__("os").getloadavg()]
     result = {"machine": info, "gil_share": GIL_SHARE, "steps": a.steps, "repeats": a.repeats,
-              "graphs": dict(lb.DATASETS), "rows": rows}
+              "graphs": dict(lb.DATASETS), "trainer_alone_ms": alone, "rows": rows}
     Path(a.out).write_text(json.dumps(result, indent=1))
     print(f"wrote {a.out}, {figure(result, Path(a.figure))}")
 

@@ -275,10 +275,11 @@ SECTIONS: list[Section] = [
              "--out bench/results/producer_cost_process.json"),
             ("bench/gil_free.py", "bench/probes/producer_cost.py", "bench/gpu_rate.py"),
             ("producer_cost.json", "gpu_rate_gilfree.json", "gpu_rate_gilfree_numpy.json",
-             "producer_cost_process.json"),
+             "producer_cost_process.json", "gpu_rate_gilfree_queue.json"),
             lambda d: gil_free.tables(d["producer_cost.json"], d.get("gpu_rate_gilfree.json"),
                                       d.get("gpu_rate_gilfree_numpy.json"),
-                                      d.get("producer_cost_process.json"))
+                                      d.get("producer_cost_process.json"),
+                                      d.get("gpu_rate_gilfree_queue.json"))
             + ["Method and reading: `docs/gil-free-batches.md`."],
             ("bench/gpu_rate_gilfree.png", "bench/gpu_rate_gilfree_numpy.png")),
     Section("Keeping a GPU fed, with a core a rank (16-core H200 node)",
