@@ -252,9 +252,7 @@ class MDLoader:
                 stats.steps += 1
                 served += 1
                 stats.samples += self.sampler_core.batch_len(step, prod.epoch)
-                # Yielded without a reference left in this frame: the trainer alone holds the
-                # batch, so it is freed where the trainer drops it, not in the next next().
-                yield item.pop()
+                yield item.pop()  # no reference left here: freed where the trainer drops it
         finally:
             stats.wall_s = time.perf_counter() - t_epoch
             if served < len(self) - start:
