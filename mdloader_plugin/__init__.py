@@ -2,8 +2,8 @@
 
 Layers, one folder each, imports pointing down only::
 
-    integrations/  hydragnn, fairchem: the `loader: mdloader` switch, drivers, epoch-time logs
     cli/           the `mdloader` command, one file a subcommand
+    integrations/  hydragnn, fairchem: the `loader: mdloader` switch, drivers, epoch-time logs
     loader/        MDLoader: the iterable of batches, its producer, the backend switch, open, verify
     estimator/     cost models, machine profiles, the backend and group-size choice, online check
     batching/      fetched records -> PyG batch (column-wise, or per sample + collate)
@@ -15,7 +15,8 @@ Layers, one folder each, imports pointing down only::
     records/       one graph <-> one byte record; many records -> joined columns
     core/          errors, settings, the logger
 
-``devtools/`` holds the emulated multi-node cluster (test and benchmark infrastructure). Nothing
+``devtools/`` holds the emulated multi-node cluster (test and benchmark infrastructure; it imports
+``core`` and ``mpi`` at most); ``hydragnn/`` is the launcher's entry point. Nothing
 imports a training framework outside ``integrations/`` except torch/PyG in ``batching/``;
 ``core``, ``records``, ``sampling`` and ``sources`` never import MPI.
 """
