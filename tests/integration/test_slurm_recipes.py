@@ -379,12 +379,18 @@ def test_world_size_check_under_srun_with_the_wrong_mpi(request, tmp_path, small
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=500)
     job_log = out.read_text() if out.exists() else "(no job output)"
     assert proc.returncode != 0, job_log
+    assert "Exited with exit code 2" in job_log
+    assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").rglob("run.log"))
     errors = [ln for ln in job_log.splitlines() if ln.startswith("mdloader: error:")]
+    if not errors and "no-pmix-but" in job_log:
+        # Open MPI may refuse first: a task that finds Slurm's variables but no PMIx server
+        # stops in MPI_Init with its own "no-pmix-but" message (exit 2) and srun's
+        # --kill-on-bad-exit ends the others before they reach the check; seen once in 8 runs
+        # (2026-12-06, in a full `make test`; alone it passed 5 of 5). The job still ends at once.
+        return
     assert errors == ["mdloader: error: MPI world size 1 but SLURM_NTASKS=4: the launcher started "
                       "4 processes that MPI does not see as one job; mpi4py is likely built "
                       "against another MPI (Open MPI v5.0.11) than the launcher's: rebuild it on "
                       "the site's MPI (Cray: MPICC=\"cc -shared\" pip install --force-reinstall "
                       "--no-binary=mpi4py mpi4py) or launch with that MPI's mpiexec "
                       "(MDLOADER_LAUNCH_CHECK=0 skips this check)"], job_log
-    assert "Exited with exit code 2" in job_log
-    assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").rglob("run.log"))
