@@ -43,7 +43,10 @@ def test_watchdog_aborts_when_the_launcher_keeps_the_job_alive():
     r, wall = launch(3, [SCRIPT, "collective", 2, 3, "none"], flags=("--enable-recovery",),
                      env={"MDLOADER_FETCH_TIMEOUT": "5"})
     out = r.stdout + r.stderr
-    assert r.returncode != 0 and "outlived a dead rank" not in out, out[-3000:]
+    # the survivors abort instead of waiting forever; the launcher's own exit status under
+    # --enable-recovery is not ours to promise (it returned 0 after MPI_Abort in 1 of 8 runs
+    # here, 2026-12-06), so the abort itself is what is checked
+    assert "MPI_ABORT was invoked" in out and "outlived a dead rank" not in out, out[-3000:]
     lines = [ln[ln.index("mdloader: error:"):] for ln in out.splitlines()
              if "mdloader: error:" in ln]  # the launcher's banner may share the line
     assert lines and "did not complete in 5 s" in lines[0], out[-3000:]
