@@ -31,22 +31,26 @@ CASES = (("hydragnn", 32), ("hydragnn", 128), ("oc20", 8), ("oc20", 32))
 TARGET = {1.0: 2.0, 2.0: 1.0}  # step ms -> data-wait % at most (one rank)
 
 
-def _wait(rows: list, ds: str, ranks: int, b: int, loader: str, ms: float):
+def _row(rows: list, ds: str, ranks: int, b: int, loader: str, ms: float) -> dict | None:
     for r in rows:
         if (r["dataset"], r["ranks"], r["batch"], r["loader"], r["step_ms"]) == \
                 (ds, ranks, b, loader, ms):
-            return 100 * r["wait_share_max"]
+            return r
     return None
+
+
+def _wait(rows: list, ds: str, ranks: int, b: int, loader: str, ms: float):
+    r = _row(rows, ds, ranks, b, loader, ms)
+    return None if r is None else 100 * r["wait_share_max"]
 
 
 def _pace(result: dict | None, ds: str, ranks: int, b: int, ms: float) -> str:
     """Served samples/s as % of the trainer alone's (``b * ranks`` a measured alone step)."""
     alone = (result or {}).get("trainer_alone_ms") or {}
-    for r in result["rows"] if result else ():
-        if (r["dataset"], r["ranks"], r["batch"], r["loader"], r["step_ms"]) == \
-                (ds, ranks, b, "onesided", ms) and f"{ms:g}" in alone:
-            return f"{100 * r['samples_per_s'] * alone[f'{ms:g}'] / 1e3 / (b * ranks):.0f}%"
-    return "–"
+    r = _row(result["rows"], ds, ranks, b, "onesided", ms) if result else None
+    if r is None or f"{ms:g}" not in alone:
+        return "–"
+    return f"{100 * r['samples_per_s'] * alone[f'{ms:g}'] / 1e3 / (b * ranks):.0f}%"
 
 
 def tables(cost: dict | None, fast: dict | None, slow: dict | None,
