@@ -1,11 +1,13 @@
-"""The compiled batch kernels (``_kernels.c``), or None: numpy does the same work then.
+"""The compiled kernels (``_kernels.c``: batch building and the ``feistel`` epoch order), or
+None: numpy does the same work then.
 
 The extension is built by the install (``setup.py``, ``optional=True``: a machine without a C
 compiler still installs). :func:`get` returns the module when it loads and
 ``MDLOADER_KERNELS`` is not ``off``; otherwise None, and the first caller that wanted it logs
 one warning line saying why and how to build it. Each kernel checks every size and bound it is
 given and returns a non-zero code instead of writing past one; its callers then take the numpy
-path, which gives the same bytes (tests/unit/batching/test_compiled_collate.py compares them).
+path, which gives the same bytes (tests/unit/batching/test_compiled_collate.py and
+tests/unit/sampling/test_order.py compare them).
 """
 
 from __future__ import annotations

@@ -171,3 +171,28 @@ def test_keys_differ_by_seed_and_epoch_and_torch_is_randperm():
     ident = epoch_order("feistel", 10, 0, 0, shuffle=False)
     assert ident.ids_at(np.arange(10)).tolist() == list(range(10))
     assert resolve("auto", 100) == "torch" and resolve("auto", 2**23) == "feistel"
+
+
+@pytest.mark.parametrize("n,rounds", [(2, 8), (3, 8), (1000, 8), (4097, 1), (10**8 + 7, 8),
+                                      (2**40 + 3, 8)])
+def test_compiled_feistel_gives_numpys_ids(n, rounds, monkeypatch):
+    """records/_kernels.c's network and cycle walk, forward and inverse, against numpy's."""
+    from mdloader_plugin.records import kernels
+
+    if kernels.get() is None:
+        pytest.skip(f"compiled kernels not built: {kernels.why_not()}")
+    order = FeistelOrder(n, 11, 3, rounds=rounds)
+    q = np.random.default_rng(n).integers(0, n, 20001, dtype=np.int64)
+    q[:min(9, n)] = np.arange(min(9, n))
+    ids = order.ids_at(q)
+    back = order.positions_of(ids)
+    monkeypatch.setenv("MDLOADER_KERNELS", "off")
+    kernels.reset()
+    try:
+        assert kernels.get() is None
+        assert np.array_equal(ids, order.ids_at(q))
+        assert np.array_equal(back, order.positions_of(ids))
+        assert np.array_equal(back, q)
+    finally:
+        monkeypatch.delenv("MDLOADER_KERNELS")
+        kernels.reset()
