@@ -163,7 +163,8 @@ class RankCost:
             weights = np.tile(atoms, -(-job.num_samples // POOL))[:job.num_samples]
         self.core = GlobalSampler(job.num_samples, p, job.batch_size, seed=job.seed,
                                   drop_last=job.drop_last, weights=weights, mix=mix_for(job),
-                                  balance_window=p if job.legacy else None)
+                                  balance_window=p if job.legacy else None,
+                                  balance_columns=job.batch_size if job.legacy else None)
         self.planner = self.core.planner(self.rank, self.lo, self.hi, self.r0, w)
         self.collate = ColumnCollate(pyg_sample, pyg_collate)
 

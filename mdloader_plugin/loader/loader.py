@@ -74,8 +74,9 @@ class MDLoader:
             span several nodes, or as ``MDLOADER_PROGRESS_THREAD`` says), ``True`` or ``False``.
         name: the loader's name in log lines (``[train] MDLOADER-BACKEND ...``).
         balance_weights: per-sample cost (e.g. atoms a graph, one entry per global sample):
-            each step's samples are dealt so every rank gets about the same total
-            (``sampler.balance_plan``); the samples of a step and of an epoch do not change.
+            each step's samples are dealt so every rank gets about the same total (in blocks
+            of 16 ranks x 4 columns, ``sampling.balance``); the samples of a step and of an
+            epoch do not change.
         device: move every batch there (e.g. ``"cuda"``); the producer thread starts the copy
             on a side CUDA stream so it overlaps the trainer's compute (:mod:`.device`).
             Default ``None``: batches stay on the host.

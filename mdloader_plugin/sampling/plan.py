@@ -13,16 +13,16 @@ needs only two things of it:
   made), maps each position to the padded list's entries that hold it (``q``: the offset of a
   resumed epoch skipped, padding repeats the head, ``drop_last`` cuts the tail), and sorts them
   by ``(step, destination, slot)`` once; a step is then a slice (:class:`EpochInverse`).
-  ``O(N/P log N/P)`` an epoch, ``O(b)`` a step, 8 bytes an own sample.
+  ``O(N/P log N/P)`` an epoch, ``O(b)`` a step, 6-8 bytes an own sample.
 
 With replica groups of ``W`` ranks a rank serves only its group's ``W`` rows, and its block is
 ``N/W``: the inverse costs ``O(N/W)`` an epoch (``P b / W`` a step amortised) against ``O(W b)``
 a step for computing the group's rows forward. :class:`RankPlanner` takes whichever is smaller
 (forward when ``W*W < P``), both exact.
 
-Weighted (atom-balanced) plans re-deal ids among the ranks of a balance window
-(:mod:`.balance`); the rank computes its window's rows and, for the collective, the windows its
-own ids fall in this step.
+Weighted (atom-balanced) plans re-deal ids within blocks of a balance window (:mod:`.balance`);
+the rank computes its window's rows and, for the collective, the block of each own id this step
+(``w g`` ids each: ``O(b w g)`` a step, at any number of ranks).
 
 Everything here is exact: the ids, their order and the send lists are those the whole-world
 plan gives (tests/test_rank_plan.py compares them on small P and N).
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .balance import deal_windows, window_of
+from .balance import block_place, deal_blocks, window_of
 
 ROW_POSITIONS = 1 << 13  # a rank's row is computed in runs of about this many ids
 
@@ -42,7 +42,8 @@ ROW_POSITIONS = 1 << 13  # a rank's row is computed in runs of about this many i
 def rank_plan_bytes(per_rank: int, batch_size: int, collective: bool) -> int:
     """Bytes a :class:`RankPlanner` keeps at most (unweighted, no groups): its run of own-row
     ids (8 B an id, up to :data:`ROW_POSITIONS`) and, for the collective backend, the epoch's
-    inverse over its own block (4 + 4 B an own position, 8 B a step boundary)."""
+    inverse over its own block (8 B an own position at most below 32,768 ranks: 4 B its id, 2 B
+    its destination, 2 B its column with weights; 8 B a step boundary)."""
     b = max(1, int(batch_size))
     rows = 8 * min(max(1, ROW_POSITIONS // b) * b, per_rank)
     return rows + ((8 * per_rank + 8 * (-(-per_rank // b) + 1)) if collective else 0)
@@ -118,18 +119,28 @@ class EpochInverse:
         self.key = key[order]
         self.lo = lo
         self.ids = (ids[order] - lo).astype(np.int32 if hi - lo < 2**31 else np.int64)
-        self.dest = dest[order].astype(np.int32)
+        self.dest = dest[order].astype(np.int16 if width < 2**15 else np.int32)
+        # columns, for weighted plans only (an id's balance block: :mod:`.balance`)
+        self.col = (slot[order] % b).astype(np.int16 if b < 2**15 else np.int32) \
+            if core.weights is not None else None
         self.step_starts = np.searchsorted(self.key, np.arange(steps + 1, dtype=np.int64)
                                            * (width * b))
         del self.key
 
     @property
     def nbytes(self) -> int:
-        return int(self.ids.nbytes + self.dest.nbytes + self.step_starts.nbytes)
+        col = 0 if self.col is None else self.col.nbytes
+        return int(self.ids.nbytes + self.dest.nbytes + col + self.step_starts.nbytes)
 
     def step(self, step: int) -> tuple[np.ndarray, np.ndarray]:
         s0, s1 = int(self.step_starts[step]), int(self.step_starts[step + 1])
         return self.ids[s0:s1] + np.int64(self.lo), self.dest[s0:s1].astype(np.int64)
+
+    def step_columns(self, step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`step` and each entry's column in its (unbalanced) row."""
+        s0, s1 = int(self.step_starts[step]), int(self.step_starts[step + 1])
+        return (self.ids[s0:s1] + np.int64(self.lo), self.dest[s0:s1].astype(np.int64),
+                self.col[s0:s1].astype(np.int64))
 
 
 class RankPlanner:
@@ -173,9 +184,11 @@ class RankPlanner:
             raise IndexError(f"step {step} outside 0..{core.steps_in(epoch) - 1}")
         if core.weights is None:
             return self._raw_run(epoch, step, np.array([self.rank]))[0]
+        if core.world_size <= core.balance_window:  # one window: the world's step, dealt once
+            return core.plan(epoch, step)[self.rank]
         w0, w1 = window_of(self.rank, core.world_size, core.balance_window)
         raw = self._raw_run(epoch, step, np.arange(w0, w1))
-        return deal_windows(raw, core.weights, w1 - w0)[self.rank - w0]
+        return deal_blocks(raw, core.weights, w1 - w0, core.balance_columns)[self.rank - w0]
 
     def _raw_run(self, epoch: int, step: int, ranks: np.ndarray) -> np.ndarray:
         """Unbalanced rows of `ranks` (this rank, or its balance window) at `step`, computed in
@@ -206,29 +219,52 @@ class RankPlanner:
                                                self.r0, self.r1))
         return self._inverse[1]
 
-    # -- weighted (balance windows, :mod:`.balance`) ----------------------------------------
+    # -- weighted (balance blocks, :mod:`.balance`) ----------------------------------------
     def _weighted_sends(self, epoch: int, step: int) -> tuple[np.ndarray, np.ndarray]:
-        """The balanced destinations of this rank's ids: ids stay in their window, so the
-        unbalanced step's entries of the block (the inverse) name the windows to deal; only those
-        (at most ``b``) are dealt. Small groups, or windows wider than a group: the windows
-        covering the group. Up to ``b/4`` windows in the world: the world's run-cached step."""
+        """The balanced destinations of this rank's ids: an id stays in its block (window of
+        ranks, run of columns), so its place follows from the weights of its block alone.
+        Windows wider than the group, or groups smaller than ``sqrt(P)``: the rows of the windows
+        covering the group, dealt. One window (``P <= w``): the world's run-cached step."""
         core = self.core
-        win = core.balance_window
-        if 4 * core.world_size <= win * core.batch_size and not self.forward:
-            # few windows: nearly all are touched; the world's step from its run of plans
+        win, cols = core.balance_window, core.balance_columns
+        if core.world_size <= win and not self.forward:  # one window: the world's step
             return scan_sends(core.plan(epoch, step)[self.r0:self.r1], self.lo, self.hi)
         if self.forward or (self.r1 - self.r0) % win:
-            dests = np.arange(self.r0, self.r1, dtype=np.int64)
-        else:
-            dests = self.inverse(epoch).step(step)[1] + self.r0
-        starts = np.unique(dests // win) * win
-        ranks = (starts[:, None] + np.arange(win)[None, :]).reshape(-1)
-        ranks = ranks[ranks < core.world_size]
-        rows = deal_windows(core.raw_rows(epoch, step, ranks), core.weights, win)
-        ids, d = scan_sends(rows, self.lo, self.hi)
-        d = ranks[d] - self.r0
-        m = (d >= 0) & (d < self.r1 - self.r0)
-        return ids[m], d[m]
+            starts = np.arange(self.r0 - self.r0 % win, self.r1, win)
+            ranks = (starts[:, None] + np.arange(win)[None, :]).reshape(-1)
+            ranks = ranks[ranks < core.world_size]
+            rows = deal_blocks(core.raw_rows(epoch, step, ranks), core.weights, win, cols)
+            ids, d = scan_sends(rows, self.lo, self.hi)
+            d = ranks[d] - self.r0
+            m = (d >= 0) & (d < self.r1 - self.r0)
+            return ids[m], d[m]
+        ids, d, c = self.inverse(epoch).step_columns(step)
+        return self._block_sends(epoch, step, ids, d + self.r0, c)
+
+    def _block_sends(self, epoch, step, ids, d, c):
+        """Place each own id (`ids`, unbalanced rank `d` and column `c`) by counting the ids of
+        its block dealt before it: heavier, or as heavy and earlier (column, then rank)."""
+        core = self.core
+        p, win, cols, wt = core.world_size, core.balance_window, core.balance_columns, core.weights
+        w0 = d - d % win
+        width = np.minimum(win, p - w0)
+        t = c // cols
+        c0 = t * cols
+        ncol = np.minimum(cols, core.batch_len(step, epoch) - c0)
+        cc = np.arange(cols)[None, :, None]
+        rr = np.arange(win)[None, None, :]
+        valid = (cc < ncol[:, None, None]) & (rr < width[:, None, None])
+        q = (step * core.batch_size + c0[:, None, None] + cc) * p + w0[:, None, None] + rr
+        q = np.where(valid, q, ((step * core.batch_size + c) * p + d)[:, None, None])  # own
+        bw = wt[core.ids_at_positions(epoch, q)]
+        mine = wt[ids][:, None, None]
+        before = (bw > mine) | ((bw == mine) & (cc * win + rr < ((c - c0) * win + d - w0)
+                                                 [:, None, None]))
+        k = (before & valid).sum(axis=(1, 2))
+        j, slot = block_place(k, width, t, cols)
+        dest = w0 + j - self.r0
+        order = np.argsort(dest * core.batch_size + slot, kind="stable")
+        return ids[order], dest[order]
 
 
 class TablePlanner:

@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .balance import BALANCE_WINDOW, balance_plan, deal_windows
+from .balance import BALANCE_COLUMNS, BALANCE_WINDOW, balance_plan, deal_blocks
 from .order import ExpandedOrder, ListOrder, epoch_order, order_class, resolve
 from .plan import RankPlanner
 
@@ -135,10 +135,11 @@ class GlobalSampler:
             the head of the order, as DistributedSampler does).
         order: ``"auto"``, ``"torch"`` or ``"feistel"`` (:mod:`.order`).
         weights: optional per-sample cost (e.g. atoms). Each step's ids are then re-dealt among
-            the ranks of each balance window (`balance_window` consecutive ranks, :mod:`.balance`)
-            so their summed weights are about equal; the ids of a step, and so of an epoch, do
-            not change, only which rank takes which.
+            the ranks of each balance window (`balance_window` consecutive ranks, in blocks of
+            `balance_columns` columns, :mod:`.balance`) so their summed weights are about equal;
+            the ids of a step, and so of an epoch, do not change, only which rank takes which.
         balance_window: ranks a balance window (default :data:`.balance.BALANCE_WINDOW`).
+        balance_columns: columns a balance block (default :data:`.balance.BALANCE_COLUMNS`).
         mix: a :class:`~mdloader_plugin.sampling.mixes.Mix` over the store's data sets (None: every
             sample once an epoch).
     """
@@ -146,7 +147,7 @@ class GlobalSampler:
     def __init__(self, num_samples: int, world_size: int, batch_size: int, *,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False,
                  weights: np.ndarray | None = None, mix=None, order: str = "auto",
-                 balance_window: int | None = None):
+                 balance_window: int | None = None, balance_columns: int | None = None):
         if num_samples <= 0:
             raise ValueError(f"the data set is empty (num_samples={num_samples})")
         self.num_ids, self.mix = num_samples, mix
@@ -179,6 +180,7 @@ class GlobalSampler:
         self.per_rank = self._per_rank(num_samples)
         self._cache: tuple[int, object] | None = None  # (epoch, its order)
         self._plans: tuple | None = None  # ((epoch, offset), first step, end step, ids)
+        self._dealt: tuple | None = None  # ((epoch, offset, step), the weighted step's plan)
         if weights is not None:
             weights = np.asarray(weights)
             if weights.shape != (self.num_ids,):
@@ -186,6 +188,7 @@ class GlobalSampler:
                                  f"shape {weights.shape}")
         self.weights = weights
         self.balance_window = int(balance_window or BALANCE_WINDOW)
+        self.balance_columns = int(balance_columns or BALANCE_COLUMNS)
         self.partial: tuple[int, int] | None = None  # (epoch, offset) of a resumed epoch
 
     def _per_rank(self, n: int) -> int:
@@ -248,11 +251,15 @@ class GlobalSampler:
     def ids_at(self, epoch: int, lo: int, hi: int, ranks=None) -> np.ndarray:
         """``[world_size, hi - lo]`` ids at per-rank positions ``lo..hi-1`` of `epoch` (only the
         rows of `ranks`, an int array, if given)."""
-        offset = self.offset_of(epoch)
         rows = np.arange(self.world_size, dtype=np.int64) if ranks is None else \
             np.asarray(ranks, dtype=np.int64)
         q = np.arange(lo, hi, dtype=np.int64) * self.world_size
-        q = q[None, :] + rows[:, None]
+        return self.ids_at_positions(epoch, q[None, :] + rows[:, None])
+
+    def ids_at_positions(self, epoch: int, q: np.ndarray) -> np.ndarray:
+        """Ids at positions `q` of `epoch`'s padded list (rank ``r``'s ``i``-th id is at
+        ``i P + r``): a resumed epoch's offset skipped, padding repeating the head."""
+        offset = self.offset_of(epoch)
         return self.epoch_order(epoch).ids_at(offset + q % (self.num_samples - offset))
 
     def epoch_table(self, epoch: int) -> np.ndarray:
@@ -271,8 +278,14 @@ class GlobalSampler:
         first, table = self._plans_from(epoch, step)
         lo = (step - first) * self.batch_size
         plan = table[:, lo:lo + self.batch_len(step, epoch)]
-        return plan if self.weights is None else \
-            deal_windows(plan, self.weights, self.balance_window)
+        if self.weights is None:
+            return plan
+        key = (epoch, self.offset_of(epoch), step)  # a rank's row and sends deal it once
+        if self._dealt is None or self._dealt[0] != key:
+            dealt = deal_blocks(plan, self.weights, self.balance_window, self.balance_columns)
+            dealt.flags.writeable = False  # shared by the calls of a step
+            self._dealt = (key, dealt)
+        return self._dealt[1]
 
     def raw_rows(self, epoch: int, step: int, ranks: np.ndarray) -> np.ndarray:
         """The rows of `ranks` at `step` before any weight balancing (``[len(ranks), b]``)."""

@@ -42,27 +42,38 @@ def test_replica_groups(p, w):
     _check_all(core, group=w)
 
 
-@pytest.mark.parametrize("p,w,win", [(4, 4, 16), (8, 8, 4), (12, 12, 5), (8, 4, 2),
-                                     (8, 2, 4), (16, 16, 4)])
-def test_weighted_windows(p, w, win):
+@pytest.mark.parametrize("p,w,win,cols,b", [
+    (4, 4, 16, 4, 4), (8, 8, 4, 4, 4), (12, 12, 5, 2, 7), (8, 4, 2, 4, 4), (8, 2, 4, 4, 4),
+    (16, 16, 4, 4, 4),
+    # past 2 w g ranks the owners place their ids by their blocks (the inverse path)
+    (8, 8, 2, 1, 3), (12, 12, 2, 2, 5), (11, 11, 3, 1, 4), (16, 8, 2, 1, 6), (16, 16, 4, 1, 9)])
+def test_weighted_blocks(p, w, win, cols, b):
     rng = np.random.default_rng(0)
-    weights = rng.integers(1, 200, 97)
-    core = GlobalSampler(97, p, 4, seed=2, weights=weights, order="feistel", balance_window=win)
+    weights = rng.integers(1, 12, 97)  # few values: ties
+    core = GlobalSampler(97, p, b, seed=2, weights=weights, order="feistel", balance_window=win,
+                         balance_columns=cols)
     _check_all(core, group=w)
     for epoch in (0, 1):  # every id of the epoch once, as without weights
-        plain = GlobalSampler(97, p, 4, seed=2, order="feistel")
+        plain = GlobalSampler(97, p, b, seed=2, order="feistel")
         for k in range(core.steps_in(epoch)):
             assert sorted(core.plan(epoch, k).ravel()) == sorted(plain.plan(epoch, k).ravel())
 
 
-def test_world_within_one_window_is_the_old_whole_world_balance():
-    from mdloader_plugin.sampling.balance import balance_plan
+@pytest.mark.parametrize("order,drop_last", [("torch", False), ("torch", True),
+                                              ("feistel", True)])
+def test_weighted_blocks_other_orders(order, drop_last):
+    weights = np.random.default_rng(4).integers(1, 7, 83)
+    core = GlobalSampler(83, 12, 5, seed=6, weights=weights, order=order, drop_last=drop_last,
+                         balance_window=4, balance_columns=2)
+    _check_all(core, group=12)
 
-    weights = np.random.default_rng(1).integers(1, 50, 40)
-    core = GlobalSampler(40, 4, 5, seed=0, weights=weights)
-    plain = GlobalSampler(40, 4, 5, seed=0)
-    for k in range(core.steps_in(0)):
-        assert np.array_equal(core.plan(0, k), balance_plan(plain.plan(0, k), weights))
+
+def test_weighted_resumed_epoch_by_blocks():
+    weights = np.random.default_rng(3).integers(1, 9, 50)
+    core = GlobalSampler(50, 12, 3, seed=1, weights=weights, order="feistel", balance_window=4,
+                         balance_columns=1)
+    core.resume_at(1, 17)
+    _check_all(core)
 
 
 def test_feistel_inverse():
@@ -76,3 +87,18 @@ def test_inverse_keeps_a_few_bytes_an_own_sample():
     core = GlobalSampler(100_000, 8, 32, order="feistel")
     inv = EpochInverse(core, 0, 0, 12_500, 0, 8)
     assert inv.ids.size == 12_500 and inv.nbytes <= 8 * 12_500 + 8 * (core.steps_in(0) + 1)
+
+
+def test_owners_place_ids_by_their_blocks(monkeypatch):
+    """The cases past ``2 w g`` ranks above do take the block path (not the world's step)."""
+    from mdloader_plugin.sampling.plan import RankPlanner
+
+    calls = []
+    real = RankPlanner._block_sends
+    monkeypatch.setattr(RankPlanner, "_block_sends",
+                        lambda self, *a: calls.append(1) or real(self, *a))
+    weights = np.random.default_rng(0).integers(1, 12, 97)
+    core = GlobalSampler(97, 8, 3, seed=2, weights=weights, order="feistel", balance_window=2,
+                         balance_columns=1)
+    _check_all(core)
+    assert len(calls) == 8 * sum(core.steps_in(e) for e in (0, 1))

@@ -101,9 +101,14 @@ def test_balanced_plans_keep_each_steps_ids_and_even_the_weights(c, wseed):
         return
     w = np.random.default_rng(wseed).integers(1, 250, size=c["n"])
     plain, bal = make(c), make(c, weights=w)
+    whole = make(c, weights=w, balance_columns=c["b"])  # one block a step (p <= 16: one window)
     for k in range(plain.steps_per_epoch):
-        a, b = plain.plan(c["epoch"], k), bal.plan(c["epoch"], k)
-        assert a.shape == b.shape
+        a, b, d = plain.plan(c["epoch"], k), bal.plan(c["epoch"], k), whole.plan(c["epoch"], k)
+        assert a.shape == b.shape == d.shape
         assert sorted(a.ravel().tolist()) == sorted(b.ravel().tolist())
-        loads = w[b].sum(axis=1)
-        assert loads.max() - loads.min() <= w[b].max()  # within one sample's weight
+        assert sorted(a.ravel().tolist()) == sorted(d.ravel().tolist())
+        for c0 in range(0, b.shape[1], bal.balance_columns):  # each block within one weight
+            loads = w[b[:, c0:c0 + bal.balance_columns]].sum(axis=1)
+            assert loads.max() - loads.min() <= w[b[:, c0:c0 + bal.balance_columns]].max()
+        loads = w[d].sum(axis=1)
+        assert loads.max() - loads.min() <= w[d].max()  # the whole step within one weight
