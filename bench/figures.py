@@ -18,6 +18,7 @@ from typing import Callable
 import gpu_demo
 import groups as groups_bench
 import report_tables
+from rank_cost_figures import FIGURES_RANK_COST
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -629,6 +630,7 @@ FIGURES: dict[str, Callable[[], str]] = {
     "fetch.over_ddstore": fetch_over_ddstore_range,
 }
 FIGURES.update(FIGURES_GIL)
+FIGURES.update(FIGURES_RANK_COST)
 
 
 def value(key: str) -> str:

@@ -22,6 +22,7 @@ import gil_free
 import gpu_rate
 import groups as groups_bench
 import groups_model
+import rank_cost_figures
 import report_tables as t
 
 
@@ -206,7 +207,8 @@ def _rank_cost(d: dict) -> list[str]:
     the 2-8 rank A/B."""
     res, small = d["rank_cost.json"], d.get("rank_cost_small.json")
     out = [f"{res['meta']['machine']}; thread CPU ms a step, median of {res['meta']['steps']} "
-           "steps, b = 32, N = 1e8 (`legacy`: the whole [P, b] table a step).", "",
+           f"steps, fastest of {res['meta'].get('rounds', 1)} rounds, b = 32, N = 1e8 "
+           "(`legacy`: the whole [P, b] table a step).", "",
            "| backend | weights | data sets | code | " +
            " | ".join(f"P={p}" for p in (64, 512, 2048, 8192)) + " |",
            "|---|---|---:|---|" + "---:|" * 4]
@@ -225,8 +227,15 @@ def _rank_cost(d: dict) -> list[str]:
     for name, v in res["targets"].items():
         out.append(f"* {name}: " + ", ".join(f"{a} {b:.3g}" if isinstance(b, float) else
                                              f"{a} {b}" for a, b in v.items()))
+    if "balance" in res:
+        out += ["", "Balance: max over mean of the per-rank atoms a step (N = 1e6, 5 steps):", "",
+                *rank_cost_figures.balance().strip().splitlines()]
+    if "heldout" in res:
+        out += ["", "Held out: weighted steps at other batch sizes and N:", "",
+                *rank_cost_figures.heldout().strip().splitlines()]
     if small:
-        out += ["", "2-8 ranks, new / legacy ms a step (median of 3 interleaved rounds):", ""]
+        out += ["", "2-8 ranks, new / legacy ms a step (fastest of 7 interleaved rounds; the "
+                "ratio: median of the rounds' ratios):", ""]
         for r in small["rows"]:
             out.append(f"* {r['backend']}, weights={r['weights']}, {r['datasets']} data set(s), "
                        f"P={r['ranks']}: {r['new_ms']:.2f} / {r['legacy_ms']:.2f} "
@@ -401,4 +410,4 @@ ENTRY_POINTS = ("loaders.py", "rank_cost.py", "gpu_rate.py", "gil_free.py", "gpu
                 "estimator_cluster.py", "backend_choice.py", "groups.py", "report.py")
 HELPERS = ("baselines.py", "bench_plots.py", "choice_worker.py", "ddstore_real.py",
            "estimator_plots.py", "gpu_feeders.py", "plan_loader.py", "ties.py", "report_tables.py",
-           "sections.py", "figures.py")
+           "sections.py", "figures.py", "rank_cost_figures.py")
