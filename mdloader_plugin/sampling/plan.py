@@ -171,7 +171,7 @@ class RankPlanner:
 
     def memory(self) -> dict:
         """``plan_rows`` (the run of own-row ids kept) and ``inverse`` (the epoch's inverse
-        over this rank's block: 8 bytes an own sample and a step boundary a step)."""
+        over this rank's block: 6-8 bytes an own sample and a step boundary a step)."""
         return {"plan_rows": 0 if self._rows is None else int(self._rows[3].nbytes),
                 "inverse": 0 if self._inverse is None else self._inverse[1].nbytes}
 
