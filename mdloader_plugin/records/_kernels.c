@@ -420,62 +420,47 @@ static inline uint64_t mix64(uint64_t v, uint64_t i) {
     return v ^ (v >> 31);
 }
 
-static inline uint64_t feistel_fwd(uint64_t x, const uint64_t *keys, int rounds, int a, int b) {
-    uint64_t left = x >> b, right = x & ((1ULL << b) - 1);
-    for (int i = 0; i < rounds; i++) {
-        uint64_t t = right;
-        right = left ^ (mix64(right ^ keys[i], (uint64_t)i) & ((1ULL << a) - 1));
-        left = t;
-        int s = a; a = b; b = s;
-    }
-    return (left << b) | right;
-}
-
-static inline uint64_t feistel_inv(uint64_t x, const uint64_t *keys, int rounds, int a, int b) {
-    if (rounds % 2) { int s = a; a = b; b = s; }
-    uint64_t left = x >> b, right = x & ((1ULL << b) - 1);
-    for (int i = rounds - 1; i >= 0; i--) {
-        int s = a; a = b; b = s;
-        uint64_t t = left;
-        left = right ^ (mix64(left ^ keys[i], (uint64_t)i) & ((1ULL << a) - 1));
-        right = t;
-    }
-    return (left << b) | right;
-}
-
 #define LANES 8
 
-static void feistel_lanes_fwd(const uint64_t *x, uint64_t *v, const uint64_t *keys, int rounds,
-                              int a, int b) {
+/* The network over nl (<= LANES) positions x at once, round by round: one position's rounds are a
+ * chain of dependent multiplies, several in flight keep the core busy (~4x here). v may be x. */
+static inline void feistel_lanes_fwd(const uint64_t *x, uint64_t *v, const uint64_t *keys,
+                                     int rounds, int a, int b, int nl) {
     uint64_t left[LANES], right[LANES];
-    for (int l = 0; l < LANES; l++) { left[l] = x[l] >> b; right[l] = x[l] & ((1ULL << b) - 1); }
+    for (int l = 0; l < nl; l++) { left[l] = x[l] >> b; right[l] = x[l] & ((1ULL << b) - 1); }
     for (int i = 0; i < rounds; i++) {
         uint64_t mask = (1ULL << a) - 1;
-        for (int l = 0; l < LANES; l++) {
+        for (int l = 0; l < nl; l++) {
             uint64_t t = right[l];
             right[l] = left[l] ^ (mix64(t ^ keys[i], (uint64_t)i) & mask);
             left[l] = t;
         }
         int s = a; a = b; b = s;
     }
-    for (int l = 0; l < LANES; l++) v[l] = (left[l] << b) | right[l];
+    for (int l = 0; l < nl; l++) v[l] = (left[l] << b) | right[l];
 }
 
-static void feistel_lanes_inv(const uint64_t *x, uint64_t *v, const uint64_t *keys, int rounds,
-                              int a, int b) {
+static inline void feistel_lanes_inv(const uint64_t *x, uint64_t *v, const uint64_t *keys,
+                                     int rounds, int a, int b, int nl) {
     if (rounds % 2) { int s = a; a = b; b = s; }
     uint64_t left[LANES], right[LANES];
-    for (int l = 0; l < LANES; l++) { left[l] = x[l] >> b; right[l] = x[l] & ((1ULL << b) - 1); }
+    for (int l = 0; l < nl; l++) { left[l] = x[l] >> b; right[l] = x[l] & ((1ULL << b) - 1); }
     for (int i = rounds - 1; i >= 0; i--) {
         int s = a; a = b; b = s;
         uint64_t mask = (1ULL << a) - 1;
-        for (int l = 0; l < LANES; l++) {
+        for (int l = 0; l < nl; l++) {
             uint64_t t = left[l];
             left[l] = right[l] ^ (mix64(t ^ keys[i], (uint64_t)i) & mask);
             right[l] = t;
         }
     }
-    for (int l = 0; l < LANES; l++) v[l] = (left[l] << b) | right[l];
+    for (int l = 0; l < nl; l++) v[l] = (left[l] << b) | right[l];
+}
+
+static inline void feistel_lanes(const uint64_t *x, uint64_t *v, const uint64_t *keys,
+                                 int rounds, int a, int b, int nl, int inverse) {
+    if (inverse) feistel_lanes_inv(x, v, keys, rounds, a, b, nl);
+    else feistel_lanes_fwd(x, v, keys, rounds, a, b, nl);
 }
 
 /* feistel(x, out, keys, left, right, n, inverse): out[i] = the order's id at position x[i]
@@ -505,22 +490,14 @@ static PyObject *k_feistel(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < m && !bad; i++)
         if (x[i] >> (a + b)) bad = 1;
     if (!bad) {
-        /* LANES positions a pass, round by round: one position's rounds are a chain of
-         * dependent multiplies, several in flight keep the core busy (~4x here). */
         Py_ssize_t i = 0;
-        for (; i + LANES <= m; i += LANES) {
-            uint64_t v[LANES];
-            if (inverse) feistel_lanes_inv(x + i, v, keys, rounds, a, b);
-            else feistel_lanes_fwd(x + i, v, keys, rounds, a, b);
-            for (int l = 0; l < LANES; l++) out[i + l] = v[l];
-        }
-        for (; i < m; i++)
-            out[i] = inverse ? feistel_inv(x[i], keys, rounds, a, b)
-                             : feistel_fwd(x[i], keys, rounds, a, b);
+        for (; i + LANES <= m; i += LANES)
+            feistel_lanes(x + i, out + i, keys, rounds, a, b, LANES, inverse);
+        if (i < m)
+            feistel_lanes(x + i, out + i, keys, rounds, a, b, (int)(m - i), inverse);
         for (i = 0; i < m; i++)  /* cycle walking: a bijection of [0, n) */
             while (out[i] >= n)
-                out[i] = inverse ? feistel_inv(out[i], keys, rounds, a, b)
-                                 : feistel_fwd(out[i], keys, rounds, a, b);
+                feistel_lanes(out + i, out + i, keys, rounds, a, b, 1, inverse);
     }
     Py_END_ALLOW_THREADS
     release(bs, 3);
