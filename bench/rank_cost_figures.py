@@ -74,10 +74,9 @@ def legacy_8192() -> str:
     return f"{min(ms):.0f}–{max(ms):.0f} ms"
 
 
-def _ratios(weights=None) -> list[tuple[str, float]]:
-    t = _load()["targets"]
-    return [(k, v["ratio"]) for k, v in t.items() if "ratio" in v and
-            (weights is None or (f"weights={weights}" in k))]
+def _ratios() -> list[tuple[str, float]]:
+    """(configuration, 8,192 / 64) of every configuration the targets name."""
+    return [(k, v["ratio"]) for k, v in _load()["targets"].items() if "ratio" in v]
 
 
 def targets_met() -> str:
@@ -86,7 +85,7 @@ def targets_met() -> str:
     word = f"met for all {len(r)} configurations" if len(met) == len(r) else \
         f"met for {len(met)} of {len(r)} configurations, missed for " + ", ".join(
             f"{k} ({x:.2f}x)" for k, x in r if x > TARGET)
-    return f"**{word}** ({min(x for _, x in r):.2f}–{max(x for _, x in r):.2f}x)"
+    return f"**{word}** ({ratio_range()})"
 
 
 def ratio_range() -> str:

@@ -139,8 +139,7 @@ class EpochInverse:
     def step_columns(self, step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`step` and each entry's column in its (unbalanced) row."""
         s0, s1 = int(self.step_starts[step]), int(self.step_starts[step + 1])
-        return (self.ids[s0:s1] + np.int64(self.lo), self.dest[s0:s1].astype(np.int64),
-                self.col[s0:s1].astype(np.int64))
+        return (*self.step(step), self.col[s0:s1].astype(np.int64))
 
 
 class RankPlanner:
