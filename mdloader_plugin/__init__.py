@@ -19,6 +19,18 @@ Layers, one folder each, imports pointing down only::
 ``core`` and ``mpi`` at most); ``hydragnn/`` is the launcher's entry point. Nothing
 imports a training framework outside ``integrations/`` except torch/PyG in ``batching/``;
 ``core``, ``records``, ``sampling`` and ``sources`` never import MPI.
+
+The public API, for a training loop of your own (``docs/own-loop.md``)::
+
+    from mdloader_plugin import MDLoader, ShardStore, World
+
+    world = World.detect()                                   # the ranks mpiexec / srun started
+    store = ShardStore.from_file(world, "data.bp", "trainset")  # each rank loads its block once
+    loader = MDLoader(store, batch_size=32, seed=0)          # an iterable of PyG batches
+
+Also exported: ``ColumnTransform`` (column-wise batches of your own sample type) and the errors
+``MDLoaderError``, ``ConfigError``, ``DataError``, ``MemoryBudgetError``. Every other module path
+is internal and may move (old paths are kept as aliases: ``_aliases``).
 """
 
 import os as _os
@@ -37,4 +49,34 @@ _aliases.install()  # old import paths (mdloader_plugin.world, ...) keep working
 if "mpi4py.MPI" not in _sys.modules:
     _os.environ.setdefault("OMPI_MCA_osc", "^ucx")
 
-__all__ = ["__version__"]
+#: The public API: what a training loop of your own imports (``from mdloader_plugin import
+#: MDLoader, ShardStore, World``). Imported on first use, so ``import mdloader_plugin`` starts
+#: neither MPI nor torch (the settings above must be in place before MPI starts).
+PUBLIC: dict[str, str] = {
+    "MDLoader": "loader.loader",
+    "ShardStore": "store.shard",
+    "World": "mpi.world",
+    "ColumnTransform": "batching.pyg",
+    "MDLoaderError": "core.errors",
+    "ConfigError": "core.errors",
+    "DataError": "core.errors",
+    "MemoryBudgetError": "core.errors",
+}
+
+__all__ = ["__version__", *PUBLIC]
+
+
+def __getattr__(name: str):
+    """The public names of :data:`PUBLIC`, imported from their modules on first use."""
+    if name not in PUBLIC:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{PUBLIC[name]}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    """This module's names, the public API included before its first use."""
+    return sorted(set(globals()) | set(PUBLIC))

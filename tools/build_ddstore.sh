@@ -5,7 +5,7 @@
 # `import pyddstore` already works. Pinned: the vendored source DDStore-cc80335, Cython 3.3.1,
 # libfabric-dev 1.17.0-3 (headers only).
 #
-# How (FACTS.md, "The real DDStore"): its setup.py needs libfabric unconditionally and finds it
+# How: its setup.py needs libfabric unconditionally and finds it
 # through pkg-config. libfabric1 is NOT installed system-wide (it would pull libibverbs into
 # every MPI job): the -dev package is unpacked with `dpkg -x` into a scratch folder, and a
 # pkg-config file points at those headers and at the Open MPI wheel's own libfabric.so.1. The

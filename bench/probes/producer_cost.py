@@ -11,11 +11,11 @@ trainer's Python). ``--kernels auto,off`` measures the compiled path and the num
 alternated round by round (one subprocess a round and setting), and writes
 ``bench/results/producer_cost.json`` (``--out``).
 
-    python bench/producer_cost.py [--cases hydragnn:32,hydragnn:128,oc20:8,oc20:32] [--steps 200]
+    python bench/probes/producer_cost.py [--cases hydragnn:32,hydragnn:128,oc20:8,oc20:32] [--steps 200]
         [--kernels auto,off] [--rounds 3]
-    python bench/producer_cost.py --before REV [--rounds 5]   # A/B: REV's tree vs this one,
+    python bench/probes/producer_cost.py --before REV [--rounds 5]   # A/B: REV's tree vs this one,
                                                               # alternated round by round
-    python bench/producer_cost.py --producer process  # the helper-process producer (removed
+    python bench/probes/producer_cost.py --producer process  # the helper-process producer (removed
         # since: this measures it in a tree that still has it, PYTHONPATH=that tree): CPU a step
         # left in the trainer's process, and the helper's own, reported apart
 """

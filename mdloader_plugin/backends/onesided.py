@@ -4,7 +4,8 @@ Per step, for each remote owner ``o`` holding ``k_o`` of this rank's samples, ON
 whose target datatype is an ``hindexed`` list of the ``k_o`` records (coalescing: one Get an
 owner, not one a sample), landing contiguously in the receive buffer; local samples are memcpy'd;
 then one ``MPI_Win_flush_all``. The window is opened once for the loader's life with
-``Lock_all(MPI_MODE_NOCHECK)`` — never a lock/unlock a sample (15-30x slower, FACTS.md).
+``Lock_all(MPI_MODE_NOCHECK)`` — never a lock/unlock a sample (15-30x slower: 33-79 us against
+2.3 us a 1 KiB Get, measured on 4 ranks).
 
 Cost: ``t_flush + n_owners * (t_get + t_dtype) + remote_bytes / bw`` — it grows with the number
 of samples and owners touched, not with the number of ranks, so it wins at scale and small batches.

@@ -25,7 +25,7 @@ the rank computes its window's rows and, for the collective, the block of each o
 (``w g`` ids each: ``O(b w g)`` a step, at any number of ranks).
 
 Everything here is exact: the ids, their order and the send lists are those the whole-world
-plan gives (tests/test_rank_plan.py compares them on small P and N).
+plan gives (tests/unit/sampling/test_plan.py compares them on small P and N).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
 site_env() {
     # Passive-target Gets must complete while the target rank sits in NCCL's/RCCL's gradient
     # allreduce (not MPI): without a progress thread such a Get can wait for the target's next
-    # MPI call, or deadlock (seen with 3 ranks on CPU, see FACTS.md).
+    # MPI call, or deadlock (seen with 3 ranks on CPU in fairchem training).
     mdl_export MPICH_ASYNC_PROGRESS=1
     # The progress thread needs MPI_THREAD_MULTIPLE, which Cray MPICH grants only when allowed.
     mdl_export MPICH_MAX_THREAD_SAFETY=multiple

@@ -2,7 +2,7 @@
 
 Rank 0 (on several nodes: every rank of node 0) enters a gloo all_reduce at once and stays there
 until every other rank has iterated a whole epoch of batches, many of whose samples live on the
-blocked ranks — the situation that deadlocked one-sided loaders inside real training (FACTS.md).
+blocked ranks — the situation that deadlocked one-sided loaders inside real training (fairchem, 3 MPICH ranks).
 Prints "blocked-target ok" on rank 0 when all is done.
 """
 
