@@ -40,8 +40,8 @@ SCALE = (
            "positions a step needs: no list, no epoch-start cost) or `auto` (torch up to "
            "4,194,304 samples, feistel above). Several data sets: `auto` or `torch`. See scale."),
     Option("index", "compact",
-           "Global index: `compact` (record sizes as 1-2 B codes plus offset checkpoints, about "
-           "1.1-2.1 B a sample) or `full` (int64 offset and length, 16 B a sample: the "
+           "Global index: `compact` (record sizes as 1-2 B codes plus offsets: every offset kept "
+           "up to 4,194,304 samples, 9-10 B a sample; one in 64 above, 1.1-2.1 B a sample) or `full` (int64 offset and length, 16 B a sample: the "
            "representation before the compact index). Same batches, byte for byte."),
     Option("index_share", "rank",
            "`rank`: every rank keeps its own copy of the index; `node`: one copy a node in an "
