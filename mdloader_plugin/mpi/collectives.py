@@ -35,6 +35,7 @@ MAX_COUNT: int | None = None
 INT_MAX = 2**31 - 1
 _MIN_COUNT = 16
 _TAG = 0x4D4C  # point-to-point pieces of an exchange too large for one Alltoallv
+_MPI = None  # mpi4py.MPI once a hot path has imported it (get_records)
 
 
 def allreduce_number(comm, value, op: str = "sum"):
@@ -220,12 +221,14 @@ def get_records(win, out, lo: int, owner: int, sizes: list, srcs: list, types: l
     ``out[lo:]`` end to end: ONE ``Get`` (plain for one record, an ``hindexed`` target type,
     appended to `types`, for several) while they fit :func:`max_count` bytes, else one a run of
     :func:`split_runs`. Returns the bytes asked for; the caller flushes and frees `types`."""
-    from mpi4py import MPI
-
+    MPI = _MPI or _mpi()
     n = sum(sizes)
-    runs = [(0, sizes, srcs)] if n <= max_count() else split_runs(sizes, srcs, max_count())
-    for at, sz, sr in runs:
-        a, m = lo + at, sum(sz)
+    limit = MAX_COUNT or max_count()
+    if n <= limit and len(sizes) == 1:  # the commonest Get, without the loop below
+        win.Get([out[lo:lo + n], MPI.BYTE], owner, target=(srcs[0], n, MPI.BYTE))
+        return n
+    for at, sz, sr in ((0, sizes, srcs),) if n <= limit else split_runs(sizes, srcs, limit):
+        a, m = lo + at, (n if sz is sizes else sum(sz))
         if len(sz) == 1:
             win.Get([out[a:a + m], MPI.BYTE], owner, target=(sr[0], m, MPI.BYTE))
         else:
@@ -233,6 +236,14 @@ def get_records(win, out, lo: int, owner: int, sizes: list, srcs: list, types: l
             types.append(tt)
             win.Get([out[a:a + m], MPI.BYTE], owner, target=(0, 1, tt))
     return n
+
+
+def _mpi():
+    global _MPI
+    from mpi4py import MPI
+
+    _MPI = MPI
+    return MPI
 
 
 def alltoallv_big(comm, sendbuf: np.ndarray, sendcounts: np.ndarray, recvbuf: np.ndarray,
