@@ -10,7 +10,7 @@ Layers, one folder each, imports pointing down only::
     backends/      one-sided (RMA Get) and collective (Alltoallv) fetches
     store/         this rank's records in one buffer, the global index, budget, replica copies
     sources/       ADIOS2 files in HydraGNN's layout, converters, synthetic data
-    mpi/           the job's topology and collectives, replica groups, the progress thread
+    mpi/           the job's topology, collectives, launch checks, aborts, replica groups, progress
     sampling/      the epoch order, each rank's plan, data-set mixes
     records/       one graph <-> one byte record; many records -> joined columns
     core/          errors, settings, the logger

@@ -7,6 +7,9 @@ locally, there is no request round. A rank never builds the world's ``[P, b]`` t
 its block (:mod:`mdloader_plugin.sampling.plan`), ``O(b)`` a step; the only ``O(P)`` arrays are
 the counts and displacements ``Alltoallv`` itself needs, built by ``bincount``/``cumsum``. Owners pack the records each destination needs (a memcpy a
 record), one Alltoallv moves them, and the receiver reads its records in place, grouped by owner.
+A pair message over ``MDLOADER_MPI_MAX_COUNT / P`` bytes (2 GiB / P by default) travels point to
+point beside it, in pieces (:func:`~mdloader_plugin.mpi.collectives.alltoallv_big`), so no count
+or displacement passes ``2**31`` on an MPI-3.1 library.
 
 Cost: ``t_sync(P) + (P - 1) * t_peer + max_rank_bytes / bw`` — it grows with the number of ranks
 (every rank takes part, even with nothing to send) and is bound by the most loaded rank, so it wins
@@ -31,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..mpi import progress as _progress
+from ..mpi.collectives import alltoallv_big
 from .base import Backend, Fetched, exclusive_cumsum, gather_local
 
 
@@ -79,10 +83,7 @@ class CollectiveBackend(Backend):
         recvcounts = np.bincount(owners, weights=nb, minlength=self.size).astype(np.int64)
         sendbuf, sendcounts = self._pack(*plan.sends())
         self._count(recvcounts)
-        MPI = self._MPI
-        self.comm.Alltoallv(
-            [sendbuf, (sendcounts, exclusive_cumsum(sendcounts)), MPI.BYTE],
-            [out, (recvcounts, exclusive_cumsum(recvcounts)), MPI.BYTE])
+        alltoallv_big(self.comm, sendbuf, sendcounts, out, recvcounts)
         return Fetched(ids, out, dst, nb)
 
     def _pack(self, wanted: np.ndarray, dest: np.ndarray):

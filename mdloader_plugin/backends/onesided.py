@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..mpi import progress as _progress
+from ..mpi.collectives import get_records
 from .base import Backend, Fetched, exclusive_cumsum, gather_local
 from ..mpi.progress import ProgressThread
 
@@ -161,18 +162,11 @@ class OneSidedBackend(Backend):
     def _get_owner(self, out, o: int, lo: int, sizes: list, srcs: list, types: list) -> None:
         """ONE Get of owner `o`'s records (byte offsets `srcs` and lengths `sizes` in its window,
         Python lists) landing contiguously at ``out[lo:]``: a plain Get for one record, an
-        ``hindexed`` target datatype for several (appended to `types`, freed by :meth:`_flush`).
-        The bytes are counted as they are asked for (:attr:`traffic`, no per-step bincount;
-        none for this rank's own window)."""
-        MPI = self._MPI
-        if len(sizes) == 1:
-            n = sizes[0]
-            self.win.Get([out[lo:lo + n], MPI.BYTE], o, target=(srcs[0], n, MPI.BYTE))
-        else:
-            n = sum(sizes)
-            tt = MPI.BYTE.Create_hindexed(sizes, srcs).Commit()
-            types.append(tt)
-            self.win.Get([out[lo:lo + n], MPI.BYTE], o, target=(0, 1, tt))
+        ``hindexed`` target datatype for several (appended to `types`, freed by :meth:`_flush`);
+        several Gets when they pass ``MDLOADER_MPI_MAX_COUNT`` bytes
+        (:func:`~mdloader_plugin.mpi.collectives.get_records`). The bytes are counted as they
+        are asked for (:attr:`traffic`, no per-step bincount; none for this rank's own window)."""
+        n = get_records(self.win, out, lo, o, sizes, srcs, types)
         if o != self.rank:
             self.traffic["off_node" if self._off_node[o] else "on_node"] += n
 

@@ -117,6 +117,12 @@ ENV = (
            "`0` skips the check, made by every MPI command at start, that the MPI world size "
            "equals what the launcher started (`SLURM_NTASKS` under `srun`, the `mpiexec`'s own "
            "count otherwise); a mismatch stops every process with exit 2."),
+    Option("MDLOADER_MPI_MAX_COUNT", str(2**31 - 1),
+           "The most elements, and bytes, one MPI call carries: the index exchange, the "
+           "node-shared index and replica copies, the fairchem atom counts, one-sided Gets and "
+           "the collective exchange are cut into calls of at most this many (MPI-3.1 libraries, "
+           "Cray MPICH 8.1 among them, take no count or displacement of `2**31` or more). "
+           "Lower it only to test the cut paths (16 at least)."),
     Option("MDLOADER_CLUSTER_STATE", "/run/mdloader-cluster",
            "Folder where `mdloader cluster` keeps the state of emulated clusters."),
     Option("MDLOADER_REPLACE", None,

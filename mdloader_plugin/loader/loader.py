@@ -268,7 +268,7 @@ class MDLoader:
         lets ranks iterate independently."""
         if self._agree_comm is None or not self.prefetch or not self._switch.collective:
             return bool(mine)
-        # not the pickled allreduce: it would hold the GIL (mpi.world.allreduce_number's doc)
+        # not the pickled allreduce: it would hold the GIL (mpi.collectives.allreduce_number's doc)
         return bool(allreduce_number(self._agree_comm, int(bool(mine)), "min"))
 
     def _finish_producer(self) -> None:

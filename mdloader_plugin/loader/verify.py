@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.blocks import block_bounds, exclusive_offsets
+from ..core.blocks import block_bounds
+from ..mpi.collectives import alltoallv_big
 from ..records import codec
 from .loader import MDLoader
 
@@ -162,15 +163,15 @@ def coverage(world, core, epoch: int, rank: int, served: np.ndarray) -> Mismatch
 
 
 def _route(comm, ids: np.ndarray, cuts: np.ndarray) -> np.ndarray:
-    """Alltoallv: the sorted `ids` between ``cuts[r]`` and ``cuts[r + 1]`` go to rank ``r``."""
-    from mpi4py import MPI
-
+    """Alltoallv: the sorted `ids` between ``cuts[r]`` and ``cuts[r + 1]`` (end to end from 0) go
+    to rank ``r`` (as bytes, cut below the MPI count limit:
+    :func:`~mdloader_plugin.mpi.collectives.alltoallv_big`)."""
     send = np.diff(cuts).astype(np.int64)
     recv = np.empty_like(send)
     comm.Alltoall(send, recv)
     got = np.empty(int(recv.sum()), dtype=np.int64)
-    rdispl = exclusive_offsets(recv)
-    comm.Alltoallv([ids, (send, cuts[:-1]), MPI.INT64_T], [got, (recv, rdispl), MPI.INT64_T])
+    alltoallv_big(comm, np.ascontiguousarray(ids, dtype=np.int64).view(np.uint8), 8 * send,
+                  got.view(np.uint8), 8 * recv)
     return got
 
 

@@ -43,12 +43,14 @@ def memory_report(loader: "MDLoader") -> dict:
     """:meth:`MDLoader.memory_report`."""
     rep = loader.store.memory_report()
     counts = 4 * 8 * loader.group.size if "collective" in loader._backends and loader.group else 0
+    weights = loader.sampler_core.weights  # balance_weights (fairchem: atoms a sample, 4 B each)
     structures = {"index": rep["index_bytes"], "order": loader.sampler_core.order_bytes,
                   **loader._planner.memory(), "alltoallv_counts": counts,
+                  "balance_weights": 0 if weights is None else int(weights.nbytes),
                   "records": rep["records_bytes"]}  # every structure that grows with N or P
     return {"records_bytes": rep["records_bytes"], "index_bytes": rep["index_bytes"],
             "order_bytes": loader.sampler_core.order_bytes + loader._planner.nbytes,
-            "structures": structures,
+            "weights_bytes": structures["balance_weights"], "structures": structures,
             "buffers_bytes": loader._switch.held_bytes(),
             "prefetch_cap_bytes": loader.prefetch_bytes if loader.prefetch else 0,
             "samples_global": rep["samples_global"], "order": loader.sampler_core.order,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from mpi4py.util.dtlib import from_numpy_dtype
 
 from ..core.blocks import exclusive_offsets
+from ..mpi.collectives import allgather_counts, allgatherv_big
 from .index import CompactIndex, FullIndex, code_dtype, code_params, default_every, encode
 from .shared_index import build_shared
 from ..core.errors import internal
@@ -50,17 +50,15 @@ def _agree_code(world, sizes: np.ndarray) -> tuple[int, int, np.dtype]:
 
 def allgather_blocks(world, local: np.ndarray, num_samples: int,
                      out: np.ndarray | None = None) -> np.ndarray:
-    """Every rank's block of a per-sample column, concatenated in rank order (Allgatherv)."""
+    """Every rank's block of a per-sample column, concatenated in rank order (``Allgatherv``s
+    of at most ``MDLOADER_MPI_MAX_COUNT`` elements and bytes each:
+    :func:`~mdloader_plugin.mpi.collectives.allgatherv_big`)."""
     if world is None or world.size == 1:
         if local.size != num_samples:
             raise internal("one rank must hold every sample")
         return local
-    counts = world.comm.allgather(int(local.size))
-    if sum(counts) != num_samples:
-        raise internal(f"ranks hold {sum(counts)} of {num_samples} samples")
+    counts = allgather_counts(world.comm, int(local.size))
+    if int(counts.sum()) != num_samples:
+        raise internal(f"ranks hold {int(counts.sum())} of {num_samples} samples")
     glob = np.empty(num_samples, dtype=local.dtype) if out is None else out
-    mpitype = from_numpy_dtype(local.dtype)  # counts in elements: below 2**31 up to 2e9 samples
-    displs = exclusive_offsets(counts).tolist()
-    world.comm.Allgatherv([np.ascontiguousarray(local), mpitype],
-                          [glob, (counts, displs), mpitype])
-    return glob
+    return allgatherv_big(world.comm, local, glob, counts)

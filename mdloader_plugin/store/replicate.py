@@ -25,9 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import ConfigError
+from ..mpi.collectives import bcast_array, bcast_big
 
 MODES = ("read", "copy")
-CHUNK = 1 << 28  # bytes a broadcast (MPI counts are 32-bit)
+CHUNK = 1 << 28  # bytes a broadcast at most (and MDLOADER_MPI_MAX_COUNT, if lower)
 
 
 def resolve(mode, num_nodes: int = 1) -> str:
@@ -50,8 +51,11 @@ def cross(world, group):
 
 def bcast_records(comm, root: int, buf: np.ndarray) -> None:
     """Collective over `comm`: `root`'s filled record buffer into every other rank's `buf`."""
-    from mpi4py import MPI
+    bcast_big(comm, buf, root, limit=CHUNK)
 
-    for lo in range(0, max(1, buf.size), CHUNK):
-        part = buf[lo:lo + CHUNK]
-        comm.Bcast([part, part.size, MPI.BYTE], root=root)
+
+def bcast_block(comm, root: int, head, sizes) -> tuple:
+    """Collective over `comm`: `root`'s ``head`` (a few numbers and the block's metadata, pickled)
+    and its block's record `sizes` (int64, per sample: a buffer broadcast, never pickled)."""
+    head = comm.bcast(head if comm.Get_rank() == root else None, root)
+    return head, bcast_array(comm, sizes if comm.Get_rank() == root else None, root)

@@ -232,7 +232,7 @@ class ShardStore:
                 return ndata, block, meta, _record_sizes(block)
 
             got = agree(world, read_mine)
-            ndata, meta, sizes = comm.bcast((got[0], got[2], got[3]) if reader else None, root)
+            (ndata, meta), sizes = replicate.bcast_block(comm, root, (got[0], got[2]), got[3])
             block = got[1] if reader else []
             if not reader:
                 meta = {**meta, "bytes_read": 0}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..mpi.collectives import bcast_big
 from .index import CompactIndex, checkpoints
 
 
@@ -51,12 +52,11 @@ def build_shared(world, codes_local: np.ndarray, block_starts: np.ndarray, base:
 
 
 def _exchange_between_nodes(world, leaders, codes: np.ndarray, block_starts: np.ndarray) -> None:
-    """Leaders only: every node's blocks to every other node, one Bcast a node (packed)."""
-    from mpi4py.util.dtlib import from_numpy_dtype
-
+    """Leaders only: every node's blocks to every other node, one broadcast a node (packed; in
+    ``Bcast``s of at most ``MDLOADER_MPI_MAX_COUNT`` bytes:
+    :func:`~mdloader_plugin.mpi.collectives.bcast_big`)."""
     node_of = np.asarray(world.node_of)
     nodes = np.unique(node_of)  # a replica group's nodes need not start at 0
-    mpitype = from_numpy_dtype(codes.dtype)
     for k in range(leaders.size):  # leaders are ordered by rank, as node indices are
         ranks = np.flatnonzero(node_of == nodes[k])
         spans = [(int(block_starts[r]), int(block_starts[r + 1])) for r in ranks]
@@ -64,7 +64,7 @@ def _exchange_between_nodes(world, leaders, codes: np.ndarray, block_starts: np.
             packed = np.concatenate([codes[a:b] for a, b in spans])
         else:
             packed = np.empty(sum(b - a for a, b in spans), dtype=codes.dtype)
-        leaders.Bcast([packed, mpitype], root=k)
+        bcast_big(leaders, packed, root=k)
         at = 0
         for a, b in spans:
             codes[a:b] = packed[at:at + b - a]

@@ -49,6 +49,19 @@ def test_memory_report_counts_every_structure(loader):
     assert m["structures"]["alltoallv_counts"] == 0  # no replica group on one process
     assert m["structures"]["records"] == m["records_bytes"]
     assert m["order_bytes"] >= m["structures"]["order"] and m["order"] == "torch"
+    assert m["weights_bytes"] == m["structures"]["balance_weights"] == 0  # none given
+
+
+def test_memory_report_counts_the_balance_weights():
+    """fairchem's atom counts (int32, one a sample) are kept as ``balance_weights``: counted."""
+    store = ShardStore.from_samples(None, [{"sid": np.array([i])} for i in range(10)], 10)
+    ld = MDLoader(store, batch_size=3, backend="collective", prefetch=0, collate=list,
+                  balance_weights=np.arange(1, 11, dtype=np.int32))
+    try:
+        m = memory_report(ld)
+        assert m["weights_bytes"] == m["structures"]["balance_weights"] == 40
+    finally:
+        ld.close()
 
 
 def test_memory_log_line(loader, monkeypatch):

@@ -106,3 +106,18 @@ def test_agreed_error_is_said_once_and_every_rank_exits_2():
     assert r.returncode == 2 and "outlived" not in out, out[-3000:]
     assert _error_lines(r) == ["mdloader: error: bad.bp: no such file"], out[-3000:]
     assert "Traceback" not in out
+
+
+def test_every_name_of_the_old_world_module_still_imports_from_it():
+    """mpi/world.py was split by idea (collectives, launch checks, aborts, rendezvous); every name
+    it had stays importable from it, as the same object."""
+    from mdloader_plugin.mpi import abort, collectives, launch_checks, rendezvous, world
+
+    old = {abort: ["abort_on_error", "report_error", "_abort", "_user_error"],
+           collectives: ["agree", "allreduce_number"],
+           launch_checks: ["LaunchError", "check_launch", "launched_size", "rank_prefix",
+                           "_env_rank", "_world_size_env", "_env_int"],
+           rendezvous: ["rendezvous_env", "host_address", "free_port"]}
+    for module, names in old.items():
+        for name in names:
+            assert getattr(world, name) is getattr(module, name), name
