@@ -1,6 +1,6 @@
 """Every path of this repository that the code, tests, tools and docs name exists.
 
-A comment or page that cites ``tests/test_rank_plan.py`` after the file moved, or a file outside
+A comment or page that cites a test file after it moved, or a file outside
 the repository (``FACTS.md`` of a development machine), sends a reader nowhere. This test finds
 repository-relative paths (``mdloader_plugin/...``, ``tests/...``, ``docs/...``, ...) in every
 tracked text file and fails on those that are not there.
