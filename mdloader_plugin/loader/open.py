@@ -9,8 +9,9 @@ read: rank 0 reads them from the file's count arrays (:func:`~mdloader_plugin.st
 ``dataset_name`` tag: :func:`~mdloader_plugin.store.budget.multi_record_sizes`, so the sizing is the sum
 over the files' records plus the one index), every
 rank detects its node's budget (the smallest wins), rank 0 runs
-:func:`~mdloader_plugin.estimator.group_size.choose_layout` and logs every candidate, and the chosen
-``W`` is broadcast; then every rank reads its block of ``W``. An explicit ``W`` (or none: all
+:func:`~mdloader_plugin.estimator.group_size.choose_layout` with its own profile and logs every
+candidate (a rank that read another profile is named in one ``MDLOADER-AGREE`` warning line),
+and the chosen ``W`` is broadcast; then every rank reads its block of ``W``. An explicit ``W`` (or none: all
 ranks) skips all of that.
 """
 
@@ -23,7 +24,8 @@ from ..core.errors import ConfigError
 from ..core.log import get_logger
 from ..estimator.group_size import choose_layout, detect_budget
 from ..estimator.online import blind_to_network
-from ..estimator.profile import get_profile
+from ..estimator.profile import get_profile, identity
+from ..mpi.agree import compare_inputs
 from ..mpi.world import agree
 from ..sources.adios import GraphFile
 from ..sources.multi import MultiSource, parse_specs
@@ -80,6 +82,10 @@ def choose_group_size(world, path, label, keys, batch_size, backend, profile, bu
         return _decide(world, path, label, keys, batch_size, backend, profile, budget, source,
                        digests, required, index, index_share)
 
+    if world is not None and world.size > 1:
+        prof = agree(world, get_profile, profile)  # rank 0's decides; a difference is said once
+        compare_inputs(world.comm, {"profile": identity(prof)}, get_logger(world.rank),
+                       "the group size choice")
     dec = agree(world, decide)
     if world is not None and world.size > 1:
         dec = world.comm.bcast(dec, root=0)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from ..backends import BACKENDS, get_backend
 from ..estimator.choose import choose_initial as choose
 from ..estimator.online import OnlineCheck, blind_to_network
-from ..estimator.profile import get_profile
+from ..estimator.profile import get_profile, identity
+from ..mpi.agree import compare_inputs, decide_once
 from ..mpi.world import allreduce_number
 
 
@@ -45,7 +46,7 @@ class Backends:
             self.decision = {"backend": backend, "reason": "chosen in the configuration",
                              "predicted_s": {}}
         else:
-            self.decision = choose_initial(store, group, per_step, profile)
+            self.decision = choose_initial(store, group, per_step, profile, comm, log)
             self._info(self.decision["decision"].log_line())
         self.name = self.decision["backend"]
         self._serving = None
@@ -123,15 +124,24 @@ class Backends:
         self.all = {}
 
 
-def choose_initial(store, group, per_step: int, profile) -> dict:
-    """Backend from the cost model and machine profile (``estimator``); `per_step` is what a
-    rank's step really carries (fewer than batch_size samples when the data set is small)."""
+def choose_initial(store, group, per_step: int, profile, comm=None, log=None) -> dict:
+    """Collective over `comm` (the loader's, every rank; None: one process). Backend from the
+    cost model and machine profile (``estimator``), chosen on rank 0 and broadcast: ranks that
+    read different profiles or sit on nodes of different sizes would choose apart (rank 0 logs
+    one ``MDLOADER-AGREE`` warning line naming them). `per_step` is what a rank's step really
+    carries (fewer than batch_size samples when the data set is small)."""
     prof = get_profile(profile)
     g = group  # the backends' world is the replica group (W ranks, W = P without groups)
-    dec = choose(g.size if g else 1, g.local_size if g else 1, per_step,
-                 store.index.size_sample(), prof)
-    return {"backend": dec.backend, "reason": dec.reason, "predicted_s": dict(dec.predicted_s),
-            "decision": dec, "profile": prof}
+    local = g.local_size if g else 1
+    compare_inputs(comm, {"profile": identity(prof), "ranks on the node": str(local)}, log,
+                   "the backend choice")
+
+    def decide() -> dict:
+        dec = choose(g.size if g else 1, local, per_step, store.index.size_sample(), prof)
+        return {"backend": dec.backend, "reason": dec.reason,
+                "predicted_s": dict(dec.predicted_s), "decision": dec, "profile": prof}
+
+    return decide_once(comm, decide)
 
 
 class OnlineSwitch:
