@@ -12,6 +12,8 @@ one warning line naming the ranks and the inputs (``MDLOADER-AGREE ...``); the j
 
 At 8,192 ranks the comparison moves 8 bytes an input a rank (a ``Bcast`` and an ``Allreduce``);
 only when some input differs are the differing values gathered (as text) to name them.
+:func:`require_same` is the same comparison for inputs that must not differ (the data files):
+an error on every rank instead of a warning.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import hashlib
 
 import numpy as np
 
-from ..core.errors import MDLoaderError
+from ..core.errors import ConfigError, MDLoaderError
 
 #: inputs whose difference this process has already reported (say each once)
 _SAID: set = set()
@@ -40,8 +42,36 @@ def compare_inputs(comm, inputs: dict, log=None, what: str = "the job's decision
     their values (each input once a process). `inputs` is ``{name: text}`` or ``{name: (text,
     shown)}`` (compare `text`, name `shown`: a profile's contents, shown by its path), with the
     same names on every rank."""
-    if comm is None or comm.Get_size() == 1:
+    bad, values = _differing(comm, inputs)
+    if not bad:
         return []
+    new = [i for i, k in enumerate(bad) if k not in _SAID]
+    _SAID.update(bad)
+    if comm.Get_rank() == 0 and log is not None and new:
+        log.warning(warning_line([bad[i] for i in new], [[v[i] for i in new] for v in values],
+                                 what))
+    return bad
+
+
+def require_same(comm, inputs: dict, what: str, fix: str) -> None:
+    """Collective over `comm` (None: one process). Like :func:`compare_inputs`, but a difference
+    is an error: a :class:`ConfigError` on every rank (``agreed``: rank 0 prints the one line
+    naming the ranks and their values, then `fix`; every rank exits 2), never a hang."""
+    bad, values = _differing(comm, inputs)
+    if not bad:
+        return
+    text = (f"ranks disagree on {what} ({_listing(bad, values)}): {fix}" if values is not None
+            else f"ranks disagree on {what}: {fix}")  # the others: rank 0 names them
+    err = ConfigError(text)
+    err.agreed = True
+    raise err
+
+
+def _differing(comm, inputs: dict) -> tuple[list, "list | None"]:
+    """(names whose value differs from rank 0's somewhere, on rank 0 every rank's shown values
+    of those names; None elsewhere). Two buffer collectives; a gather only when some differ."""
+    if comm is None or comm.Get_size() == 1:
+        return [], None
     from mpi4py import MPI
 
     names = sorted(inputs)
@@ -54,18 +84,17 @@ def compare_inputs(comm, inputs: dict, log=None, what: str = "the job's decision
     comm.Allreduce(flags, differ, op=MPI.MAX)
     bad = [k for k, d in zip(names, differ) if d]
     if not bad:
-        return []
-    values = comm.gather([str(pairs[k][1]) for k in bad], root=0)  # only when some differ
-    new = [i for i, k in enumerate(bad) if k not in _SAID]
-    _SAID.update(bad)
-    if comm.Get_rank() == 0 and log is not None and new:
-        log.warning(warning_line([bad[i] for i in new], [[v[i] for i in new] for v in values],
-                                 what))
-    return bad
+        return [], None
+    return bad, comm.gather([str(pairs[k][1]) for k in bad], root=0)
 
 
 def warning_line(bad: list, values: list, what: str) -> str:
     """The one line: for each differing input, each distinct value and the ranks that had it."""
+    return (f"MDLOADER-AGREE warning: ranks' inputs to {what} differ ({_listing(bad, values)}); "
+            "every rank uses rank 0's decision")
+
+
+def _listing(bad: list, values: list) -> str:
     parts = []
     for i, name in enumerate(bad):
         by_value: dict = {}
@@ -74,8 +103,7 @@ def warning_line(bad: list, values: list, what: str) -> str:
         shown = [f"{rank_text(r)} {v}" for v, r in list(by_value.items())[:SHOW]]
         more = len(by_value) - SHOW
         parts.append(f"{name}: " + "; ".join(shown) + (f"; and {more} more" if more > 0 else ""))
-    return (f"MDLOADER-AGREE warning: ranks' inputs to {what} differ ({' | '.join(parts)}); "
-            "every rank uses rank 0's decision")
+    return " | ".join(parts)
 
 
 def rank_text(ranks: list) -> str:
