@@ -29,3 +29,11 @@ def test_one_process_decides_alone():
     with pytest.raises(ConfigError):
         decide_once(None, lambda: (_ for _ in ()).throw(ConfigError("bad")))
     assert digest("a") == digest("a") != digest("b") and 0 <= digest("a") < 2**63
+
+
+@pytest.mark.mpi
+def test_on_real_ranks():
+    from mpirun import mpirun
+
+    r = mpirun(4, ["tests/mpi_scripts/agree_checks.py"], timeout=120)
+    assert r.returncode == 0 and "agree ok" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
