@@ -119,6 +119,18 @@ def rank_text(ranks: list) -> str:
     return f"{word} {','.join(spans)}"
 
 
+def everywhere(comm, fn, *args, **kwargs):
+    """Collective over `comm` (None: one process). ``fn(*args, **kwargs)`` on every rank; a
+    failure on any rank raised on every rank (:func:`~.world.agree` on a bare communicator)."""
+    from types import SimpleNamespace
+
+    from .world import agree
+
+    world = None if comm is None else SimpleNamespace(comm=comm, rank=comm.Get_rank(),
+                                                      size=comm.Get_size())
+    return agree(world, fn, *args, **kwargs)
+
+
 def decide_once(comm, decide, *args, **kwargs):
     """Collective over `comm` (None: one process). ``decide(*args, **kwargs)`` run on rank 0
     only, its result broadcast to every rank. A failure there is raised on every rank (an

@@ -1,5 +1,6 @@
 """mpi.agree on real ranks: rank 0's decision on every rank, the inputs that differ named once
-by rank 0, and a failure on rank 0 (or inputs that must not differ) raised on every rank."""
+by rank 0, and a failure on rank 0 (or inputs that must not differ) raised on every rank; the
+loader's backend setting taken from rank 0."""
 
 import logging
 
@@ -7,6 +8,7 @@ from mpi4py import MPI
 
 from checks import check
 from mdloader_plugin.core.errors import ConfigError, MDLoaderError
+from mdloader_plugin.loader.switch import agreed_setting
 from mdloader_plugin.mpi.agree import compare_inputs, decide_once, require_same
 
 comm = MPI.COMM_WORLD
@@ -51,5 +53,8 @@ for attempt, what in ((lambda: decide_once(comm, fails), "key 'os.t_step' is abs
     except MDLoaderError as exc:  # rank 0 raises the ConfigError, the others an MDLoaderError
         check(exc.agreed and exc.exit_code == 2 and (
             rank != 0 or (isinstance(exc, ConfigError) and what in str(exc))), f"{rank}: {exc}")
+# a rank configured with another backend (MDLOADER_BACKEND on some nodes) follows rank 0
+mine = ("auto", True) if rank != 3 else ("onesided", False)
+check(agreed_setting(comm, *mine) == ("auto", True), f"rank {rank} kept its own setting")
 if rank == 0:
     print("agree ok", flush=True)
