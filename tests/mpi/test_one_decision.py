@@ -54,15 +54,15 @@ def run(family: str, parts: list, timeout: float = 240) -> subprocess.CompletedP
 
 
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
-def test_ranks_with_different_profiles_run_one_backend(family, synth_file, tmp_path):
+def test_ranks_with_different_profiles_run_one_backend(family, split_file, tmp_path):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(slowed("os.")))    # rank 0: collective is faster
     b.write_text(json.dumps(slowed("coll.")))  # ranks 1-3: one-sided is faster
-    args = ["check", synth_file, "--batch-size", 8, "--epochs", 1, "--backends", "auto"]
+    args = ["check", split_file, "--batch-size", 2, "--epochs", 1, "--backends", "auto"]
     r = run(family, [(1, {"MDLOADER_PROFILE": a}, args), (3, {"MDLOADER_PROFILE": b}, args)])
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-3000:]
-    assert "check ok: 4 ranks, 1 epochs, 3001 samples, backends auto" in out, out[-3000:]
+    assert "check ok: 4 ranks, 1 epochs, 30 samples, backends auto" in out, out[-3000:]
     warn = [ln for ln in out.splitlines() if "MDLOADER-AGREE" in ln]
     assert len(warn) == 1, out[-3000:]
     assert f"rank 0 {a}" in warn[0] and f"ranks 1-3 {b}" in warn[0], warn[0]
