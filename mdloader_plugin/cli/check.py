@@ -162,9 +162,11 @@ def run(args) -> int:
 
 def _check_one(world, args, backends, group_size, log):
     """Collective: load the store with `group_size`, check it, close it."""
+    from ..loader.open import same_data
     from ..loader.verify import run_check
     from ..store.shard import ShardStore
 
+    same_data(world, args.data if len(args.data) > 1 else args.data[0], args.label)
     scale = scale_options(args)
     kw = dict(label=args.label, digests=True, max_memory_per_rank=args.max_memory_per_rank,
               group_size=group_size, index=scale["index"], index_share=scale["index_share"])

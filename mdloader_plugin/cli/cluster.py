@@ -29,7 +29,9 @@ def register(sub) -> None:
 
     up = csub.add_parser("up", help="create the hosts and links")
     up.add_argument("--hosts", type=int, required=True, help="number of emulated hosts")
-    up.add_argument("--ranks-per-host", type=int, required=True, help="MPI slots per host")
+    up.add_argument("--ranks-per-host", required=True,
+                    help="MPI slots per host: one count for every host, or one a host, comma "
+                         "separated (uneven hosts: 3,1)")
     up.add_argument("--rate", default="1gbit",
                     help="link rate per host and direction, tc syntax (100mbit, 1gbit, ...) or "
                          "'unlimited' (default: 1gbit)")
@@ -61,7 +63,7 @@ def _name(p) -> None:
 def run_up(args) -> int:
     from ..devtools.cluster import Cluster
 
-    cl = Cluster.up(args.hosts, args.ranks_per_host, args.rate, args.name)
+    cl = Cluster.up(args.hosts, args.ranks_per_host, args.rate, args.name)  # "3,1": uneven
     print(f"up {cl.describe()}")
     return 0
 

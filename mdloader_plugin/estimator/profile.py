@@ -19,6 +19,8 @@ of 10 B/s) is an error, because a silently absurd profile makes every choice wro
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import math
 import os
@@ -65,7 +67,38 @@ class Profile:
         return doc
 
     def write(self, path: str | os.PathLike) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=2) + "\n")
+        """Write the profile to `path` atomically (:func:`write_atomic`)."""
+        write_atomic(path, json.dumps(self.to_json(), indent=2) + "\n")
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> None:
+    """`text` into `path` so that no reader ever sees a part of it: a temporary file in the
+    same folder, flushed to disk, renamed over `path` (``os.replace``). A job starting while
+    ``mdloader calibrate`` writes reads the old profile or the new one, never half of one
+    (the Slurm recipes skip calibration when the file is non-empty)."""
+    import tempfile
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def identity(prof: Profile) -> tuple[str, str]:
+    """(what a profile's numbers are, how to name it): its contents' JSON, and its file (or
+    name) with a short digest of the contents, to compare the profiles ranks read."""
+    text = json.dumps(prof.to_json(), sort_keys=True)
+    short = hashlib.blake2b(text.encode(), digest_size=4).hexdigest()
+    return text, f"{prof.path or prof.name} (contents {short})"
 
 
 def available() -> list[str]:

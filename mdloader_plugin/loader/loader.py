@@ -138,7 +138,7 @@ class MDLoader:
         self._switch = Backends(
             store, self.group, self._group_comm, backend, progress, profile=profile,
             per_step=max(1, min(self.batch_size, self.sampler_core.per_rank)),
-            online=backend == "auto" and online_check and self.size > 1, comm=self._comm,
+            online=online_check and self.size > 1, comm=self._comm,  # with auto (Backends)
             nodes=world.num_nodes if world is not None else 1, log=self.log, name=name)
         self._producer: Producer | None = None
         timeout = fetch_timeout()

@@ -9,9 +9,11 @@ read: rank 0 reads them from the file's count arrays (:func:`~mdloader_plugin.st
 ``dataset_name`` tag: :func:`~mdloader_plugin.store.budget.multi_record_sizes`, so the sizing is the sum
 over the files' records plus the one index), every
 rank detects its node's budget (the smallest wins), rank 0 runs
-:func:`~mdloader_plugin.estimator.group_size.choose_layout` and logs every candidate, and the chosen
-``W`` is broadcast; then every rank reads its block of ``W``. An explicit ``W`` (or none: all
-ranks) skips all of that.
+:func:`~mdloader_plugin.estimator.group_size.choose_layout` with its own profile and logs every
+candidate (a rank that read another profile is named in one ``MDLOADER-AGREE`` warning line),
+and the chosen ``W`` is broadcast; then every rank reads its block of ``W``. An explicit ``W`` (or none: all
+ranks) skips all of that. First of all, every rank must name the same data files
+(:func:`same_data`: the same absolute paths and sizes, else one error line naming the ranks).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from ..core.errors import ConfigError
 from ..core.log import get_logger
 from ..estimator.group_size import choose_layout, detect_budget
 from ..estimator.online import blind_to_network
-from ..estimator.profile import get_profile
+from ..estimator.profile import get_profile, identity
+from ..mpi.agree import compare_inputs, require_same
 from ..mpi.world import agree
 from ..sources.adios import GraphFile
 from ..sources.multi import MultiSource, parse_specs
@@ -42,6 +45,7 @@ def open_store(world, path, label: str = "trainset", *, group_size=None,
     keys every file must have); `index` and `index_share` as :meth:`ShardStore.from_records
     <mdloader_plugin.store.shard.ShardStore.from_records>` takes them; `replicate`: how the groups get
     their copies (:mod:`~mdloader_plugin.store.replicate`)."""
+    same_data(world, path, label)
     w = agree(world, groups.parse, group_size)
     if w == "auto":
         budget = agree(world, parse_bytes, max_memory_per_rank)
@@ -55,6 +59,35 @@ def open_store(world, path, label: str = "trainset", *, group_size=None,
     return ShardStore.from_file(world, path, label, keys, group_size=w, digests=digests,
                                 max_memory_per_rank=max_memory_per_rank, index=index,
                                 index_share=index_share, replicate=replicate)
+
+
+def same_data(world, path, label: str = "trainset") -> None:
+    """Collective. Every rank names the same data (absolute paths, byte sizes on disk and the
+    label), else an error on every rank naming the ranks and their files (exit 2), before any
+    rank reads a byte: ranks given different files would otherwise build mismatched stores."""
+    if world is None or world.size == 1:
+        return
+    paths = list(path) if _several(path) else [path]
+    text = ", ".join(_file_identity(p) for p in paths) + f" [{label}]"
+    require_same(world.comm, {"data": text}, "the data files",
+                 "give every rank the same file(s) (the same path, the same copy)")
+
+
+def _file_identity(item) -> str:
+    """``/abs/path (N bytes)``; a directory (an ADIOS2 ``.bp``) counts its files' bytes."""
+    import os
+
+    if not isinstance(item, (str, os.PathLike)):
+        return str(item)
+    p = os.path.abspath(os.fspath(item))
+    try:
+        if os.path.isdir(p):
+            size = sum(e.stat().st_size for e in os.scandir(p) if e.is_file())
+        else:
+            size = os.stat(p).st_size
+    except OSError:
+        return f"{p} (missing)"
+    return f"{p} ({size} bytes)"
 
 
 def _several(path) -> bool:
@@ -80,6 +113,10 @@ def choose_group_size(world, path, label, keys, batch_size, backend, profile, bu
         return _decide(world, path, label, keys, batch_size, backend, profile, budget, source,
                        digests, required, index, index_share)
 
+    if world is not None and world.size > 1:
+        prof = agree(world, get_profile, profile)  # rank 0's decides; a difference is said once
+        compare_inputs(world.comm, {"profile": identity(prof)}, get_logger(world.rank),
+                       "the group size choice")
     dec = agree(world, decide)
     if world is not None and world.size > 1:
         dec = world.comm.bcast(dec, root=0)

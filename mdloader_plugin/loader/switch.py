@@ -13,7 +13,8 @@ from __future__ import annotations
 from ..backends import BACKENDS, get_backend
 from ..estimator.choose import choose_initial as choose
 from ..estimator.online import OnlineCheck, blind_to_network
-from ..estimator.profile import get_profile
+from ..estimator.profile import get_profile, identity
+from ..mpi.agree import compare_inputs, decide_once, everywhere
 from ..mpi.world import allreduce_number
 
 
@@ -34,6 +35,8 @@ class Backends:
                  profile=None, online: bool = False, comm=None, nodes: int = 1, log=None,
                  name: str = "train"):
         self.log, self.label = log, name
+        backend, online = agreed_setting(comm, backend, online, log)
+        online = online and backend == "auto"
         names = list(BACKENDS) if backend == "auto" else [backend]
         view = CommView(group, group_comm) if group_comm is not None else None
         self.all: dict = {}
@@ -45,7 +48,7 @@ class Backends:
             self.decision = {"backend": backend, "reason": "chosen in the configuration",
                              "predicted_s": {}}
         else:
-            self.decision = choose_initial(store, group, per_step, profile)
+            self.decision = choose_initial(store, group, per_step, profile, comm, log)
             self._info(self.decision["decision"].log_line())
         self.name = self.decision["backend"]
         self._serving = None
@@ -123,15 +126,34 @@ class Backends:
         self.all = {}
 
 
-def choose_initial(store, group, per_step: int, profile) -> dict:
-    """Backend from the cost model and machine profile (``estimator``); `per_step` is what a
-    rank's step really carries (fewer than batch_size samples when the data set is small)."""
-    prof = get_profile(profile)
+def agreed_setting(comm, backend: str, online: bool, log=None) -> tuple[str, bool]:
+    """Collective over `comm` (None: one process). Rank 0's backend setting and online check
+    for every rank: a rank configured otherwise (``MDLOADER_BACKEND`` set on some nodes only)
+    would construct other backends and skip the collectives the others enter; rank 0 names it
+    in one ``MDLOADER-AGREE`` warning line."""
+    mine = f"{backend} (online check {'on' if online else 'off'})"
+    compare_inputs(comm, {"backend setting": mine}, log, "the backend choice")
+    return decide_once(comm, lambda: (backend, online))
+
+
+def choose_initial(store, group, per_step: int, profile, comm=None, log=None) -> dict:
+    """Collective over `comm` (the loader's, every rank; None: one process). Backend from the
+    cost model and machine profile (``estimator``), chosen on rank 0 and broadcast: ranks that
+    read different profiles or sit on nodes of different sizes would choose apart (rank 0 logs
+    one ``MDLOADER-AGREE`` warning line naming them). `per_step` is what a rank's step really
+    carries (fewer than batch_size samples when the data set is small)."""
+    prof = everywhere(comm, get_profile, profile)  # a rank without the file: an error on all
     g = group  # the backends' world is the replica group (W ranks, W = P without groups)
-    dec = choose(g.size if g else 1, g.local_size if g else 1, per_step,
-                 store.index.size_sample(), prof)
-    return {"backend": dec.backend, "reason": dec.reason, "predicted_s": dict(dec.predicted_s),
-            "decision": dec, "profile": prof}
+    local = g.local_size if g else 1
+    compare_inputs(comm, {"profile": identity(prof), "ranks on the node": str(local)}, log,
+                   "the backend choice")
+
+    def decide() -> dict:
+        dec = choose(g.size if g else 1, local, per_step, store.index.size_sample(), prof)
+        return {"backend": dec.backend, "reason": dec.reason,
+                "predicted_s": dict(dec.predicted_s), "decision": dec, "profile": prof}
+
+    return decide_once(comm, decide)
 
 
 class OnlineSwitch:

@@ -105,6 +105,8 @@ mdl_ccl_plugin() {
 
 # Calibrate once: measure this machine's network into PROFILE_CACHE unless it already exists.
 # Later jobs reuse the file (the estimator only needs it once per machine and MPI version).
+# A non-empty file is a whole one: calibrate writes a temporary file beside it and renames it
+# into place, so a job starting while another calibrates sees no profile or a complete one.
 mdl_calibrate_once() {
     local profile=$1
     shift

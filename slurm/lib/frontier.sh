@@ -33,6 +33,16 @@ site_ccl_env() {
     if mdl_ccl_plugin librccl-net; then mdl_export NCCL_NET="AWS Libfabric"; fi
     mdl_export NCCL_SOCKET_IFNAME=hsn0 GLOO_SOCKET_IFNAME=hsn0 NCCL_CROSS_NIC=1 \
         NCCL_NET_GDR_LEVEL=3 FI_CXI_ATS=0
+    # libfabric for RCCL, as OLCF documents it ("PyTorch on Frontier", RCCL Libfabric plugin,
+    # docs.olcf.ornl.gov/software/analytics/pytorch_frontier.html; the same three values in
+    # HydraGNN's Frontier job environment, scripts/hpc/olcf/frontier/environments/interactive.sh):
+    # kdreg2, Frontier's default memory-registration cache monitor since Slingshot 2.3 (memhooks
+    # can deadlock with the plugin); larger completion and transmit queues for thousands of
+    # peers. FI_CXI_RX_MATCH_MODE=hybrid, also on their list, is set for MPI in lib/cray.sh.
+    # OLCF's FI_CXI_RDZV_* settings (every message by rendezvous) are left out: they apply to
+    # every libfabric user of the process, Cray MPICH's small RMA and Alltoallv messages too.
+    mdl_export FI_MR_CACHE_MONITOR=kdreg2 FI_CXI_DEFAULT_CQ_SIZE=131072 \
+        FI_CXI_DEFAULT_TX_SIZE=2048 FI_CXI_DISABLE_HOST_REGISTER=1 HSA_FORCE_FINE_GRAIN_PCIE=1
     # MIOpen's kernel cache in node-local /tmp (a shared one in $HOME locks across ranks)
     mdl_export MIOPEN_USER_DB_PATH=/tmp/miopen-${USER:-mdloader} \
         MIOPEN_CUSTOM_CACHE_DIR=/tmp/miopen-${USER:-mdloader}

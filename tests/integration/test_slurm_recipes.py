@@ -153,7 +153,10 @@ def test_site_dry_run_prints_the_exact_srun_line_and_environment(tmp_path, site)
                           "FI_MR_CACHE_MONITOR=userfaultfd", "FI_CXI_DEFAULT_CQ_SIZE=131072"],
            "frontier": ["NCCL_NET=AWS Libfabric", "NCCL_SOCKET_IFNAME=hsn0",
                         "GLOO_SOCKET_IFNAME=hsn0", "NCCL_CROSS_NIC=1", "NCCL_NET_GDR_LEVEL=3",
-                        "FI_CXI_ATS=0", f"MIOPEN_USER_DB_PATH=/tmp/miopen-{os.environ.get('USER', 'mdloader')}",
+                        "FI_CXI_ATS=0", "FI_MR_CACHE_MONITOR=kdreg2",
+                        "FI_CXI_DEFAULT_CQ_SIZE=131072", "FI_CXI_DEFAULT_TX_SIZE=2048",
+                        "FI_CXI_DISABLE_HOST_REGISTER=1", "HSA_FORCE_FINE_GRAIN_PCIE=1",
+                        f"MIOPEN_USER_DB_PATH=/tmp/miopen-{os.environ.get('USER', 'mdloader')}",
                         f"MIOPEN_CUSTOM_CACHE_DIR=/tmp/miopen-{os.environ.get('USER', 'mdloader')}"]}
     srun = ["srun", "--kill-on-bad-exit=1", "--nodes={n}", f"--ntasks={{t}}",
             f"--ntasks-per-node={gpus}", f"--cpus-per-task={cpus}",

@@ -62,12 +62,19 @@ class Cluster:
         return self.state["hosts"]
 
     @property
-    def ranks_per_host(self) -> int:
-        return int(self.state["ranks_per_host"])
+    def ranks_per_host(self) -> "int | list[int]":
+        """Ranks of every host (an int), or of each host in order (a list: uneven hosts)."""
+        rph = self.state["ranks_per_host"]
+        return [int(r) for r in rph] if isinstance(rph, list) else int(rph)
+
+    @property
+    def host_ranks(self) -> list[int]:
+        """The ranks of each host, in host order."""
+        return launch.host_slots(self.hosts, self.ranks_per_host)
 
     @property
     def size(self) -> int:
-        return len(self.hosts) * self.ranks_per_host
+        return sum(self.host_ranks)
 
     @property
     def rate(self) -> str:
@@ -75,15 +82,16 @@ class Cluster:
 
     # ---- life cycle --------------------------------------------------------------------------
     @classmethod
-    def up(cls, hosts: int, ranks_per_host: int, rate: str | None = "1gbit",
+    def up(cls, hosts: int, ranks_per_host: "int | list[int]", rate: str | None = "1gbit",
            name: str = DEFAULT_NAME) -> "Cluster":
-        """Create `hosts` namespaces on a fresh subnet with links limited to `rate`."""
+        """Create `hosts` namespaces on a fresh subnet with links limited to `rate`;
+        `ranks_per_host` is every host's rank count, or a list of one count a host (uneven
+        hosts: ``[3, 1]``)."""
         netns.check_name(name)
         bits = netns.parse_rate(rate)
         if not 1 <= hosts <= netns.MAX_HOSTS:
             raise ClusterError(f"--hosts {hosts}: expected 1..{netns.MAX_HOSTS}")
-        if ranks_per_host < 1:
-            raise ClusterError(f"--ranks-per-host {ranks_per_host}: expected at least 1")
+        ranks_per_host = check_ranks_per_host(ranks_per_host, hosts)
         netns.preflight()
         with _lock():
             self = cls._reserve(name, hosts, ranks_per_host, rate if bits else "unlimited")
@@ -97,7 +105,7 @@ class Cluster:
         return self
 
     @classmethod
-    def _reserve(cls, name: str, hosts: int, rph: int, rate: str) -> "Cluster":
+    def _reserve(cls, name: str, hosts: int, rph: "int | list[int]", rate: str) -> "Cluster":
         """Pick a subnet and write the state file (under the lock, so two `up`s never share)."""
         if (STATE_ROOT / name / "state.json").exists():
             raise ClusterError(f"cluster '{name}' is already up; run `mdloader cluster down "
@@ -246,7 +254,9 @@ class Cluster:
 
     def describe(self) -> str:
         hosts = ", ".join(f"{h['hostname']}={h['addr']}" for h in self.hosts)
-        return (f"{self.name}: {len(self.hosts)} hosts x {self.ranks_per_host} ranks, "
+        rph = self.ranks_per_host
+        each = ",".join(map(str, rph)) if isinstance(rph, list) else rph
+        return (f"{self.name}: {len(self.hosts)} hosts x {each} ranks, "
                 f"rate {self.rate}, subnet {self.state['subnet']} ({hosts}), "
                 f"{self.state['status']}, {len(self.job_pids())} job(s) running")
 
@@ -259,6 +269,20 @@ class Cluster:
         tmp = self.dir / "state.json.tmp"
         tmp.write_text(json.dumps(self.state, indent=1))
         tmp.replace(self.dir / "state.json")
+
+
+def check_ranks_per_host(value: "int | str | list", hosts: int) -> "int | list[int]":
+    """`value` as :meth:`Cluster.up` keeps it: an int >= 1 (every host), or one int >= 1 a
+    host (``"3,1"`` or ``[3, 1]``; equal counts become the int). A ClusterError otherwise."""
+    text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    try:
+        counts = [int(v) for v in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1 or len(counts) not in (1, hosts):
+        raise ClusterError(f"--ranks-per-host {text}: expected a count >= 1 for every host, or "
+                           f"one a host ({hosts} comma-separated, e.g. 3,1)")
+    return counts[0] if len(set(counts)) == 1 else counts
 
 
 def _is_mpiexec(pid: int) -> bool:

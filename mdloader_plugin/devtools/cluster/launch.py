@@ -69,13 +69,22 @@ def agent_text(name: str, hosts: list[dict]) -> str:
     return AGENT_HEAD.format(name=name) + cases + AGENT_TAIL.format(name=name, hosts=names)
 
 
-def hostfile_text(hosts: list[dict], ranks_per_host: int) -> str:
-    """An Open MPI hostfile: one line a host with ``slots=ranks_per_host``."""
-    return "".join(f"{h['hostname']} slots={ranks_per_host}\n" for h in hosts)
+def host_slots(hosts: list[dict], ranks_per_host: "int | list[int]") -> list[int]:
+    """The slots of each host: `ranks_per_host` for all, or one count a host (uneven hosts)."""
+    if isinstance(ranks_per_host, (list, tuple)):
+        return [int(r) for r in ranks_per_host]
+    return [int(ranks_per_host)] * len(hosts)
+
+
+def hostfile_text(hosts: list[dict], ranks_per_host: "int | list[int]") -> str:
+    """An Open MPI hostfile: one line a host with ``slots=`` its ranks (``--map-by slot`` fills
+    host 0's slots first, so uneven hosts ``[3, 1]`` give ranks 0-2 to host 0, rank 3 to 1)."""
+    return "".join(f"{h['hostname']} slots={r}\n"
+                   for h, r in zip(hosts, host_slots(hosts, ranks_per_host)))
 
 
 def write_launch_files(state_dir: Path, name: str, hosts: list[dict],
-                       ranks_per_host: int) -> tuple[Path, Path]:
+                       ranks_per_host: "int | list[int]") -> tuple[Path, Path]:
     """Write ``agent.sh`` (executable) and ``hostfile`` into the cluster's state folder."""
     agent, hostfile = state_dir / "agent.sh", state_dir / "hostfile"
     agent.write_text(agent_text(name, hosts))

@@ -59,3 +59,32 @@ def test_round_trip_and_env_default(tmp_path, monkeypatch):
     get_profile("frontier").write(path)
     monkeypatch.setenv("MDLOADER_PROFILE", str(path))
     assert get_profile().params == get_profile("frontier").params
+
+
+def test_write_is_atomic(tmp_path, monkeypatch):
+    """A reader sees the old profile or the new one, never a part: the text goes to a temporary
+    file in the same folder, renamed over the profile (a failed write leaves the old file)."""
+    import os
+
+    from mdloader_plugin.estimator import profile as mod
+
+    path = tmp_path / "p.json"
+    get_profile("local").write(path)
+    old = path.read_text()
+    seen = []
+    real = os.replace
+    monkeypatch.setattr(mod.os, "replace", lambda a, b: (seen.append((a, b, path.read_text())),
+                                                          real(a, b)))
+    get_profile("frontier").write(path)
+    (tmp, dst, during), = seen
+    assert os.path.dirname(tmp) == str(tmp_path) and str(dst) == str(path) and during == old
+    assert get_profile(str(path)).params == get_profile("frontier").params
+
+    def broken(a, b):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(mod.os, "replace", broken)
+    with pytest.raises(OSError):
+        get_profile("perlmutter").write(path)
+    assert get_profile(str(path)).params == get_profile("frontier").params
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]  # no temporary left

@@ -1,0 +1,60 @@
+"""mpi.agree on real ranks: rank 0's decision on every rank, the inputs that differ named once
+by rank 0, and a failure on rank 0 (or inputs that must not differ) raised on every rank; the
+loader's backend setting taken from rank 0."""
+
+import logging
+
+from mpi4py import MPI
+
+from checks import check
+from mdloader_plugin.core.errors import ConfigError, MDLoaderError
+from mdloader_plugin.loader.switch import agreed_setting
+from mdloader_plugin.mpi.agree import compare_inputs, decide_once, require_same
+
+comm = MPI.COMM_WORLD
+rank = comm.rank
+
+
+class Lines(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+log = logging.getLogger("agree-checks")
+log.addHandler(seen := Lines())
+log.setLevel(logging.INFO)
+
+check(decide_once(comm, lambda: ("chosen by", rank)) == ("chosen by", 0), "not rank 0's")
+inputs = {"profile": ("same", "same.json"), "ranks on the node": str(1 + (rank == 2))}
+check(compare_inputs(comm, inputs, log, "it") == ["ranks on the node"], "wrong differences")
+check(compare_inputs(comm, inputs, log, "it again") == ["ranks on the node"], "not stable")
+if rank == 0:
+    check(seen.lines == ["MDLOADER-AGREE warning: ranks' inputs to it differ (ranks on the node: "
+                         "ranks 0-1,3 1; rank 2 2); every rank uses rank 0's decision"], seen.lines)
+else:
+    check(seen.lines == [], f"rank {rank} logged {seen.lines}")
+
+
+def fails():
+    raise ConfigError("profile x.json: key 'os.t_step' is absurd")
+
+
+for attempt, what in ((lambda: decide_once(comm, fails), "key 'os.t_step' is absurd"),
+                      (lambda: require_same(comm, {"data": f"/d/{rank % 2}.bp"}, "the data files",
+                                            "give every rank the same file"),
+                       "ranks disagree on the data files")):
+    try:
+        attempt()
+        check(False, f"rank {rank}: no error")
+    except MDLoaderError as exc:  # rank 0 raises the ConfigError, the others an MDLoaderError
+        check(exc.agreed and exc.exit_code == 2 and (
+            rank != 0 or (isinstance(exc, ConfigError) and what in str(exc))), f"{rank}: {exc}")
+# a rank configured with another backend (MDLOADER_BACKEND on some nodes) follows rank 0
+mine = ("auto", True) if rank != 3 else ("onesided", False)
+check(agreed_setting(comm, *mine) == ("auto", True), f"rank {rank} kept its own setting")
+if rank == 0:
+    print("agree ok", flush=True)
