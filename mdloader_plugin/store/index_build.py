@@ -32,7 +32,9 @@ def build_index(world, sizes: np.ndarray, block_starts: np.ndarray, kind: str = 
     every = default_every(n) if every is None else int(every)
     base, unit, dtype = _agree_code(world, sizes)
     codes = encode(sizes, base, unit, dtype)
-    if share == "node" and world is not None and world.local_size > 1:
+    # Every rank takes the same branch (build_shared is collective): whether SOME node holds
+    # several ranks, not whether this rank's does (uneven nodes: srun -N2 -n6, 3+1 ranks).
+    if share == "node" and world is not None and int(np.bincount(world.node_of).max()) > 1:
         return build_shared(world, codes, block_starts, base, unit, every)
     return CompactIndex(block_starts, allgather_blocks(world, codes, n), base, unit, every)
 

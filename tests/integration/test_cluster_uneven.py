@@ -75,6 +75,14 @@ def test_uneven_hosts_run_one_backend(tmp_path):
             in res.stdout, out[-3000:]
         warn = [ln for ln in out.splitlines() if "MDLOADER-AGREE" in ln]
         assert len(warn) == 1 and "ranks on the node: ranks 0-2 3; rank 3 1" in warn[0], out
+        # a node-shared index on nodes of 3 and 1 ranks: every rank builds it the same way
+        # (before: rank 3 alone gathered a private index while ranks 0-2 split a node
+        # communicator, MPI_ERR_ARG)
+        res = cl.run([sys.executable, "-m", "mpi4py", str(SCRIPT), str(data), "8", "1MiB", "node"],
+                     env={"MDLOADER_PROFILE": str(prof), "MDLOADER_FETCH_TIMEOUT": "20"},
+                     timeout=400, capture_output=True, text=True, cwd=ROOT)
+        assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+        assert "served=400" in res.stdout, res.stdout[-2000:]
     finally:
         hosts = cl.hosts
         cl.down()
