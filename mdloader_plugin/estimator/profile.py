@@ -75,10 +75,12 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     """`text` into `path` so that no reader ever sees a part of it: a temporary file in the
     same folder, flushed to disk, renamed over `path` (``os.replace``). A job starting while
     ``mdloader calibrate`` writes reads the old profile or the new one, never half of one
-    (the Slurm recipes skip calibration when the file is non-empty)."""
+    (the Slurm recipes skip calibration when the file is non-empty). Missing folders of
+    `path` are made (``calibrate --out profiles/HOST.json``)."""
     import tempfile
 
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:

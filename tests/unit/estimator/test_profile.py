@@ -88,3 +88,11 @@ def test_write_is_atomic(tmp_path, monkeypatch):
         get_profile("perlmutter").write(path)
     assert get_profile(str(path)).params == get_profile("frontier").params
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p.json"]  # no temporary left
+
+
+def test_write_makes_missing_folders(tmp_path):
+    """``mdloader calibrate --out profiles/HOST.json`` (the documented command) in a checkout
+    without a profiles/ folder."""
+    path = tmp_path / "profiles" / "host.json"
+    get_profile("local").write(path)
+    assert get_profile(str(path)).params == get_profile("local").params
