@@ -62,21 +62,18 @@ def close_all() -> None:
 
 
 class _BatchSampler:
-    """What ``fairchem.units.mlip_unit.set_sampler_state`` calls."""
+    """What ``fairchem.units.mlip_unit.set_sampler_state`` calls: the epoch and fairchem's
+    ``start_iter`` wait until the next ``iter()``, so that a loader state read from the
+    checkpoint (:mod:`.requeue`, staged after fairchem's own call) takes their place."""
 
-    def __init__(self, loader):
-        self._loader = loader
+    def __init__(self, owner):
+        self._owner = owner
 
     def set_epoch_and_start_iteration(self, epoch: int, start_iter: int) -> None:
-        ld = self._loader
-        if start_iter:
-            ld.load_state_dict({"seed": ld.sampler_core.seed, "epoch": epoch, "step": start_iter})
-        else:
-            ld.set_epoch(epoch)
-            ld._step = 0
+        self._owner._pending = (int(epoch), int(start_iter))
 
     def __len__(self) -> int:
-        return len(self._loader)
+        return len(self._owner.loader)
 
 
 class _Dataset:
@@ -98,14 +95,39 @@ class FairchemMDLoader:
 
     def __init__(self, loader, dataset_names: list[str]):
         self.loader = loader
-        self.batch_sampler = _BatchSampler(loader)
+        self.batch_sampler = _BatchSampler(self)
         self.dataset = _Dataset(loader.dataset, dataset_names)
+        self._pending: tuple[int, int] | None = None  # fairchem's (epoch, start_iter)
+        self._staged: dict | None = None  # a loader state from the checkpoint
 
     def __len__(self) -> int:
         return len(self.loader)
 
     def __iter__(self):
+        self._apply()
         return iter(self.loader)
+
+    def stage_state(self, state: dict) -> None:
+        """Resume from `state` (a ``state_dict()`` saved with the checkpoint) at the next
+        ``iter()``, instead of fairchem's ``start_iter``."""
+        self._staged = dict(state)
+
+    def _apply(self) -> None:
+        pending, staged, ld = self._pending, self._staged, self.loader
+        self._pending = self._staged = None
+        if staged is not None:
+            ld.load_state_dict(staged)
+        elif pending is not None and pending[1]:
+            if ld.rank == 0:
+                ld.log.warning(f"[{ld.name}] resuming at fairchem's step {pending[1]} of epoch "
+                               f"{pending[0]} without MDLoader's state in the checkpoint: exact "
+                               "only on the same ranks and batch size (add the requeue "
+                               "LoaderStateCallback to runner.callbacks)")
+            ld.load_state_dict({"seed": ld.sampler_core.seed, "epoch": pending[0],
+                                "step": pending[1]})
+        elif pending is not None:
+            ld.set_epoch(pending[0])
+            ld.rewind()
 
     @property
     def epoch_stats(self) -> dict:
@@ -193,6 +215,7 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         index_share: ``rank`` (a copy a rank) or ``node`` (one copy a node in shared memory).
     """
     from ...mpi.groups import from_options
+    from ...mpi.world import agree
     from ...loader.loader import MDLoader
     from ...core.log import get_logger
     from ...core.options import check_scale
@@ -204,9 +227,12 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
 
     if max_atoms is None and not batch_size:
         raise ConfigError("set max_atoms (atoms a batch) or loader.batch_size (graphs a batch)")
-    balance = balance or ("atoms" if max_atoms else "none")
+    balance = balance or "none"
     if balance not in ("atoms", "none"):
         raise ConfigError(f"loader balance: {balance!r} is unknown; choose atoms or none")
+    if max_atoms and balance == "atoms":
+        raise ConfigError("loader balance: atoms deals a batch_size of graphs by atoms; with "
+                          "max_atoms every batch is capped by atoms already: remove balance")
     scale = check_scale({"order": order, "index": index, "index_share": index_share},
                         lambda key: f"loader.{key}")
     if datasets and scale["order"] == "feistel":
@@ -233,18 +259,48 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
     else:
         raise ConfigError("set the loader's path (one file) or datasets ({name: path, ...})")
     natoms = global_natoms(store, world) if (max_atoms or balance == "atoms") else None
+    mix = _sampling(sampling, split, no_shuffle) if datasets else None
+    plan = None
     if max_atoms:
-        batch_size = max(1, int(max_atoms) // max(1, int(round(float(natoms.mean())))))
-        get_logger(world.rank).info(f"[{label}] max_atoms={max_atoms}: {batch_size} graphs a "
-                                    f"batch (mean {natoms.mean():.1f} atoms a graph)")
+        plan = agree(world, atom_capped_plan, natoms, max_atoms, store, mix, world.size,
+                     shuffle=shuffle, seed=int(seed), drop_last=drop_last)
+        batch_size = max(1, round(plan.flat.size / max(1, plan.num_entries)))
+        _log_plan(get_logger(world.rank), label, plan)
     loader = MDLoader(store, batch_size=int(batch_size), shuffle=shuffle, seed=int(seed),
                       drop_last=drop_last, backend=backend, prefetch=int(prefetch),
                       to_sample=to_sample, collate=collate_fn, profile=profile, name=label,
                       balance_weights=natoms if balance == "atoms" else None,
-                      sampling=_sampling(sampling, split, no_shuffle) if datasets else None,
-                      order=scale["order"])
+                      sampling=mix, order=scale["order"], batches=plan)
     _OPEN.append(loader)
     return FairchemMDLoader(loader, [f"{n}.{split}" for n in names])
+
+
+def atom_capped_plan(natoms, max_atoms: int, store, mix, world_size: int, **kw):
+    """fairchem's ``MaxAtomDistributedBatchSampler`` batches
+    (:class:`~mdloader_plugin.sampling.max_atoms.MaxAtomsPlan`) over the store, or over the
+    expanded list of a data-set `mix` (as fairchem's sampler packs its ``ConcatDataset``)."""
+    from ...sampling.max_atoms import MaxAtomsPlan
+    from ...sampling.mixes import DataSets, get_mix
+
+    if mix is None:
+        return MaxAtomsPlan(natoms, int(max_atoms), world_size, **kw)
+    try:
+        ids = get_mix(mix, DataSets.of_store(store), world_size).expanded()
+    except ValueError as exc:
+        raise ConfigError(f"loader sampling: {exc}") from None
+    return MaxAtomsPlan(natoms[ids], int(max_atoms), world_size, ids=ids, **kw)
+
+
+def _log_plan(log, label: str, plan) -> None:
+    atoms = plan.batch_atoms()
+    log.info(f"[{label}] max_atoms={plan.max_nodes}: {plan.num_entries} batches of at most "
+             f"{plan.max_nodes} atoms (mean {atoms.mean():.1f} atoms, "
+             f"{plan.flat.size / plan.num_entries:.1f} graphs a batch), "
+             f"{plan.steps_in(0)} steps an epoch")
+    if plan.skipped:
+        log.warning(f"[{label}] {plan.skipped} graphs have more than max_atoms="
+                    f"{plan.max_nodes} atoms and are left out, as fairchem's sampler does; "
+                    "raise max_atoms to train on them")
 
 
 def _sampling(sampling: Mapping[str, Any] | None, split: str, no_shuffle=()) -> dict:
