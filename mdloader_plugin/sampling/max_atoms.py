@@ -59,12 +59,18 @@ class MaxAtomsPlan(NodeBudgetPlan):
                          oversized_sample="skip", drop_last=drop_last)
         self.shuffle = bool(shuffle)  # the batch order's; the packing always shuffles
         packed = NodeBudgetPlan.batches(self, 0)
-        self.flat = np.fromiter((i for b in packed for i in b), dtype=np.int64,
-                                count=sum(len(b) for b in packed))
+        flat = np.fromiter((i for b in packed for i in b), dtype=np.int64,
+                           count=sum(len(b) for b in packed))
         self.starts = np.zeros(len(packed) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in packed], out=self.starts[1:])
         self.num_entries = len(packed)
-        self.skipped = self.num_samples - int(self.flat.size)
+        self.skipped = self.num_samples - int(flat.size)
+        self._atoms = (np.add.reduceat(self.costs[flat], self.starts[:-1]).astype(np.int32)
+                       if flat.size else np.zeros(0, np.int32))
+        # what the epochs need: the batches' store ids (4 B a packed graph below 2^31 ids)
+        small = self.ids.size == 0 or int(self.ids.max()) < 2**31
+        self.flat = self.ids[flat].astype(np.int32 if small else np.int64)
+        self.costs = self.ids = None  # packed once: neither is needed again
         if self.num_entries < self.world_size:
             raise ConfigError(f"loader max_atoms {self.max_nodes}: {self.num_entries} batches "
                               f"for {self.world_size} ranks (fairchem's sampler refuses fewer "
@@ -76,13 +82,12 @@ class MaxAtomsPlan(NodeBudgetPlan):
         return np.random.default_rng(self.seed).permutation(self.num_samples).tolist()
 
     def batches(self, epoch: int = 0) -> list[list[int]]:
-        """The packed batches (list positions), the same every epoch."""
+        """The packed batches (store ids), the same every epoch."""
         return [self.flat[a:b].tolist() for a, b in zip(self.starts[:-1], self.starts[1:])]
 
     def batch_atoms(self) -> np.ndarray:
         """Atoms of every packed batch."""
-        return np.add.reduceat(self.costs[self.flat], self.starts[:-1]) if self.num_entries \
-            else np.zeros(0, dtype=np.int64)
+        return self._atoms
 
     def epoch_list(self, epoch: int) -> np.ndarray:
         """The batches (indices into :meth:`batches`) served in `epoch`, step-major: step ``s``
@@ -108,7 +113,7 @@ class MaxAtomsPlan(NodeBudgetPlan):
         return out
 
     def steps(self, epoch: int) -> list[list[list[int]]]:
-        """Every step of `epoch`: the batch (list positions) of each rank, in rank order."""
+        """Every step of `epoch`: the batch (store ids) of each rank, in rank order."""
         lst, p, packed = self.epoch_list(epoch), self.world_size, self.batches()
         return [[packed[b] for b in lst[s:s + p]] for s in range(0, lst.size, p)]
 
@@ -124,7 +129,7 @@ class MaxAtomsPlan(NodeBudgetPlan):
         rows = [self._batch(int(k)) for k in self.epoch_list(epoch)[step * p:(step + 1) * p]]
         out = np.full((p, max(r.size for r in rows)), -1, dtype=np.int64)
         for r, row in enumerate(rows):
-            out[r, :row.size] = self.ids[row]
+            out[r, :row.size] = row
         return out
 
     def batch_len(self, step: int, epoch: int | None = None) -> int:
@@ -144,5 +149,4 @@ class MaxAtomsPlan(NodeBudgetPlan):
     @property
     def order_bytes(self) -> int:
         listed = 0 if self._list is None else self._list[1].nbytes
-        return int(self.costs.nbytes + self.ids.nbytes + self.flat.nbytes + self.starts.nbytes
-                   + listed)
+        return int(self.flat.nbytes + self.starts.nbytes + self._atoms.nbytes + listed)

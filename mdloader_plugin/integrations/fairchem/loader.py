@@ -235,6 +235,10 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
                           "max_atoms every batch is capped by atoms already: remove balance")
     scale = check_scale({"order": order, "index": index, "index_share": index_share},
                         lambda key: f"loader.{key}")
+    if max_atoms and order == "feistel":
+        raise ConfigError("loader.order: feistel orders batch_size batches; max_atoms packs "
+                          "fairchem's batches once from one permutation (docs/fairchem.md): "
+                          "set order: auto, or max_atoms: null and a batch_size")
     if datasets and scale["order"] == "feistel":
         raise ConfigError("loader.order: feistel is not available with several datasets (their "
                           "epoch is an expanded list); use auto or torch")
