@@ -239,9 +239,6 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         raise ConfigError("loader.order: feistel orders batch_size batches; max_atoms packs "
                           "fairchem's batches once from one permutation (docs/fairchem.md): "
                           "set order: auto, or max_atoms: null and a batch_size")
-    if datasets and scale["order"] == "feistel":
-        raise ConfigError("loader.order: feistel is not available with several datasets (their "
-                          "epoch is an expanded list); use auto or torch")
     index_kw = {"index": scale["index"], "index_share": scale["index_share"]}
     world = _world()
     group_size = from_options({"group_size": group_size, "width": width}, "loader")
