@@ -10,13 +10,18 @@ would give. The wrapper adds what fairchem's ``MLIPTrainEvalUnit`` calls on a lo
 ``epoch_stats`` for the epoch-time callback.
 
 Batch sizes. fairchem users size batches by atoms (``max_atoms``, its
-``MaxAtomDistributedBatchSampler``), MDLoader's core sampler by graphs. With ``max_atoms`` set,
-the loader takes ``batch_size = max(1, max_atoms // mean atoms)`` graphs a step (the same mean
-atoms a batch) and, with ``balance: atoms`` (the default then), re-deals each step's graphs among
-the ranks so every rank's batch has about the same number of atoms (greedy, largest first); the
-graphs a step and the set of graphs an epoch are unchanged, so the plan stays the pure function of
-``(seed, epoch, step)`` that both backends rely on. Cost: an allgather of one int32 a sample at
-start-up and ``O(P*b log(P*b))`` a step.
+``MaxAtomDistributedBatchSampler``), MDLoader's core sampler by graphs. With ``max_atoms`` set the
+loader serves fairchem's own batches (:class:`~mdloader_plugin.sampling.max_atoms.MaxAtomsPlan`):
+packed once from a seeded permutation, never above ``max_atoms`` atoms (a larger graph is left
+out, as fairchem does), their order shuffled each epoch and dealt round robin; batches differ in
+graph count, every rank runs the same number of steps. Without it, ``batch_size`` graphs a rank a
+step, and ``balance: atoms`` re-deals each step's graphs so every rank's batch has about the same
+number of atoms (greedy, largest first). Cost: an allgather of one int32 a sample at start-up.
+
+Resume: fairchem restores only ``(epoch, start_iter)``; the requeue callback
+(:mod:`.requeue`) also saves the loader's ``state_dict()`` with each checkpoint and stages it
+back, which continues the epoch exactly on any world size or batch size. The epoch and
+``start_iter`` fairchem sets apply at the next ``iter()``, after the callback had its say.
 
 Several data sets (``datasets: {name: path | {path, key_mapping, transforms, no_shuffle}}``
 instead of ``path``): one store over all files
@@ -183,11 +188,11 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         dataset_name: fairchem's dataset name (``oc20``); batches are tagged with it.
         key_mapping: file key -> fairchem key (``energy: oc20_energy``).
         transforms: fairchem's per-sample transforms (``common_transform`` ...).
-        max_atoms: atoms a batch, as fairchem's ``MaxAtomDistributedBatchSampler``: the loader
-            takes ``max(1, max_atoms // mean atoms)`` graphs a step.
+        max_atoms: the atom cap of a batch: fairchem's ``MaxAtomDistributedBatchSampler``'s
+            batches, rank by rank (graphs above the cap are left out, as fairchem does).
         batch_size: graphs a batch when ``max_atoms`` is not set.
-        balance: ``atoms`` (default with ``max_atoms``): deal each step's graphs so every rank
-            gets about the same number of atoms; ``none``: DistributedSampler's dealing.
+        balance: with ``batch_size``: ``atoms`` deals each step's graphs so every rank gets
+            about the same number of atoms; ``none`` (default): DistributedSampler's dealing.
         shuffle: as ``DistributedSampler``.
         seed: as ``DistributedSampler``.
         drop_last: as ``DistributedSampler``.
@@ -209,8 +214,9 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         sampling: with `datasets`, fairchem's ``combined_dataset_config.sampling``
             (``{type: temperature, temperature: 2}``); default temperature 1 (every sample once).
         order: the epoch permutation: ``auto`` (torch up to 4,194,304 samples, feistel above),
-            ``torch`` (DistributedSampler's) or ``feistel`` (no list of N ids); see
-            ``docs/scale.md``.
+            ``torch`` (DistributedSampler's) or ``feistel`` (no list of N ids; with `datasets`,
+            each data set's fixed permutation keyed too); see ``docs/scale.md``. Not with
+            ``max_atoms`` (its batches are packed from one list).
         index: the global index: ``compact`` (about 1-2 bytes a sample) or ``full`` (16).
         index_share: ``rank`` (a copy a rank) or ``node`` (one copy a node in shared memory).
     """
