@@ -22,6 +22,7 @@ import gil_free
 import gpu_rate
 import groups as groups_bench
 import groups_model
+import fairchem_figures
 import rank_cost_figures
 import report_tables as t
 
@@ -202,6 +203,18 @@ def _regression(title: str, args: str, stem: str, scripts: tuple[str, ...] = (_S
     ARGS`` wrote ``bench/results/<stem>.md``."""
     return _markdown(f"{_SR_TITLE}{title}", (f"python {_SR} {args}",), scripts, stem)
 
+def _fairchem(d: dict) -> list[str]:
+    """Atoms a batch against max_atoms (fairchem's sampler, MDLoader, the rule before) and the
+    bytes a sample of fairchem's 4-data-set mix."""
+    m = d["fairchem_batches.json"]["mix"]
+    return [f"{fairchem_figures.when()}: atoms a batch in tenths of max_atoms "
+            "(one epoch, one rank's view of all batches).", fairchem_figures.table().strip(), "",
+            f"fairchem's 4-data-set mix (temperature 2, seeded per-set permutations), "
+            f"N = {m['num_samples']:.0e}, P = {m['ranks']}: {m['bytes_per_sample']:.2f} B a "
+            f"sample of N-proportional state with the {m['order']} order; "
+            f"{m['list_bytes_per_sample']:.2f} B with the expanded list kept."]
+
+
 def _rank_cost(d: dict) -> list[str]:
     """CPU a step of one rank against P (today's code and the code before), the targets, and
     the 2-8 rank A/B."""
@@ -346,6 +359,9 @@ SECTIONS: list[Section] = [
             ("python bench/rank_cost.py", "python bench/rank_cost.py --small-only"),
             ("bench/rank_cost.py",), ("rank_cost.json", "rank_cost_small.json"), _rank_cost,
             ("bench/rank_cost.png",)),
+    Section("fairchem: max_atoms as a cap, and the 4-data-set mix's state",
+            ("python bench/fairchem_batches.py",), ("bench/fairchem_batches.py",),
+            ("fairchem_batches.json",), _fairchem),
     _markdown("Data-set scale: index and order per rank",
               ("python bench/dataset_scale.py --samples 20000000",), ("bench/dataset_scale.py",),
               "dataset_scale", make_bench="yes"),
@@ -405,9 +421,9 @@ OTHER_RESULTS: list[Other] = [
 
 #: scripts ``make bench`` (tools/bench.sh) runs; every other script of bench/ is a helper they
 #: import, and one-off probes (A/B of two trees, profiles) live in bench/probes/
-ENTRY_POINTS = ("loaders.py", "rank_cost.py", "gpu_rate.py", "gil_free.py", "gpu_demo.py", "training.py", "scale.py",
+ENTRY_POINTS = ("loaders.py", "rank_cost.py", "fairchem_batches.py", "gpu_rate.py", "gil_free.py", "gpu_demo.py", "training.py", "scale.py",
                 "groups_model.py", "dataset_scale.py", "scale_step.py", "estimator_accuracy.py",
                 "estimator_cluster.py", "backend_choice.py", "groups.py", "report.py")
 HELPERS = ("baselines.py", "bench_plots.py", "choice_worker.py", "ddstore_real.py",
            "estimator_plots.py", "gpu_feeders.py", "plan_loader.py", "ties.py", "report_tables.py",
-           "sections.py", "figures.py", "rank_cost_figures.py")
+           "sections.py", "figures.py", "rank_cost_figures.py", "fairchem_figures.py")

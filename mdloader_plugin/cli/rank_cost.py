@@ -35,6 +35,9 @@ def register(sub) -> None:
                         "default with it: the file's count)")
     p.add_argument("--datasets", type=int, default=1,
                    help="data sets mixed (temperature sampling; default 1)")
+    p.add_argument("--fairchem", action="store_true",
+                   help="with --datasets: mix them as the fairchem loader does (temperature 2 "
+                        "and each data set's fixed seeded permutation)")
     p.add_argument("--batch-size", type=int, default=32, help="samples a rank a step (32)")
     p.add_argument("--backend", default="onesided", choices=("onesided", "collective"))
     p.add_argument("--group-size", type=int, default=None,
@@ -109,7 +112,7 @@ def run(args) -> int:
                               "atoms or a .npy of one weight a sample") from None
     jobs = [Job(p, n, args.batch_size, args.backend, args.datasets, args.group_size,
                 args.ranks_per_node, weights, args.steps, args.drop_last, legacy=args.legacy,
-                sizes=sizes)
+                sizes=sizes, fairchem=args.fairchem)
             for p in ranks]
     for j in jobs:  # every P checked before any work starts
         check_job(j)

@@ -63,6 +63,7 @@ class Job:
     seed: int = 0
     legacy: bool = False
     sizes: np.ndarray | None = None  # record sizes (bytes, tiled to num_samples); None: the pool's
+    fairchem: bool = False  # the data sets mixed as the fairchem loader mixes them
 
 
 def check_job(job: Job) -> None:
@@ -133,8 +134,10 @@ def mix_for(job: Job):
     sizes = sizes * (1 + np.arange(job.datasets)) // job.datasets + 1  # uneven sets
     sizes[-1] += job.num_samples - sizes.sum()
     names = tuple(f"set{d}" for d in range(job.datasets))
-    return get_mix("temperature:temperature=2", DataSets(names, tuple(sizes.tolist())),
-                   job.ranks)
+    spec = {"type": "temperature", "temperature": 2}
+    if job.fairchem:  # each set's fixed seeded permutation, as fairchem's create_dataset
+        spec["dataset_seed"] = 0
+    return get_mix(spec, DataSets(names, tuple(sizes.tolist())), job.ranks)
 
 
 class RankCost:

@@ -8,7 +8,7 @@ import numpy as np
 from ..backends import get_backend
 from ..core.errors import ConfigError
 from ..core.options import env
-from ..sampling.sampler import GlobalSampler, SamplerState
+from ..sampling.sampler import GlobalSampler, SamplerState, resume_position
 from ..estimator.profile import get_profile
 from ..sampling.mixes import DataSets, get_mix
 
@@ -101,3 +101,13 @@ def checked_state(state: dict, core: GlobalSampler, size: int) -> SamplerState:
                           f"{mix.name!r} splits the data sets by rank count; resume on "
                           f"{st.world_size} ranks")
     return st
+
+
+def resume_offset(st: SamplerState, core, size: int, batch_size: int) -> tuple[int, int]:
+    """``(offset, step)`` continuing `st` on `size` ranks: over samples, or over the batches of a
+    plan that counts its epoch in whole batches (``num_entries``: fairchem's ``max_atoms``)."""
+    entries = getattr(core, "num_entries", None)
+    if entries is None:
+        return resume_position(st, core.num_samples, size, batch_size, core.drop_last)
+    return resume_position(SamplerState(st.seed, st.epoch, st.step, st.world_size, 1, st.offset,
+                                        st.order), entries, size, 1, core.drop_last)

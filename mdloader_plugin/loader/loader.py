@@ -36,8 +36,8 @@ from ..batching.device import DeviceStage
 from ..core.errors import ConfigError
 from ..core.log import get_logger
 from ..mpi.world import agree, allreduce_number
-from ..sampling.sampler import SamplerState, resume_position
-from .args import checked_sampler, checked_state, prefetch_bytes, producer_kind
+from ..sampling.sampler import SamplerState
+from .args import checked_sampler, checked_state, prefetch_bytes, producer_kind, resume_offset
 from .producer import Producer, finish_at_exit, usable_prefetch
 from .step import BatchBuilder, EpochStats, Steps, Watch
 from .switch import Backends
@@ -205,8 +205,7 @@ class MDLoader:
         :func:`~mdloader_plugin.sampling.sampler.resume_position`)."""
         core = self.sampler_core
         st = checked_state(state, core, self.size)
-        offset, step = resume_position(st, core.num_samples, self.size, self.batch_size,
-                                       core.drop_last)
+        offset, step = resume_offset(st, core, self.size, self.batch_size)
         self._finish_producer()
         core.resume_at(st.epoch, offset)
         self.epoch = st.epoch

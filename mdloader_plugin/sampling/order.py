@@ -200,18 +200,32 @@ class FeistelOrder:
 class ExpandedOrder:
     """A data-set mix's epoch without its expanded list (:mod:`.mixes`): position -> entry by a
     `base` order over the mix's ``M`` entries, entry -> sample id by arithmetic (entry ``e`` of
-    data set ``d`` is ``start_d + (e - first_entry_d) mod n_d``). Holds what `base` holds (a
-    ``torch`` list of ``M`` int32, or nothing) and ``O(data sets)`` numbers."""
+    data set ``d`` is ``start_d + inner_d((e - first_entry_d) mod n_d)``, ``inner_d`` the
+    identity or, given `inner` (one order a data set, e.g. a keyed :class:`FeistelOrder` of
+    ``n_d``), that data set's fixed permutation). Holds what `base` holds (a ``torch`` list of
+    ``M`` int32, or nothing) and ``O(data sets)`` numbers."""
 
     name = "expanded"
 
-    def __init__(self, base, starts, sizes, counts):
+    def __init__(self, base, starts, sizes, counts, inner=None):
         self.base = base
         self.starts = np.asarray(starts, dtype=np.int64)[:len(counts)]
         self.sizes = np.maximum(np.asarray(sizes, dtype=np.int64), 1)
         self.counts = np.asarray(counts, dtype=np.int64)
         self.entry_starts = inclusive_bounds(self.counts)
         self.num_samples = int(self.entry_starts[-1])
+        self.inner = inner
+
+    def _within(self, d: np.ndarray, x: np.ndarray, inverse: bool) -> np.ndarray:
+        """Data set ``d``'s permutation (or its inverse) applied to local positions `x`."""
+        if self.inner is None:
+            return x
+        out = np.empty_like(x)
+        for k in np.unique(d).tolist():
+            m = d == k
+            inner = self.inner[k]
+            out[m] = inner.positions_of(x[m]) if inverse else inner.ids_at(x[m])
+        return out
 
     @property
     def nbytes(self) -> int:
@@ -220,7 +234,8 @@ class ExpandedOrder:
     def ids_of_entries(self, entries: np.ndarray) -> np.ndarray:
         entries = np.asarray(entries, dtype=np.int64)
         d = owner_of(self.entry_starts, entries)
-        return self.starts[d] + (entries - self.entry_starts[d]) % self.sizes[d]
+        return self.starts[d] + self._within(d, (entries - self.entry_starts[d]) % self.sizes[d],
+                                             False)
 
     def ids_at(self, positions: np.ndarray) -> np.ndarray:
         return self.ids_of_entries(self.base.ids_at(positions))
@@ -233,7 +248,8 @@ class ExpandedOrder:
             a, b = max(lo, start), min(hi, start + n)
             if a >= b or c == 0:
                 continue
-            local = np.arange(a - start, b - start, dtype=np.int64)
+            local = self._within(np.full(b - a, d), np.arange(a - start, b - start,
+                                                             dtype=np.int64), True)
             e = (np.arange(-(-c // n), dtype=np.int64)[:, None] * n + local[None, :]).ravel()
             out.append(self.entry_starts[d] + e[e < c])
         return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)

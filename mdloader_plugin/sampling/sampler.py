@@ -163,8 +163,11 @@ class GlobalSampler:
         if drop_last and num_samples < world_size:
             raise ValueError(f"drop_last with {num_samples} samples on {world_size} ranks leaves "
                              "no sample for some ranks; use fewer ranks or drop_last=False")
+        self.inner = None  # the mix's per-data-set permutations, evaluated (no list)
         if mix is None or mix.arithmetic:  # a mix's entries map to ids by arithmetic: no list
             self.order = resolve(order, num_samples)
+        elif (inner := mix.within(resolve(order, num_samples))) is not None:
+            self.order, self.inner = resolve(order, num_samples), inner
         elif order in ("auto", "torch"):
             self.order = "torch"  # this mix's expanded list is kept whatever its size
         else:
@@ -223,11 +226,16 @@ class GlobalSampler:
         per_rank = self.per_rank if epoch is None else self.per_rank_in(epoch)
         return min(self.batch_size, per_rank - step * self.batch_size)
 
+    @property
+    def _listed(self) -> bool:
+        """Whether the epoch is the mix's expanded list, kept (not evaluated per position)."""
+        return self.mix is not None and not self.mix.arithmetic and self.inner is None
+
     def epoch_order(self, epoch: int):
         """The permutation of `epoch` (:mod:`.order`), made once an epoch."""
         if self._cache is None or self._cache[0] != epoch:
             self._cache = None  # the previous epoch's list goes before the next is made
-            base = None if self.mix is not None and not self.mix.arithmetic else \
+            base = None if self._listed else \
                 epoch_order(self.order, self.num_samples, self.seed, epoch, self.shuffle)
             if self.mix is None:
                 self._cache = (epoch, base)
@@ -236,7 +244,7 @@ class GlobalSampler:
             else:
                 sets = self.mix.sets
                 self._cache = (epoch, ExpandedOrder(base, sets.starts, sets.sizes,
-                                                    self.mix.counts))
+                                                    self.mix.counts, self.inner))
         return self._cache[1]
 
     @property
@@ -244,7 +252,7 @@ class GlobalSampler:
         """Bytes an epoch's order holds on this rank (a ``torch`` list, or ~0), plus the run of
         plans kept (:data:`PLAN_POSITIONS` ids at most)."""
         plans = 0 if self._plans is None else int(self._plans[3].nbytes)
-        if self.mix is not None and not self.mix.arithmetic:  # the expanded list, int64
+        if self._listed:  # the expanded list, int64
             return self.num_samples * 8 + plans
         return order_class(self.order, self.shuffle).bytes_for(self.num_samples) + plans
 

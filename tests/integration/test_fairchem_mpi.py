@@ -116,7 +116,7 @@ def test_scale_options_reach_the_loader_and_a_bad_one_is_one_line(oc20, tmp_path
     """loader.order / loader.index_share on fairchem's command line reach the store and the
     sampler through the group's interpolations (the loader's log lines say so)."""
     common = ["train", "fairchem", "-c", str(CPU), f"data_dir={oc20}", f"job.run_dir={tmp_path}",
-              "max_epochs=1", "loader.backend=collective"]
+              "max_epochs=1", "loader.backend=collective", "max_atoms=null"]
     res = mdloader(2, [*common, "job.run_name=scale", "loader.order=feistel",
                        "loader.index_share=node"], timeout=420)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -10,13 +10,19 @@ would give. The wrapper adds what fairchem's ``MLIPTrainEvalUnit`` calls on a lo
 ``epoch_stats`` for the epoch-time callback.
 
 Batch sizes. fairchem users size batches by atoms (``max_atoms``, its
-``MaxAtomDistributedBatchSampler``), MDLoader's core sampler by graphs. With ``max_atoms`` set,
-the loader takes ``batch_size = max(1, max_atoms // mean atoms)`` graphs a step (the same mean
-atoms a batch) and, with ``balance: atoms`` (the default then), re-deals each step's graphs among
-the ranks so every rank's batch has about the same number of atoms (greedy, largest first); the
-graphs a step and the set of graphs an epoch are unchanged, so the plan stays the pure function of
-``(seed, epoch, step)`` that both backends rely on. Cost: an ``Allgatherv`` of one int32 a sample
-at start-up (kept: 4 B a sample, ``balance_weights`` in ``memory_report()``) and ``O(P*b log(P*b))`` a step.
+``MaxAtomDistributedBatchSampler``), MDLoader's core sampler by graphs. With ``max_atoms`` set the
+loader serves fairchem's own batches (:class:`~mdloader_plugin.sampling.max_atoms.MaxAtomsPlan`):
+packed once from a seeded permutation, never above ``max_atoms`` atoms (a larger graph is left
+out, as fairchem does), their order shuffled each epoch and dealt round robin; batches differ in
+graph count, every rank runs the same number of steps. Without it, ``batch_size`` graphs a rank a
+step, and ``balance: atoms`` re-deals each step's graphs so every rank's batch has about the same
+number of atoms (greedy, largest first). Cost: an ``Allgatherv`` of one int32 a sample at
+start-up (kept: 4 B a sample, ``balance_weights`` in ``memory_report()``).
+
+Resume: fairchem restores only ``(epoch, start_iter)``; the requeue callback
+(:mod:`.requeue`) also saves the loader's ``state_dict()`` with each checkpoint and stages it
+back, which continues the epoch exactly on any world size or batch size. The epoch and
+``start_iter`` fairchem sets apply at the next ``iter()``, after the callback had its say.
 
 Several data sets (``datasets: {name: path | {path, key_mapping, transforms, no_shuffle}}``
 instead of ``path``): one store over all files
@@ -62,21 +68,18 @@ def close_all() -> None:
 
 
 class _BatchSampler:
-    """What ``fairchem.units.mlip_unit.set_sampler_state`` calls."""
+    """What ``fairchem.units.mlip_unit.set_sampler_state`` calls: the epoch and fairchem's
+    ``start_iter`` wait until the next ``iter()``, so that a loader state read from the
+    checkpoint (:mod:`.requeue`, staged after fairchem's own call) takes their place."""
 
-    def __init__(self, loader):
-        self._loader = loader
+    def __init__(self, owner):
+        self._owner = owner
 
     def set_epoch_and_start_iteration(self, epoch: int, start_iter: int) -> None:
-        ld = self._loader
-        if start_iter:
-            ld.load_state_dict({"seed": ld.sampler_core.seed, "epoch": epoch, "step": start_iter})
-        else:
-            ld.set_epoch(epoch)
-            ld._step = 0
+        self._owner._pending = (int(epoch), int(start_iter))
 
     def __len__(self) -> int:
-        return len(self._loader)
+        return len(self._owner.loader)
 
 
 class _Dataset:
@@ -98,14 +101,39 @@ class FairchemMDLoader:
 
     def __init__(self, loader, dataset_names: list[str]):
         self.loader = loader
-        self.batch_sampler = _BatchSampler(loader)
+        self.batch_sampler = _BatchSampler(self)
         self.dataset = _Dataset(loader.dataset, dataset_names)
+        self._pending: tuple[int, int] | None = None  # fairchem's (epoch, start_iter)
+        self._staged: dict | None = None  # a loader state from the checkpoint
 
     def __len__(self) -> int:
         return len(self.loader)
 
     def __iter__(self):
+        self._apply()
         return iter(self.loader)
+
+    def stage_state(self, state: dict) -> None:
+        """Resume from `state` (a ``state_dict()`` saved with the checkpoint) at the next
+        ``iter()``, instead of fairchem's ``start_iter``."""
+        self._staged = dict(state)
+
+    def _apply(self) -> None:
+        pending, staged, ld = self._pending, self._staged, self.loader
+        self._pending = self._staged = None
+        if staged is not None:
+            ld.load_state_dict(staged)
+        elif pending is not None and pending[1]:
+            if ld.rank == 0:
+                ld.log.warning(f"[{ld.name}] resuming at fairchem's step {pending[1]} of epoch "
+                               f"{pending[0]} without MDLoader's state in the checkpoint: exact "
+                               "only on the same ranks and batch size (add the requeue "
+                               "LoaderStateCallback to runner.callbacks)")
+            ld.load_state_dict({"seed": ld.sampler_core.seed, "epoch": pending[0],
+                                "step": pending[1]})
+        elif pending is not None:
+            ld.set_epoch(pending[0])
+            ld.rewind()
 
     @property
     def epoch_stats(self) -> dict:
@@ -160,11 +188,11 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         dataset_name: fairchem's dataset name (``oc20``); batches are tagged with it.
         key_mapping: file key -> fairchem key (``energy: oc20_energy``).
         transforms: fairchem's per-sample transforms (``common_transform`` ...).
-        max_atoms: atoms a batch, as fairchem's ``MaxAtomDistributedBatchSampler``: the loader
-            takes ``max(1, max_atoms // mean atoms)`` graphs a step.
+        max_atoms: the atom cap of a batch: fairchem's ``MaxAtomDistributedBatchSampler``'s
+            batches, rank by rank (graphs above the cap are left out, as fairchem does).
         batch_size: graphs a batch when ``max_atoms`` is not set.
-        balance: ``atoms`` (default with ``max_atoms``): deal each step's graphs so every rank
-            gets about the same number of atoms; ``none``: DistributedSampler's dealing.
+        balance: with ``batch_size``: ``atoms`` deals each step's graphs so every rank gets
+            about the same number of atoms; ``none`` (default): DistributedSampler's dealing.
         shuffle: as ``DistributedSampler``.
         seed: as ``DistributedSampler``.
         drop_last: as ``DistributedSampler``.
@@ -186,12 +214,14 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
         sampling: with `datasets`, fairchem's ``combined_dataset_config.sampling``
             (``{type: temperature, temperature: 2}``); default temperature 1 (every sample once).
         order: the epoch permutation: ``auto`` (torch up to 4,194,304 samples, feistel above),
-            ``torch`` (DistributedSampler's) or ``feistel`` (no list of N ids); see
-            ``docs/scale.md``.
+            ``torch`` (DistributedSampler's) or ``feistel`` (no list of N ids; with `datasets`,
+            each data set's fixed permutation keyed too); see ``docs/scale.md``. Not with
+            ``max_atoms`` (its batches are packed from one list).
         index: the global index: ``compact`` (about 1-2 bytes a sample) or ``full`` (16).
         index_share: ``rank`` (a copy a rank) or ``node`` (one copy a node in shared memory).
     """
     from ...mpi.groups import from_options
+    from ...mpi.world import agree
     from ...loader.loader import MDLoader
     from ...core.log import get_logger
     from ...core.options import check_scale
@@ -203,14 +233,18 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
 
     if max_atoms is None and not batch_size:
         raise ConfigError("set max_atoms (atoms a batch) or loader.batch_size (graphs a batch)")
-    balance = balance or ("atoms" if max_atoms else "none")
+    balance = balance or "none"
     if balance not in ("atoms", "none"):
         raise ConfigError(f"loader balance: {balance!r} is unknown; choose atoms or none")
+    if max_atoms and balance == "atoms":
+        raise ConfigError("loader balance: atoms deals a batch_size of graphs by atoms; with "
+                          "max_atoms every batch is capped by atoms already: remove balance")
     scale = check_scale({"order": order, "index": index, "index_share": index_share},
                         lambda key: f"loader.{key}")
-    if datasets and scale["order"] == "feistel":
-        raise ConfigError("loader.order: feistel is not available with several datasets (their "
-                          "epoch is an expanded list); use auto or torch")
+    if max_atoms and order == "feistel":
+        raise ConfigError("loader.order: feistel orders batch_size batches; max_atoms packs "
+                          "fairchem's batches once from one permutation (docs/fairchem.md): "
+                          "set order: auto, or max_atoms: null and a batch_size")
     index_kw = {"index": scale["index"], "index_share": scale["index_share"]}
     world = _world()
     group_size = from_options({"group_size": group_size, "width": width}, "loader")
@@ -232,18 +266,48 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
     else:
         raise ConfigError("set the loader's path (one file) or datasets ({name: path, ...})")
     natoms = global_natoms(store, world) if (max_atoms or balance == "atoms") else None
+    mix = _sampling(sampling, split, no_shuffle) if datasets else None
+    plan = None
     if max_atoms:
-        batch_size = max(1, int(max_atoms) // max(1, int(round(float(natoms.mean())))))
-        get_logger(world.rank).info(f"[{label}] max_atoms={max_atoms}: {batch_size} graphs a "
-                                    f"batch (mean {natoms.mean():.1f} atoms a graph)")
+        plan = agree(world, atom_capped_plan, natoms, max_atoms, store, mix, world.size,
+                     shuffle=shuffle, seed=int(seed), drop_last=drop_last)
+        batch_size = max(1, round(plan.flat.size / max(1, plan.num_entries)))
+        _log_plan(get_logger(world.rank), label, plan)
     loader = MDLoader(store, batch_size=int(batch_size), shuffle=shuffle, seed=int(seed),
                       drop_last=drop_last, backend=backend, prefetch=int(prefetch),
                       to_sample=to_sample, collate=collate_fn, profile=profile, name=label,
                       balance_weights=natoms if balance == "atoms" else None,
-                      sampling=_sampling(sampling, split, no_shuffle) if datasets else None,
-                      order=scale["order"])
+                      sampling=mix, order=scale["order"], batches=plan)
     _OPEN.append(loader)
     return FairchemMDLoader(loader, [f"{n}.{split}" for n in names])
+
+
+def atom_capped_plan(natoms, max_atoms: int, store, mix, world_size: int, **kw):
+    """fairchem's ``MaxAtomDistributedBatchSampler`` batches
+    (:class:`~mdloader_plugin.sampling.max_atoms.MaxAtomsPlan`) over the store, or over the
+    expanded list of a data-set `mix` (as fairchem's sampler packs its ``ConcatDataset``)."""
+    from ...sampling.max_atoms import MaxAtomsPlan
+    from ...sampling.mixes import DataSets, get_mix
+
+    if mix is None:
+        return MaxAtomsPlan(natoms, int(max_atoms), world_size, **kw)
+    try:
+        ids = get_mix(mix, DataSets.of_store(store), world_size).expanded()
+    except ValueError as exc:
+        raise ConfigError(f"loader sampling: {exc}") from None
+    return MaxAtomsPlan(natoms[ids], int(max_atoms), world_size, ids=ids, **kw)
+
+
+def _log_plan(log, label: str, plan) -> None:
+    atoms = plan.batch_atoms()
+    log.info(f"[{label}] max_atoms={plan.max_nodes}: {plan.num_entries} batches of at most "
+             f"{plan.max_nodes} atoms (mean {atoms.mean():.1f} atoms, "
+             f"{plan.flat.size / plan.num_entries:.1f} graphs a batch), "
+             f"{plan.steps_in(0)} steps an epoch")
+    if plan.skipped:
+        log.warning(f"[{label}] {plan.skipped} graphs have more than max_atoms="
+                    f"{plan.max_nodes} atoms and are left out, as fairchem's sampler does; "
+                    "raise max_atoms to train on them")
 
 
 def _sampling(sampling: Mapping[str, Any] | None, split: str, no_shuffle=()) -> dict:

@@ -65,6 +65,11 @@ class Mix:
         (:class:`~mdloader_plugin.sampling.order.ExpandedOrder`)."""
         return type(self).expanded is Mix.expanded and type(self).order is Mix.order
 
+    def within(self, order: str):
+        """Per-data-set orders that make this mix's epoch evaluable under `order` without its
+        list (:class:`~mdloader_plugin.sampling.order.ExpandedOrder`'s ``inner``), or None."""
+        return None
+
     @property
     def size(self) -> int:
         """Entries in an epoch (each repeat counted)."""

@@ -107,6 +107,19 @@ class FairchemMix(Mix):
     def arithmetic(self) -> bool:
         return self.dataset_seed is None  # else every data set has its own fixed permutation
 
+    def within(self, order: str):
+        """Under the ``feistel`` order, each data set's fixed permutation is a keyed Feistel
+        bijection of its ``n_d`` (``dataset_seed``; the identity for ``no_shuffle``) in place of
+        ``randperm(n_d)``: the epoch is then evaluated position by position, no list of entries.
+        Same properties (each data set's share, every sample ``floor`` or ``ceil`` of its ratio
+        times, the partial repeat a seeded random subset), another subset than fairchem's."""
+        if order != "feistel" or self.dataset_seed is None:
+            return None
+        from ..order import FeistelOrder, IdentityOrder
+
+        return [FeistelOrder(n, self.dataset_seed, 0) if n > 1 and name not in self.no_shuffle
+                else IdentityOrder(n) for name, n in zip(self.sets.names, self.sets.sizes)]
+
     def expanded(self) -> np.ndarray:
         if self.dataset_seed is None:
             return super().expanded()
