@@ -48,6 +48,9 @@ class NodeBudgetPlan:
             tail batch unless it is full).
     """
 
+    #: no per-step balance weights: the costs are part of the plan (counted in ``order_bytes``)
+    weights = None
+
     order = "node_budget"
     mix = None
 
