@@ -3,7 +3,8 @@
 The peer: ORNL DDStore at 954ef59 (pyddstore 2.0; built bench-only by ``tools/build_ddstore.sh
 954ef59`` into ``build/ddstore-954ef59``). Its ``get_batch`` method 0 is collective (Allgather of
 the counts, Allgatherv of the indices, Alltoallv of the rows), method 1 one-sided (libfabric
-``fi_read``s posted together, ``FABRIC_IFACE=lo``). Graphs are held in fixed-width rows, padded
+``fi_read``s posted together, ``FABRIC_IFACE=lo``; ``eth0``, the emulated hosts' link, with
+``--cluster``). Graphs are held in fixed-width rows, padded
 (``_pad``) or cut (``_rows``): ``bench/ddstore_layouts.py``.
 
 For every data set (the synthetic molecules and OC20-like slabs of ``bench/loaders.py``) and
@@ -164,6 +165,7 @@ def bench_batch(world, store, ref, sampler, loaders, a, row_bytes) -> list[dict]
         row = {"batch": sampler.batch_size, "loader": r.name,
                "fetch_ms_median": round(float(np.median(f)) * 1e3, 4),
                "fetch_ms_p95": round(float(np.percentile(f, 95)) * 1e3, 4),
+               "fetch_ms_p10": round(float(np.percentile(f, 10)) * 1e3, 4),  # uninterrupted
                "bytes_moved": int(np.median(nb)),
                "round_medians_ms": [round(float(np.median(x)) * 1e3, 4) for x in times[r.name]],
                "steps": int(f.size), "first_step": int(k0),
@@ -229,8 +231,8 @@ def run_shape(a, ranks: int | None, batches: str, heldout: bool) -> list[dict]:
 
         hosts, rph, rate = parse_cluster(a.cluster)
         with Cluster.up(hosts=hosts, ranks_per_host=rph, rate=rate, name="ddsb") as cl:
-            r = cl.run(args, timeout=3000, cwd=ROOT, env={"PYTHONUNBUFFERED": "1",
-                                                          "PYTHONPATH": pypath})
+            r = cl.run(args, timeout=3000, cwd=ROOT, env={
+                "PYTHONUNBUFFERED": "1", "PYTHONPATH": pypath, "FABRIC_IFACE": "eth0"})
     else:
         env = {**os.environ, **ENV, "PYTHONPATH": pypath,
                "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -257,7 +259,8 @@ def commit() -> str:
 
 
 def mpi_version() -> str:
-    code = "from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])"
+    code = ("from mpi4py import MPI, __version__ as v; "
+            "print(MPI.Get_library_version().split(',')[0].strip(), '(mpi4py', v + ')')")
     return subprocess.run([sys.executable, "-c", code], capture_output=True,
                           text=True).stdout.strip()
 
@@ -280,8 +283,6 @@ def main() -> None:
     a = ap.parse_args()
     if a.worker:
         return worker(a)
-    if a.cluster:  # libfabric over FABRIC_IFACE=lo cannot cross the emulated hosts
-        a.loaders = ",".join(n for n in a.loaders.split(",") if "fabric" not in n)
     from loaders import machine, make_data
 
     make_data(a.datasets.split(","))
