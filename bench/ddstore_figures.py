@@ -116,7 +116,44 @@ def _span(field: str, cond=lambda c: True) -> str:
     return f"{lo}x" if lo == hi else f"{lo}–{hi}x"
 
 
+def _ab() -> dict:
+    """``bench/probes/ddstore_coll_ab.py``'s step-interleaved A/B (2 ranks, molecules, batch 4)."""
+    d = json.loads((RESULTS / "ddstore_coll_ab_n2.json").read_text())
+    return {**d, "by": {r["variant"]: r for r in d["rows"] if r["batch"] == 4}}
+
+
+def ab_p10() -> str:
+    """p10 fetch of the four variants (steps no rank was descheduled in)."""
+    by = _ab()["by"]
+    return ", ".join(f"{n} {by[n]['p10_ms'] * 1e3:.0f} µs" for n in
+                     ("mdl_collective", "mdl_collective_numpy", "dds_coll_pad", "dds_coll_rows"))
+
+
+def ab_ratio() -> str:
+    """Median per-step ratio of MDLoader's collective (small-step path) over each layout."""
+    r = _ab()["by"]["mdl_collective"]
+    return f"{r['over_dds_coll_pad']:.2f}x / {r['over_dds_coll_rows']:.2f}x"
+
+
+def ab_when() -> str:
+    d = _ab()
+    return f"{d['date']}, load {d['loadavg_start']:.0f}–{d['loadavg_end']:.0f} on 2 cores"
+
+
+def misses(field: str) -> str:
+    """The cells a target misses: data set, hosts x ranks a host, batch (paired ratio)."""
+    c = [x for x in cells() if x[field] is not None and x[field] > 1]
+    return "; ".join(f"{NAMES.get(x['key'][0], x['key'][0])} {x['key'][1]}x"
+                     f"{x['key'][2] // x['key'][1]} b{x['key'][3]} ({x[field]:.2f})"
+                     for x in c) or "none"
+
+
 FIGURES_DDSTORE954: dict[str, Callable[[], str]] = {
+    "ddstore954.auto_misses": lambda: misses("auto_ratio"),
+    "ddstore954.coll_misses": lambda: misses("coll_ratio"),
+    "ddstore954.ab_p10": ab_p10,
+    "ddstore954.ab_ratio": ab_ratio,
+    "ddstore954.ab_when": ab_when,
     "ddstore954.date": lambda: _load()["date"][:10],
     "ddstore954.auto_met": auto_met,
     "ddstore954.coll_met": coll_met,

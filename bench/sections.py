@@ -385,6 +385,10 @@ OTHER_RESULTS: list[Other] = [
     Other("backend_choice_auto_real.log", ("python bench/backend_choice.py --shapes 3x1@500mbit "
                                            "--auto-real ...",),
           ("bench/backend_choice.py",), ("docs/choosing-a-backend.md",)),
+    Other("ddstore_coll_ab_n2.json", ("PYTHONPATH=build/ddstore-954ef59 mpiexec -n 2 python -m "
+                                      "mpi4py bench/probes/ddstore_coll_ab.py --dataset hydragnn "
+                                      "--batches 4 --steps 150",),
+          ("bench/probes/ddstore_coll_ab.py",), ("docs/benchmarks.md",)),
     Other("coll_progress.json", ("python bench/probes/coll_progress.py",),
           ("bench/probes/coll_progress.py",), ("docs/how-it-works.md",)),
     Other("fetch_ab_i21.json", ("mpiexec -n 2 python -m mpi4py bench/probes/fetch_ab.py TREE OUT",),
