@@ -19,6 +19,7 @@ import gpu_demo
 import groups as groups_bench
 import report_tables
 from fairchem_figures import FIGURES_FAIRCHEM
+from ddstore_figures import FIGURES_DDSTORE954
 from rank_cost_figures import FIGURES_RANK_COST
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -633,6 +634,7 @@ FIGURES: dict[str, Callable[[], str]] = {
 FIGURES.update(FIGURES_GIL)
 FIGURES.update(FIGURES_RANK_COST)
 FIGURES.update(FIGURES_FAIRCHEM)
+FIGURES.update(FIGURES_DDSTORE954)
 
 
 def value(key: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import backend_choice
+import ddstore_figures
 import gpu_demo
 import gil_free
 import gpu_rate
@@ -285,6 +286,13 @@ SECTIONS: list[Section] = [
             ("loaders_fetch_i21_after.json", "loaders_fetch_i21_before.json",
              "fetch_profile_i21_n2.json", "fetch_profile_i21_n4.json"), _fetch_cost,
             make_bench="no"),
+    Section("Batched reads: DDStore 954ef59's get_batch (methods 0 and 1) against MDLoader, "
+            "fetch only",
+            ("python bench/ddstore_batched.py --rounds 5 --steps 6",
+             "python bench/ddstore_batched.py --cluster 2x2@1gbit --rounds 5 --steps 6 --merge"),
+            ("bench/ddstore_batched.py", "bench/ddstore_layouts.py", "bench/ddstore_figures.py",
+             "tools/build_ddstore.sh"),
+            ("ddstore_batched.json",), lambda d: ddstore_figures.table(d["ddstore_batched.json"])),
     Section("Keeping a GPU fed (trainer stand-in at GPU step rates, 2 shared cores)",
             ("python bench/gpu_rate.py --steps 10 --repeats 1",), ("bench/gpu_rate.py",
                                                                    "bench/gpu_feeders.py"),
@@ -393,6 +401,10 @@ OTHER_RESULTS: list[Other] = [
     Other("backend_choice_auto_real.log", ("python bench/backend_choice.py --shapes 3x1@500mbit "
                                            "--auto-real ...",),
           ("bench/backend_choice.py",), ("docs/choosing-a-backend.md",)),
+    Other("ddstore_coll_ab_n2.json", ("PYTHONPATH=build/ddstore-954ef59 mpiexec -n 2 python -m "
+                                      "mpi4py bench/probes/ddstore_coll_ab.py --dataset hydragnn "
+                                      "--batches 4 --steps 150",),
+          ("bench/probes/ddstore_coll_ab.py",), ("docs/benchmarks.md",)),
     Other("coll_progress.json", ("python bench/probes/coll_progress.py",),
           ("bench/probes/coll_progress.py",), ("docs/how-it-works.md",)),
     Other("fetch_ab_i21.json", ("mpiexec -n 2 python -m mpi4py bench/probes/fetch_ab.py TREE OUT",),
@@ -421,9 +433,11 @@ OTHER_RESULTS: list[Other] = [
 
 #: scripts ``make bench`` (tools/bench.sh) runs; every other script of bench/ is a helper they
 #: import, and one-off probes (A/B of two trees, profiles) live in bench/probes/
-ENTRY_POINTS = ("loaders.py", "rank_cost.py", "fairchem_batches.py", "gpu_rate.py", "gil_free.py", "gpu_demo.py", "training.py", "scale.py",
+ENTRY_POINTS = ("loaders.py", "ddstore_batched.py", "rank_cost.py", "fairchem_batches.py",
+                "gpu_rate.py", "gil_free.py", "gpu_demo.py", "training.py", "scale.py",
                 "groups_model.py", "dataset_scale.py", "scale_step.py", "estimator_accuracy.py",
                 "estimator_cluster.py", "backend_choice.py", "groups.py", "report.py")
 HELPERS = ("baselines.py", "bench_plots.py", "choice_worker.py", "ddstore_real.py",
+           "ddstore_layouts.py", "ddstore_figures.py",
            "estimator_plots.py", "gpu_feeders.py", "plan_loader.py", "ties.py", "report_tables.py",
            "sections.py", "figures.py", "rank_cost_figures.py", "fairchem_figures.py")

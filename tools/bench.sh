@@ -2,8 +2,8 @@
 # make bench: loaders side by side, HydraGNN training, scale on paper, estimator accuracy, then
 # bench/RESULTS.md. Reduced grid by default (a few minutes on 2 cores); BENCH_FULL=1 runs the
 # full grid (ranks 2,4,8 x batch 4,32,256 x both data sets; 4-rank training; full estimator grid;
-# GPU-rate consumer with 150 steps x 3 rounds). The real DDStore baseline is built first
-# (tools/build_ddstore.sh, bench-only).
+# GPU-rate consumer with 150 steps x 3 rounds). The real DDStore baselines are built first
+# (tools/build_ddstore.sh: cc80335 into the venv, 954ef59 into build/ddstore-954ef59; bench-only).
 # BENCH_CLUSTER=1 adds the store-based loaders across 2 emulated hosts (root; 2x2@1gbit by default,
 # BENCH_CLUSTER_SHAPE=HxR@RATE to change). Note: the estimator step rewrites
 # bench/results/estimator_accuracy.json (quick grid unless BENCH_FULL=1).
@@ -24,6 +24,16 @@ echo "== loaders side by side"
 if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then  # needs root (network namespaces)
   echo "== store-based loaders across 2 emulated hosts"
   "$PY" bench/loaders.py --cluster "${BENCH_CLUSTER_SHAPE:-2x2@1gbit}" --steps 16 --repeats 3
+fi
+echo "== DDStore 954ef59's batched reads (get_batch, methods 0 and 1, padded and row layouts), fetch only"
+if tools/build_ddstore.sh 954ef59; then
+  if [[ "${BENCH_FULL:-0}" == 1 ]]; then "$PY" bench/ddstore_batched.py --rounds 7 --steps 8
+  else "$PY" bench/ddstore_batched.py --ranks 2 --heldout-ranks "" --rounds 3 --steps 4; fi
+  if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then  # 2 emulated hosts (root)
+    "$PY" bench/ddstore_batched.py --cluster 2x2@1gbit --merge
+  fi
+else
+  echo "bench: DDStore 954ef59 not built: bench/results/ddstore_batched.json keeps the last run"
 fi
 echo "== GPU-rate consumer (trainer stand-in at 2-20 ms steps)"
 if [[ "${BENCH_FULL:-0}" == 1 ]]; then "$PY" bench/gpu_rate.py --steps 150 --repeats 3

@@ -31,11 +31,16 @@ across nodes by default. The backend ``auto`` does not serve keeps its thread pa
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 import numpy as np
 
 from ..mpi import progress as _progress
-from ..mpi.collectives import alltoallv_big
-from .base import Backend, Fetched, exclusive_cumsum, gather_local
+from ..mpi.collectives import alltoallv_big, max_count
+from .base import Backend, BufferPool, Fetched, exclusive_cumsum, gather_local
+
+SMALL_STEP = 64    # records received and sent a step up to which the step is planned on lists
+SMALL_RANKS = 64   # ... on at most this many ranks (the counts are P-long lists: O(P) in Python)
 
 
 class CollectiveBackend(Backend):
@@ -48,11 +53,15 @@ class CollectiveBackend(Backend):
     def __init__(self, store, world, progress="auto", **_):
         super().__init__(store, world)
         self._progress = None
+        self._sends = BufferPool(slots=1)  # send buffers, reused: no allocation (nor, for
+        # multi-MiB steps, a page fault every 4 KiB) a step
         if self.size > 1:
             from mpi4py import MPI
 
             self._MPI = MPI
             self.comm = world.comm
+            self._off_node = (world.node_of != world.node_of[self.rank]).tolist()
+            self._local = memoryview(store.buffer).cast("B")  # the store's records: unmoved
             self._progress = _progress.start(
                 world, wants_progress_thread(world, progress), "collective",
                 "so Alltoallv fragments are read while ranks pack and decode "
@@ -73,6 +82,10 @@ class CollectiveBackend(Backend):
         ids = plan.ids
         nb = st.nbytes[ids]
         owners = st.owner_of(ids)
+        if 1 < self.size <= SMALL_RANKS and ids.size <= SMALL_STEP:
+            wanted, dest = plan.sends()
+            if wanted.size <= SMALL_STEP:
+                return self._fetch_small(ids, nb, owners, wanted, dest)
         order = np.argsort(owners, kind="stable")
         dst = np.empty(ids.size, dtype=np.int64)
         dst[order] = exclusive_cumsum(nb[order])
@@ -84,6 +97,7 @@ class CollectiveBackend(Backend):
         sendbuf, sendcounts = self._pack(*plan.sends())
         self._count(recvcounts)
         alltoallv_big(self.comm, sendbuf, sendcounts, out, recvcounts)
+        self._sends.give(sendbuf)
         return Fetched(ids, out, dst, nb)
 
     def _pack(self, wanted: np.ndarray, dest: np.ndarray):
@@ -91,10 +105,45 @@ class CollectiveBackend(Backend):
         their plan order: :meth:`StepPlan.sends`), packed, and the bytes for each rank."""
         st = self.store
         nb = st.nbytes[wanted]
-        sendbuf = np.empty(int(nb.sum()), dtype=np.uint8)
+        sendbuf = self._sends.take(int(nb.sum()))
         gather_local(st.buffer, st.offsets[wanted], nb, sendbuf, exclusive_cumsum(nb))
         counts = np.bincount(dest, weights=nb, minlength=self.size).astype(np.int64)
         return sendbuf, counts
+
+
+    def _fetch_small(self, ids, nb, owners, wanted, dest) -> Fetched:
+        """The same step as the numpy path (same layout: records grouped by owner, ascending,
+        plan order inside an owner; the same single ``Alltoallv``), planned on Python lists. A
+        step of a few records pays per call, not per byte: the numpy path's ~25 small numpy calls
+        (sizes, offsets, grouping, counts, displacements, packing, traffic) cost more than the
+        exchange itself on two ranks, where DDStore's compiled ``get_batch`` (three collectives)
+        had none of them (bench/ddstore_batched.py)."""
+        st, rank, MPI = self.store, self.rank, self._MPI
+        nb_l, own_l = nb.tolist(), owners.tolist()
+        order = sorted(range(len(nb_l)), key=own_l.__getitem__)  # stable: plan order inside
+        dst_l, recv, at = [0] * len(nb_l), [0] * self.size, 0
+        for i in order:
+            dst_l[i] = at
+            n, o = nb_l[i], own_l[i]
+            at += n
+            recv[o] += n
+            if o != rank:
+                self.traffic["off_node" if self._off_node[o] else "on_node"] += n
+        out = self.buffers.take(at)
+        w_nb, w_src = st.nbytes[wanted].tolist(), st.offsets[wanted].tolist()
+        sendbuf, send = self._sends.take(sum(w_nb)), [0] * self.size
+        mv, local, at = memoryview(sendbuf), self._local, 0
+        for s, n, d in zip(w_src, w_nb, dest.tolist()):
+            mv[at:at + n] = local[s:s + n]
+            at += n
+            send[d] += n
+        if max(max(send), max(recv)) <= max_count() // self.size:  # no count past 2**31
+            self.comm.Alltoallv([sendbuf, (send, [0, *accumulate(send[:-1])]), MPI.BYTE],
+                                [out, (recv, [0, *accumulate(recv[:-1])]), MPI.BYTE])
+        else:  # a few records of over 2 GiB / P: in pieces
+            alltoallv_big(self.comm, sendbuf, np.array(send), out, np.array(recv))
+        self._sends.give(sendbuf)
+        return Fetched(ids, out, np.array(dst_l, dtype=np.int64), nb)
 
 
 def wants_progress_thread(world, setting="auto") -> bool:

@@ -1,6 +1,7 @@
 """backends/collective on one process: a step's records in plan order with the bytes the store
-holds, what an owner packs for each destination, and when a progress thread is wanted. (The
-Alltoallv on several ranks: tests/unit/loader/test_loader.py's MPI runs.)"""
+holds, what an owner packs for each destination, and when a progress thread is wanted; on 2-3
+ranks, the small-step path (planned on Python lists) serves exactly what the numpy path serves.
+(The Alltoallv through the loader: tests/unit/loader/test_loader.py's MPI runs.)"""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from mdloader_plugin.backends.collective import CollectiveBackend, wants_progres
 from mdloader_plugin.records import codec
 from mdloader_plugin.sampling.plan import StepPlan
 from mdloader_plugin.store.shard import ShardStore
+from mpirun import ROOT, mpirun
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +73,11 @@ def test_progress_thread_is_wanted_across_nodes_unless_switched(monkeypatch, nod
     assert wants_progress_thread(world, setting) is want
     if nodes == 1 and env is None:
         assert wants_progress_thread(None) is False  # no world: one process
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_small_step_path_equals_numpy_path(ranks):
+    r = mpirun(ranks, [ROOT / "tests" / "mpi_scripts" / "collective_small.py", "301"],
+               timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"collective small ok: {ranks} ranks" in r.stdout
