@@ -98,19 +98,29 @@ def to_arrays(obj, where: str) -> dict[str, np.ndarray]:
     return out
 
 
+def shards(path: str) -> list[str]:
+    """The LMDB files of ``path``, the units a parallel conversion splits into ranges."""
+    return _files(path)
+
+
 def iterate(path: str) -> Iterator[dict]:
     """The structures of ``path`` one at a time, each a ``dict`` of numpy arrays."""
     for f in _files(path):
-        env = _open(f)
-        with env.begin() as txn:
-            n = _length(txn, f)
-            for i in range(n):
-                raw = txn.get(str(i).encode("ascii"))
-                if raw is None:
-                    raise DataError(f"{f}: entry {i} is missing (length says {n})")
-                try:
-                    obj = pickle.loads(raw)  # trusted input only; see WARNING
-                except Exception as exc:  # noqa: BLE001
-                    raise DataError(f"{f}: entry {i} cannot be unpickled ({exc})") from None
-                yield to_arrays(obj, f"{f}: entry {i}")
-        env.close()
+        yield from iterate_range(f, 0, None)
+
+
+def iterate_range(f: str, start: int, stop: int | None, hint=None) -> Iterator[dict]:
+    """Entries ``start..stop-1`` of one LMDB file (all of them for ``stop=None``)."""
+    env = _open(f)
+    with env.begin() as txn:
+        n = _length(txn, f)
+        for i in range(start, n if stop is None else stop):
+            raw = txn.get(str(i).encode("ascii"))
+            if raw is None:
+                raise DataError(f"{f}: entry {i} is missing (length says {n})")
+            try:
+                obj = pickle.loads(raw)  # trusted input only; see WARNING
+            except Exception as exc:  # noqa: BLE001
+                raise DataError(f"{f}: entry {i} cannot be unpickled ({exc})") from None
+            yield to_arrays(obj, f"{f}: entry {i}")
+    env.close()
