@@ -8,10 +8,12 @@ fixed, the calculator's energy/forces/stress), numeric ``key_value_pairs`` and n
 
 from __future__ import annotations
 
+import os
 from typing import Iterator
 
 from ...core.errors import DataError
 from .atoms import atoms_to_graph, numeric
+from .oc20lmdb import check_lmdb
 
 NAME = "asedb"
 
@@ -43,6 +45,8 @@ def shards(path: str) -> list[str]:
 def _connect(path: str):
     import ase.db
 
+    if path.endswith(".aselmdb") and os.path.isfile(path):
+        check_lmdb(path)  # a truncated shard would crash the lmdb library (bus error)
     try:
         if path.endswith(".aselmdb"):  # read-only, no lock file: many ranks read one shard
             return ase.db.connect(path, type="aselmdb", readonly=True, use_lock_file=False)

@@ -43,9 +43,37 @@ def _files(path: str) -> list[str]:
     return [path]
 
 
+def check_lmdb(path: str) -> None:
+    """Refuse an LMDB data file shorter than its own header says (a truncated copy), which the
+    lmdb library would map and then crash on (bus error) instead of raising. The file starts
+    with two meta pages; the newer one (larger transaction id) gives the page size and the last
+    page in use."""
+    import struct
+
+    data = os.path.join(path, "data.mdb") if os.path.isdir(path) else path
+    size = os.path.getsize(data)
+    with open(data, "rb") as f:
+        head = f.read(160)
+        if len(head) < 152 or struct.unpack_from("<I", head, 16)[0] != 0xBEEFC0DE:
+            raise DataError(f"{path}: not an LMDB file (no LMDB header); is it of the format "
+                            "named?")
+        psize = struct.unpack_from("<I", head, 40)[0]
+        metas = [head]
+        if 0 < psize <= size:
+            f.seek(psize)
+            metas.append(f.read(160))
+    last, _ = max((struct.unpack_from("<QQ", m, 136) for m in metas if len(m) >= 152),
+                  key=lambda m: m[1])
+    need = (last + 1) * psize
+    if size < need:
+        raise DataError(f"{path}: truncated LMDB file ({size} bytes; its header says {need}): "
+                        "copy it again")
+
+
 def _open(path: str):
     import lmdb
 
+    check_lmdb(path)
     try:
         return lmdb.open(path, subdir=os.path.isdir(path), readonly=True, lock=False,
                          readahead=False, meminit=False, max_readers=1)
