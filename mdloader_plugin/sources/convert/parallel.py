@@ -49,28 +49,30 @@ class Serial:
     def bcast(self, value, root=0):
         return value
 
+    def allgather(self, value):
+        return [value]
+
     def Barrier(self):
         pass
 
 
 def agree(comm, err: BaseException | None) -> None:
     """Raise on every rank when any rank has an error: the lowest such rank's one line, said
-    once (exit 2 for bad input, 1 with a traceback on that rank for anything else)."""
-    first = comm.rank if err is not None else comm.size
+    once (exit 2 for bad input, 1 with a traceback on that rank for anything else). One sum
+    when no rank failed; the lines are gathered only when one did."""
+    failed = int(err is not None)
     if comm.size > 1:
-        from mpi4py import MPI
-
-        first = comm.allreduce(first, op=MPI.MIN)
-    if first == comm.size:
+        failed = int(comm.allreduce(np.array([failed], dtype=np.int64))[0])
+    if not failed:
         return
     said = None
-    if comm.rank == first:
-        if isinstance(err, MDLoaderError):
-            said = (str(err), err.exit_code)
-        else:
-            traceback.print_exception(err, file=sys.stderr)
-            said = (f"unexpected {type(err).__name__}: {err}", 1)
-    msg, code = comm.bcast(said, root=first)
+    if isinstance(err, MDLoaderError):
+        said = (str(err), err.exit_code)
+    elif err is not None:
+        traceback.print_exception(err, file=sys.stderr)
+        said = (f"unexpected {type(err).__name__}: {err}", 1)
+    every = comm.allgather(said) if comm.size > 1 else [said]
+    msg, code = next(x for x in every if x is not None)
     out = DataError(msg)
     out.exit_code, out.agreed = code, True
     raise out
