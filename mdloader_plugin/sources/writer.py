@@ -219,9 +219,13 @@ class _JoinedSpool:
         while at < hi:
             start = int(self.ends[f - 1]) if f else 0
             take = min(hi, int(self.ends[f])) - at
-            out[at - lo:at - lo + take] = np.fromfile(
-                self.files[f][0], dtype=self.dtype, count=take,
-                offset=(at - start) * self.dtype.itemsize)
+            if take:  # straight into the block: no second copy
+                with open(self.files[f][0], "rb") as fh:
+                    fh.seek((at - start) * self.dtype.itemsize)
+                    view = memoryview(out[at - lo:at - lo + take]).cast("B")
+                    if fh.readinto(view) != view.nbytes:
+                        raise DataError(f"{self.files[f][0]}: shorter than its part.json says; "
+                                        "remove this part's folder and run again")
             at += take
             f += 1
         return out
