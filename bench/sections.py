@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import backend_choice
+import convert_rate
 import gpu_demo
 import gil_free
 import gpu_rate
@@ -346,6 +347,9 @@ SECTIONS: list[Section] = [
             ("python bench/rank_cost.py", "python bench/rank_cost.py --small-only"),
             ("bench/rank_cost.py",), ("rank_cost.json", "rank_cost_small.json"), _rank_cost,
             ("bench/rank_cost.png",)),
+    Section("Conversion rate against ranks (mdloader convert, OC20-like .aselmdb shards)",
+            ("python bench/convert_rate.py",), ("bench/convert_rate.py",),
+            ("convert_rate.json",), convert_rate.section),
     _markdown("Data-set scale: index and order per rank",
               ("python bench/dataset_scale.py --samples 20000000",), ("bench/dataset_scale.py",),
               "dataset_scale", make_bench="yes"),
@@ -405,7 +409,7 @@ OTHER_RESULTS: list[Other] = [
 
 #: scripts ``make bench`` (tools/bench.sh) runs; every other script of bench/ is a helper they
 #: import, and one-off probes (A/B of two trees, profiles) live in bench/probes/
-ENTRY_POINTS = ("loaders.py", "rank_cost.py", "gpu_rate.py", "gil_free.py", "gpu_demo.py", "training.py", "scale.py",
+ENTRY_POINTS = ("loaders.py", "rank_cost.py", "convert_rate.py", "gpu_rate.py", "gil_free.py", "gpu_demo.py", "training.py", "scale.py",
                 "groups_model.py", "dataset_scale.py", "scale_step.py", "estimator_accuracy.py",
                 "estimator_cluster.py", "backend_choice.py", "groups.py", "report.py")
 HELPERS = ("baselines.py", "bench_plots.py", "choice_worker.py", "ddstore_real.py",
