@@ -54,7 +54,7 @@ def workdir(tmp_path_factory):
             write_shard(d / "data" / "oc20" / folder / f"data.{s:04d}.aselmdb",
                         list(synth.slabs(4, a, b)))
     (d / "data" / "md").mkdir(parents=True)
-    frames = list(synth.slabs(5, 0, 10))
+    frames = list(synth.slabs(5, 0, 20))
     for a in frames:  # the same fields in every frame (an MD trajectory's)
         a.arrays.pop("initial_magmoms", None)
     write(str(d / "data" / "md" / "traj.extxyz"), frames, format="extxyz")
@@ -117,7 +117,7 @@ def md_converted(workdir):
 
 def test_extxyz_prints_the_pages_dataset_keys(md_converted):
     r, keys = md_converted
-    assert "trainset 8, valset 1, testset 1" in r.stdout, r.stdout
+    assert "trainset 16, valset 2, testset 2" in r.stdout, r.stdout
     for kind in ("node_features", "graph_features"):
         line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith(kind + ":"))
         assert yaml.safe_load(line.strip())[kind] == keys["Dataset"][kind]

@@ -185,6 +185,7 @@ def prepare(comm, work: str, plan: dict, build, overwrite: bool) -> list[int]:
 
 
 def part_dir(work: str, i: int) -> str:
+    """The folder of part `i` (present only once the part is complete)."""
     return os.path.join(work, f"part-{i:06d}")
 
 
