@@ -20,6 +20,7 @@ import groups as groups_bench
 import report_tables
 from fairchem_figures import FIGURES_FAIRCHEM
 from ddstore_figures import FIGURES_DDSTORE954
+from convert_rate import FIGURES_CONVERT
 from rank_cost_figures import FIGURES_RANK_COST
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -635,6 +636,7 @@ FIGURES.update(FIGURES_GIL)
 FIGURES.update(FIGURES_RANK_COST)
 FIGURES.update(FIGURES_FAIRCHEM)
 FIGURES.update(FIGURES_DDSTORE954)
+FIGURES.update(FIGURES_CONVERT)
 
 
 def value(key: str) -> str:

@@ -18,6 +18,7 @@ from typing import Callable
 
 import backend_choice
 import ddstore_figures
+import convert_rate
 import gpu_demo
 import gil_free
 import gpu_rate
@@ -370,6 +371,9 @@ SECTIONS: list[Section] = [
     Section("fairchem: max_atoms as a cap, and the 4-data-set mix's state",
             ("python bench/fairchem_batches.py",), ("bench/fairchem_batches.py",),
             ("fairchem_batches.json",), _fairchem),
+    Section("Conversion rate against ranks (mdloader convert, OC20-like .aselmdb shards)",
+            ("python bench/convert_rate.py",), ("bench/convert_rate.py",),
+            ("convert_rate.json",), convert_rate.section),
     _markdown("Data-set scale: index and order per rank",
               ("python bench/dataset_scale.py --samples 20000000",), ("bench/dataset_scale.py",),
               "dataset_scale", make_bench="yes"),
@@ -434,7 +438,8 @@ OTHER_RESULTS: list[Other] = [
 #: scripts ``make bench`` (tools/bench.sh) runs; every other script of bench/ is a helper they
 #: import, and one-off probes (A/B of two trees, profiles) live in bench/probes/
 ENTRY_POINTS = ("loaders.py", "ddstore_batched.py", "rank_cost.py", "fairchem_batches.py",
-                "gpu_rate.py", "gil_free.py", "gpu_demo.py", "training.py", "scale.py",
+                "convert_rate.py", "gpu_rate.py", "gil_free.py", "gpu_demo.py", "training.py",
+                "scale.py",
                 "groups_model.py", "dataset_scale.py", "scale_step.py", "estimator_accuracy.py",
                 "estimator_cluster.py", "backend_choice.py", "groups.py", "report.py")
 HELPERS = ("baselines.py", "bench_plots.py", "choice_worker.py", "ddstore_real.py",

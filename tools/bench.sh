@@ -63,6 +63,8 @@ echo "== per-rank cost against the number of ranks (mdloader rank-cost, one proc
 "$PY" bench/rank_cost.py --small-only
 echo "== fairchem: max_atoms batches against fairchem's sampler, the 4-data-set mix's state"
 "$PY" bench/fairchem_batches.py
+echo "== conversion rate against ranks (mdloader convert, 512 OC20-like structures in 16 shards; 1, 2, 4 ranks)"
+"$PY" bench/convert_rate.py
 echo "== estimator accuracy"
 "$PY" bench/estimator_accuracy.py "${quick[@]}"
 # --- estimator on the emulated multi-node cluster (issue 10; needs root, ~3-5 min; opt-in) ---

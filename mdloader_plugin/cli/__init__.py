@@ -34,7 +34,7 @@ COMMANDS = [
 
 #: commands that run as MPI ranks: each checks at start that MPI's world is what the launcher
 #: started (world.check_launch), on every process, before any collective
-MPI_COMMANDS = {"train", "check", "calibrate"}
+MPI_COMMANDS = {"train", "check", "calibrate", "convert"}
 
 EPILOG = """\
 typical session:

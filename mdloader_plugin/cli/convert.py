@@ -21,9 +21,14 @@ examples:
   mdloader convert g2 --out data/g2.bp --split 0.8,0.1,0.1
   mdloader convert train.aselmdb --out data/oc.bp --radius 6 --max-neighbours 50
   mdloader convert traj.extxyz --out data/md.bp --split 0.9,0.1,0 --seed 1
-  mdloader convert train=oc20/train val=oc20/val --x atomic_numbers --y energy --out oc20.bp
-      (two folders of .aselmdb files into one file's trainset and valset, with HydraGNN's x and
-      y columns; node-level targets such as forces are columns of x: --x atomic_numbers,forces)"""
+  mpiexec -n 4 mdloader convert train=data/oc20/train val=data/oc20/val --out data/oc20/oc20.bp
+      (two folders of .aselmdb shards, converted by 4 ranks, into one file's trainset and valset:
+      the path recipes/fairchem reads; add --x atomic_numbers,forces --y energy for HydraGNN's
+      x and y columns: node-level targets such as forces are columns of x)
+
+parallel: under mpiexec/srun the ranks share the work (files and ranges of structures) and
+rank 0 writes the one output file; it is the same file one process writes. An interrupted run
+leaves OUT.parts/: the same command again converts only what is missing."""
 
 
 def register(sub) -> None:
@@ -32,7 +37,8 @@ def register(sub) -> None:
         description="Stream structures from SRC into an ADIOS2 file in HydraGNN's layout, with "
                     "deterministic train/val/test splits and a radius graph (periodic images "
                     "when a cell is present) for structures without edges. Memory stays "
-                    "bounded: one structure plus a 64 MB write block.",
+                    "bounded: one structure plus a 64 MB write block. Runs on any number of "
+                    "MPI ranks (mpiexec -n P mdloader convert ...) with the same output.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("src", metavar="SRC", nargs="+",
                    help="input path (or `g2`); or labelled inputs train=PATH val=PATH "
@@ -54,12 +60,17 @@ def register(sub) -> None:
                         "atomic_numbers,forces); node-level targets are columns of x too")
     p.add_argument("--y", default="", metavar="KEY[,KEY...]",
                    help="HydraGNN's graph targets y: these per-structure fields (e.g. energy)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace OUT if it exists (and an unfinished OUT.parts of other inputs)")
+    p.add_argument("--part-size", type=int, default=None, metavar="N",
+                   help="structures a part, the unit ranks share and a resume keeps (default: "
+                        "about 16 parts a rank, at most 4096 structures)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from tqdm import tqdm
+    from mpi4py import MPI
 
     from ..sources import convert
     from .synth import parse_split
@@ -67,26 +78,45 @@ def run(args) -> int:
     split = parse_split(args.split)
     if args.radius < 0 or args.max_neighbours < 0:
         raise ConfigError("--radius and --max-neighbours must be >= 0")
+    if args.part_size is not None and args.part_size < 1:
+        raise ConfigError("--part-size must be >= 1")
     src = _sources(args.src)
     x = [k for k in args.x.split(",") if k.strip()]
     y = [k for k in args.y.split(",") if k.strip()]
+    world = MPI.COMM_WORLD
+    comm = world if world.Get_size() > 1 else None
     for one in (src.values() if isinstance(src, dict) else [src]):
-        mod = convert.detect(one, args.kind)
-        if mod.NAME == "lmdb":
+        mod = convert.detect(one, args.kind)  # on every rank: an error is every rank's
+        if mod.NAME == "lmdb" and world.Get_rank() == 0:
             print(mod.WARNING, file=sys.stderr, flush=True)
             break
     t0 = time.perf_counter()
+    bar = []
 
-    def progress(graphs, n):
-        return tqdm(graphs, total=n, desc=f"convert {mod.NAME}", unit="graph",
-                    disable=args.quiet)
+    def progress(total, done):
+        from tqdm import tqdm
 
-    counts = convert.convert(src, args.out, kind=args.kind, split=split, seed=args.seed,
-                             radius=args.radius, max_neighbours=args.max_neighbours or None,
-                             float64=args.float64, progress=progress, x=x, y=y)
-    print(f"wrote {args.out}: {sum(counts.values())} graphs "
-          f"({', '.join(f'{k} {v}' for k, v in counts.items())}) in "
-          f"{time.perf_counter() - t0:.1f} s")
+        bar.append(tqdm(total=total, initial=done, unit="structure", disable=args.quiet,
+                        desc=f"convert ({world.Get_size()} rank{'s' * (world.Get_size() > 1)})",
+                        smoothing=0.1, mininterval=1.0))
+        return bar[0].update
+
+    try:
+        counts = convert.convert(src, args.out, kind=args.kind, split=split, seed=args.seed,
+                                 radius=args.radius, max_neighbours=args.max_neighbours or None,
+                                 float64=args.float64, progress=progress, x=x, y=y, comm=comm,
+                                 overwrite=args.overwrite, part_size=args.part_size)
+    finally:
+        for b in bar:
+            b.close()
+    if world.Get_rank() != 0:
+        return 0
+    dt = time.perf_counter() - t0
+    n = sum(counts.values())
+    print(f"wrote {args.out}: {n} graphs "
+          f"({', '.join(f'{k} {v}' for k, v in counts.items())}) in {dt:.1f} s "
+          f"({n / max(dt, 1e-9):.0f} structures/s on {world.Get_size()} "
+          f"rank{'s' * (world.Get_size() > 1)})")
     if x or y:
         _print_config(args.out, x, y)
     return 0

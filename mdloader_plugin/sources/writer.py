@@ -157,52 +157,160 @@ class GraphWriter:
 
     def close(self) -> None:
         """Write the file (one ADIOS2 step) and remove the spool."""
-        import adios2
-
         if not os.path.isdir(self._dir):
             return
         try:
-            with adios2.Stream(self.path, "w") as out:
-                for label, n in self.counts.items():
-                    out.write_attribute(f"{label}/ndata", np.int64(n))
-                    if n:
-                        out.write_attribute(f"{label}/keys", list(self.keys[label]))
-                        for key in self.keys[label]:
-                            self._write_key(out, label, key)
-                out.write_attribute("total_ndata", np.int64(sum(self.counts.values())))
-                for name, val in self.attributes.items():
-                    out.write_attribute(name, val if isinstance(val, (str, list))
-                                        else np.asarray(val))
+            write_step(self.path, self.counts, self.keys, self._spools, self.attributes,
+                       self.vdims, self.chunk_bytes)
         finally:
             self.discard()
 
-    def _write_key(self, out, label: str, key: str) -> None:
-        spool = self._spools[(label, key)]
-        shapes = spool.finish()
-        name = f"{label}/{key}"
-        vdim = self.vdims.get(key, _vdim_of(spool.lo, spool.hi))
-        if not 0 <= vdim < spool.ndim or np.any(np.delete(spool.lo, vdim)
-                                                 != np.delete(spool.hi, vdim)):
-            raise DataError(f"{self.path}: {name} varies in more than one dimension (shapes from "
-                            f"{spool.lo.tolist()} to {spool.hi.tolist()}); HydraGNN's layout "
-                            "allows one varying dimension")
-        cnt = shapes[:, vdim].copy()
-        off = np.zeros_like(cnt)
-        np.cumsum(cnt[:-1], out=off[1:])
-        gshape = spool.lo.copy()
-        gshape[vdim] = int(cnt.sum())
-        for start, block in _blocks(shapes, spool.read, vdim,
-                                    self.chunk_bytes // spool.dtype.itemsize):
-            box = [0] * len(gshape)
-            box[vdim] = start
-            out.write(name, block, gshape.tolist(), box, list(block.shape))
-            out.engine.perform_data_write()
-        if gshape[vdim] == 0:  # every graph is empty along vdim: define the empty variable
-            out.write(name, np.zeros(gshape, dtype=spool.dtype), gshape.tolist(),
-                      [0] * len(gshape), gshape.tolist())
-        out.write(f"{name}/variable_count", cnt, [len(cnt)], [0], [len(cnt)])
-        out.write(f"{name}/variable_offset", off, [len(off)], [0], [len(off)])
-        out.write_attribute(f"{name}/variable_dim", np.int64(vdim))
+    def save_part(self, folder: str, meta: Mapping[str, object] | None = None) -> None:
+        """Keep the spool as a part (raw data, shapes and ``part.json``) in `folder`, written
+        under a temporary name and renamed at the end so a part that exists is complete;
+        :func:`assemble` joins parts into one file. Nothing is written to ``self.path``."""
+        import json
+
+        info = {"counts": self.counts, "keys": self.keys, "spools": {}, **dict(meta or {})}
+        for (label, key), spool in self._spools.items():
+            shapes = spool.finish()
+            np.save(spool.path[:-4] + ".shapes.npy", shapes)
+            info["spools"][f"{label}/{key}"] = {
+                "file": os.path.basename(spool.path), "dtype": spool.dtype.str,
+                "ndim": spool.ndim, "lo": spool.lo.tolist(), "hi": spool.hi.tolist()}
+        with open(os.path.join(self._dir, "part.json"), "w") as f:
+            json.dump(info, f)
+        self._spools.clear()
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(self._dir, folder)
+
+
+class _JoinedSpool:
+    """One ``(label, key)`` over several parts (see :meth:`GraphWriter.save_part`), read as the
+    concatenation of the parts' spools in order: the interface :func:`_write_key` reads."""
+
+    def __init__(self, pieces: list[tuple[str, dict]], where: str):
+        self.files, shapes = [], []
+        first = pieces[0][1]
+        self.dtype, self.ndim = np.dtype(first["dtype"]), int(first["ndim"])
+        self.lo = np.array(first["lo"], dtype=np.int64)
+        self.hi = np.array(first["hi"], dtype=np.int64)
+        for folder, info in pieces:
+            if np.dtype(info["dtype"]) != self.dtype or int(info["ndim"]) != self.ndim:
+                raise DataError(f"{where} in {info.get('what', folder)}: dtype/rank "
+                                f"{info['dtype']}/{info['ndim']} differs from the first "
+                                f"part's {self.dtype}/{self.ndim}; every graph must store a "
+                                "key with the same dtype and rank")
+            np.minimum(self.lo, info["lo"], out=self.lo)
+            np.maximum(self.hi, info["hi"], out=self.hi)
+            sh = np.load(os.path.join(folder, info["file"][:-4] + ".shapes.npy"))
+            shapes.append(sh)
+            self.files.append((os.path.join(folder, info["file"]), int(sh.prod(axis=1).sum())))
+        self.shapes = np.concatenate(shapes)
+        self.ends = np.cumsum([n for _, n in self.files])
+
+    def finish(self) -> np.ndarray:
+        return self.shapes
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        out = np.empty(hi - lo, dtype=self.dtype)
+        f = int(np.searchsorted(self.ends, lo, side="right"))
+        at = lo
+        while at < hi:
+            start = int(self.ends[f - 1]) if f else 0
+            take = min(hi, int(self.ends[f])) - at
+            if take:  # straight into the block: no second copy
+                with open(self.files[f][0], "rb") as fh:
+                    fh.seek((at - start) * self.dtype.itemsize)
+                    view = memoryview(out[at - lo:at - lo + take]).cast("B")
+                    if fh.readinto(view) != view.nbytes:
+                        raise DataError(f"{self.files[f][0]}: shorter than its part.json says; "
+                                        "remove this part's folder and run again")
+            at += take
+            f += 1
+        return out
+
+
+def assemble(path: str, parts: list[str], attributes: Mapping[str, object] | None = None,
+             vdims: Mapping[str, int] | None = None, labels: tuple[str, ...] = (),
+             chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> dict[str, int]:
+    """Write the parts (folders of :meth:`GraphWriter.save_part`) as one file at `path`, graphs
+    in part order: the same arrays a single :class:`GraphWriter` given every graph in that order
+    writes. Memory: one block of ``chunk_bytes`` plus each part's shapes. Returns graphs per
+    label."""
+    import json
+
+    counts: dict[str, int] = {lab: 0 for lab in labels}
+    keys: dict[str, list[str]] = {}
+    pieces: dict[tuple[str, str], list] = {}
+    for folder in parts:
+        with open(os.path.join(folder, "part.json")) as f:
+            info = json.load(f)
+        for label, n in info["counts"].items():
+            counts[label] = counts.get(label, 0) + n
+            if not n:
+                continue
+            keys.setdefault(label, info["keys"][label])
+            if sorted(info["keys"][label]) != sorted(keys[label]):
+                raise DataError(f"{path}: {info.get('what', folder)} has keys "
+                                f"{sorted(info['keys'][label])} in {label} but the first part "
+                                f"has {sorted(keys[label])}")
+            for key in keys[label]:
+                one = dict(info["spools"][f"{label}/{key}"], what=info.get("what", folder))
+                pieces.setdefault((label, key), []).append((folder, one))
+    spools = {lk: _JoinedSpool(p, f"{path}: {lk[0]}/{lk[1]}") for lk, p in pieces.items()}
+    write_step(path, counts, keys, spools, dict(attributes or {}), dict(vdims or {}),
+               max(int(chunk_bytes), 1))
+    return counts
+
+
+def write_step(path: str, counts: Mapping[str, int], keys: Mapping[str, list[str]],
+               spools: Mapping[tuple[str, str], object], attributes: Mapping[str, object],
+               vdims: Mapping[str, int], chunk_bytes: int) -> None:
+    """One ADIOS2 step of HydraGNN's layout at `path` from spooled keys (a :class:`_KeySpool`
+    or a :class:`_JoinedSpool` for every ``(label, key)``), in blocks of ``chunk_bytes``."""
+    import adios2
+
+    with adios2.Stream(path, "w") as out:
+        for label, n in counts.items():
+            out.write_attribute(f"{label}/ndata", np.int64(n))
+            if n:
+                out.write_attribute(f"{label}/keys", list(keys[label]))
+                for key in keys[label]:
+                    _write_key(out, path, label, key, spools[(label, key)], vdims,
+                               chunk_bytes)
+        out.write_attribute("total_ndata", np.int64(sum(counts.values())))
+        for name, val in attributes.items():
+            out.write_attribute(name, val if isinstance(val, (str, list)) else np.asarray(val))
+
+
+def _write_key(out, path: str, label: str, key: str, spool, vdims: Mapping[str, int],
+               chunk_bytes: int) -> None:
+    shapes = spool.finish()
+    name = f"{label}/{key}"
+    vdim = vdims.get(key, _vdim_of(spool.lo, spool.hi))
+    if not 0 <= vdim < spool.ndim or np.any(np.delete(spool.lo, vdim)
+                                             != np.delete(spool.hi, vdim)):
+        raise DataError(f"{path}: {name} varies in more than one dimension (shapes from "
+                        f"{spool.lo.tolist()} to {spool.hi.tolist()}); HydraGNN's layout "
+                        "allows one varying dimension")
+    cnt = shapes[:, vdim].copy()
+    off = np.zeros_like(cnt)
+    np.cumsum(cnt[:-1], out=off[1:])
+    gshape = spool.lo.copy()
+    gshape[vdim] = int(cnt.sum())
+    for start, block in _blocks(shapes, spool.read, vdim,
+                                chunk_bytes // spool.dtype.itemsize):
+        box = [0] * len(gshape)
+        box[vdim] = start
+        out.write(name, block, gshape.tolist(), box, list(block.shape))
+        out.engine.perform_data_write()
+    if gshape[vdim] == 0:  # every graph is empty along vdim: define the empty variable
+        out.write(name, np.zeros(gshape, dtype=spool.dtype), gshape.tolist(),
+                  [0] * len(gshape), gshape.tolist())
+    out.write(f"{name}/variable_count", cnt, [len(cnt)], [0], [len(cnt)])
+    out.write(f"{name}/variable_offset", off, [len(off)], [0], [len(off)])
+    out.write_attribute(f"{name}/variable_dim", np.int64(vdim))
 
 
 def _blocks(shapes: np.ndarray, read: Callable[[int, int], np.ndarray], vdim: int,

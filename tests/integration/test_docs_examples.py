@@ -24,7 +24,8 @@ def test_every_marked_block_is_tested():
     marked = set()
     for md in (ROOT / "docs").rglob("*.md"):
         marked |= set(re.findall(r"^<!-- test: ([\w-]+) -->$", md.read_text(), re.M))
-    assert marked == {"own-loop", "estimate"}
+    assert marked == {"own-loop", "estimate", "own-data-fairchem", "own-data-extxyz",
+                      "own-data-hydragnn-config", "own-data-hydragnn"}
 
 
 @pytest.mark.mpi

@@ -92,60 +92,122 @@ def finish_graph(g: dict, radius: float, max_neighbours: int | None,
 def convert(path, out: str, *, kind: str | None = None,
             split: tuple[float, float, float] = (1.0, 0.0, 0.0), seed: int = 0,
             radius: float = 6.0, max_neighbours: int | None = 50, float64: bool = False,
-            progress: Callable[[Iterator, int], Iterator] | None = None,
-            x: Sequence[str] = (), y: Sequence[str] = ()) -> dict[str, int]:
+            progress: Callable[[int, int], Callable[[int], None]] | None = None,
+            x: Sequence[str] = (), y: Sequence[str] = (), comm=None, overwrite: bool = False,
+            part_size: int | None = None) -> dict[str, int]:
     """Convert `path` into the ADIOS2 file `out`; returns graphs per label.
 
     `path`: one input, split by `split` and `seed`; or a mapping ``{label: input}`` (labelled
     splits, e.g. OC20's ``train/`` and ``val/`` folders into one file's ``trainset`` and
     ``valset``), each input's structures all going to its label in source order.
     `x`, `y`: HydraGNN's columns (:func:`hydragnn_columns`): ``x`` the listed per-atom fields
-    side by side, ``y`` the listed per-structure fields; every other field is kept as well."""
-    inputs = _inputs(path, kind, split)
-    counts = {lab: mod.count(src) for lab, src, mod in inputs}
-    for (lab, src, _), n in zip(inputs, counts.values()):
-        if n <= 0:
-            raise DataError(f"{src}: the input holds no structures")
-    if len(inputs) == 1 and inputs[0][0] is None:
-        src, mod = inputs[0][1], inputs[0][2]
-        labels = assign_labels(counts[None], split, seed)
+    side by side, ``y`` the listed per-structure fields; every other field is kept as well.
+    `comm`: an MPI communicator whose ranks share the work (every rank calls this; default: this
+    process alone); the file is the same whatever the number of ranks (see :mod:`.parallel`).
+    `progress(total, done)`: called once on rank 0, returns a function given the structures
+    finished after each round. `part_size`: structures a part (default: about 16 parts a rank).
+    """
+    from . import parallel as par
+
+    comm = comm if comm is not None else par.Serial()
+    inputs = par._guard(comm, _inputs, path, kind, split)
+    if os.path.exists(out) and not overwrite:
+        par.agree(comm, DataError(f"{out} exists: pass --overwrite to replace it, or choose "
+                                  "another --out"))
+    streams = [(src, mod) for _, src, mod in inputs]
+    shard_counts = par.count_shards(comm, streams)
+    totals = [int(c.sum()) for c in shard_counts]
+    if inputs[0][0] is None:
+        src, mod = streams[0]
         names = tuple(lab for lab, f in zip(LABELS, split) if f > 0)
-        streams = [(src, mod, counts[None], lambda i, _l=labels: LABELS[_l[i]])]
         name = f"{mod.NAME}:{os.path.basename(os.path.normpath(src))}"
     else:
         names = tuple(lab for lab, _, _ in inputs)
-        streams = [(src, mod, counts[lab], lambda i, _lab=lab: _lab) for lab, src, mod in inputs]
         name = ",".join(f"{lab}={mod.NAME}:{os.path.basename(os.path.normpath(src))}"
                         for lab, src, mod in inputs)
+    total = sum(totals)
+    size = part_size or min(max(-(-total // (comm.size * par.PARTS_A_RANK)), 1),
+                            par.PART_SIZE_MAX)
+    options = {"kind": kind, "split": list(split), "seed": seed, "radius": radius,
+               "max_neighbours": max_neighbours, "float64": float64, "x": list(x),
+               "y": list(y), "labels": [lab for lab, _, _ in inputs], "counts": totals}
+    work = os.path.normpath(out) + ".parts"
+    plan = {"fingerprint": par.fingerprint(streams, options), "parts": None}
+    todo = par.prepare(comm, work, plan,
+                       lambda: par.make_parts(streams, shard_counts, size), overwrite)
+    parts = plan["parts"]
+    labels_path = os.path.join(work, "labels.npy")
+    if inputs[0][0] is None and comm.rank == 0 and not os.path.exists(labels_path):
+        np.save(labels_path + ".tmp.npy", assign_labels(totals[0], split, seed))
+        os.replace(labels_path + ".tmp.npy", labels_path)
+    comm.Barrier()
+    lab_ids = np.load(labels_path, mmap_mode="r") if inputs[0][0] is None else None
+    label_of = [(lambda i: LABELS[lab_ids[i]]) if lab is None else (lambda i, _l=lab: _l)
+                for lab, _, _ in inputs]
+
+    def graphs(p, where_first=None):
+        src, mod = streams[p["stream"]]
+        it = iter(par.structures(mod, p))
+        for j in range(p["start"], p["stop"] + 1):
+            where = f"{p['shard']}: structure {j}"
+            try:
+                g = next(it)
+            except StopIteration:
+                if j < p["stop"]:
+                    raise DataError(f"{p['shard']}: yielded {j} structures but declares "
+                                    f"{p['stop']}") from None
+                return
+            except (DataError, ConfigError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - a truncated or foreign file
+                raise DataError(f"{where}: cannot read it as {mod.NAME} ({type(exc).__name__}: "
+                                f"{exc}); is the file complete and of that format?") from None
+            if j == p["stop"]:
+                raise DataError(f"{p['shard']}: holds more structures than the {p['stop']} it "
+                                "declares")
+            try:
+                g = finish_graph(g, radius, max_neighbours, float64)
+            except DataError as exc:
+                raise DataError(f"{where}: {exc}") from None
+            if x or y:
+                g = hydragnn_columns(g, x, y, where, float64)
+            yield where, label_of[p["stream"]](p["first"] + j - p["start"]), g
+
+    def first_schema():
+        return list(next(graphs(dict(parts[0], stop=parts[0]["start"] + 1)))[2])
+
+    schema = comm.bcast(par._guard(comm, first_schema) if comm.rank == 0
+                        else par._guard(comm, lambda: None), root=0)
+
+    def convert_part(p, folder):
+        dropped: set[str] = set()
+        w = GraphWriter(folder + ".out", labels=names)
+        try:
+            for where, label, g in graphs(p):
+                g = _conform(g, schema, dropped, where)
+                try:
+                    w.add(label, g)
+                except DataError as exc:
+                    raise DataError(f"{where}: {str(exc).split(': ', 1)[-1]}") from None
+            w.save_part(folder, {"dropped": sorted(dropped),
+                                 "what": f"{p['shard']} structures {p['start']}-{p['stop'] - 1}"})
+        finally:
+            w.discard()
+
+    update = None
+    if progress is not None and comm.rank == 0:
+        left = sum(parts[i]["stop"] - parts[i]["start"] for i in todo)
+        update = progress(total, total - left)
+    par.run_parts(comm, work, plan, todo, convert_part, update)
     attrs = {"dataset_name": name}
     vdims = {"edge_index": 1, "x": 0, "y": 0}  # HydraGNN's layout, also when sizes never vary
-    schema: list[str] | None = None
-    dropped: set[str] = set()
-    with GraphWriter(out, attrs, vdims=vdims, labels=names) as w:
-        for src, mod, n, label_of in streams:
-            graphs: Iterator = mod.iterate(src)
-            if progress is not None:
-                graphs = progress(graphs, n)
-            i = -1
-            for i, g in enumerate(graphs):
-                if i >= n:
-                    raise DataError(f"{src}: holds more structures than the {n} it declares")
-                g = finish_graph(g, radius, max_neighbours, float64)
-                if x or y:
-                    g = hydragnn_columns(g, x, y, f"{src}: structure {i}", float64)
-                schema = list(g) if schema is None else schema
-                g = _conform(g, schema, dropped, f"{src}: structure {i}")
-                try:
-                    w.add(label_of(i), g)
-                except DataError as exc:
-                    raise DataError(f"{src}: structure {i}: {exc}") from None
-            if i + 1 != n:
-                raise DataError(f"{src}: yielded {i + 1} structures but declares {n}")
-    if dropped:
+    counts, dropped = par.finish(comm, work, out, len(parts), overwrite, attributes=attrs,
+                                 vdims=vdims, labels=names)
+    if dropped and comm.rank == 0:
         where = path if not isinstance(path, dict) else ", ".join(map(str, path.values()))
-        print(f"mdloader: warning: {where}: fields {', '.join(sorted(dropped))} are missing from "
+        print(f"mdloader: warning: {where}: fields {', '.join(dropped)} are missing from "
               "the first structure and were dropped everywhere", file=sys.stderr, flush=True)
-    return dict(w.counts)
+    return counts
 
 
 #: names a labelled input may carry (``train=DIR``), and the file's label for each

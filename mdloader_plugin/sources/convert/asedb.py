@@ -8,10 +8,12 @@ fixed, the calculator's energy/forces/stress), numeric ``key_value_pairs`` and n
 
 from __future__ import annotations
 
+import os
 from typing import Iterator
 
 from ...core.errors import DataError
 from .atoms import atoms_to_graph, numeric
+from .oc20lmdb import check_lmdb
 
 NAME = "asedb"
 
@@ -34,11 +36,21 @@ def _files(path: str) -> list[str]:
     return _folder_files(path) or [path]
 
 
+def shards(path: str) -> list[str]:
+    """The files of ``path`` (a folder's ``.aselmdb`` files in name order), the units a parallel
+    conversion splits into ranges."""
+    return _files(path)
+
+
 def _connect(path: str):
     import ase.db
 
+    if path.endswith(".aselmdb") and os.path.isfile(path):
+        check_lmdb(path)  # a truncated shard would crash the lmdb library (bus error)
     try:
-        return ase.db.connect(path, type="aselmdb" if path.endswith(".aselmdb") else "db")
+        if path.endswith(".aselmdb"):  # read-only, no lock file: many ranks read one shard
+            return ase.db.connect(path, type="aselmdb", readonly=True, use_lock_file=False)
+        return ase.db.connect(path, type="db")
     except Exception as exc:  # noqa: BLE001 - sqlite3/lmdb errors
         raise DataError(f"{path}: cannot open as an ASE database ({exc})") from None
 
@@ -63,10 +75,23 @@ def iterate(path: str) -> Iterator[dict]:
         yield from _iterate_one(one)
 
 
-def _iterate_one(path: str) -> Iterator[dict]:
+def iterate_range(path: str, start: int, stop: int, hint=None) -> Iterator[dict]:
+    """Structures ``start..stop-1`` of one file of :func:`shards` (in :func:`iterate`'s order)."""
     db = _connect(path)
+    if hasattr(db, "ids") and hasattr(db, "_get_row"):  # aselmdb: rows by position, no scan
+        rows = (db._get_row(i) for i in db.ids[start:stop])
+    else:
+        rows = db.select(offset=start, limit=stop - start)
+    yield from _graphs(rows)
+
+
+def _iterate_one(path: str) -> Iterator[dict]:
+    yield from _graphs(_connect(path).select())
+
+
+def _graphs(rows) -> Iterator[dict]:
     skipped: set = set()
-    for row in db.select():
+    for row in rows:
         extra = dict(row.key_value_pairs)
         data = row.get("data") or {}
         for name, value in data.items():

@@ -43,6 +43,49 @@ def count(path: str) -> int:
                         "(extended) XYZ file") from None
 
 
+def offsets(path: str, frames) -> list[int]:
+    """Byte offset of the start of each frame in `frames` (sorted; a frame equal to the count is
+    the end of the file), so that ranks parse their frame ranges without reading the rest."""
+    want, out, n = list(frames), [], 0
+    with open(path, "rb") as f:
+        for k in want:
+            while n < k:
+                line = f.readline()
+                if not line:
+                    break
+                if line.strip():
+                    for _ in islice(f, int(line) + 1):
+                        pass
+                    n += 1
+            pos = f.tell()
+            while True:  # skip blank lines between frames, as count() does
+                line = f.readline()
+                if not line or line.strip():
+                    break
+                pos = f.tell()
+            f.seek(pos)
+            out.append(pos)
+    return out
+
+
+def iterate_range(path: str, start: int, stop: int, hint=None) -> Iterator[dict]:
+    """Frames ``start..stop-1``; `hint` is ``(first byte, end byte)`` from :func:`offsets`."""
+    from io import StringIO
+
+    from ase.io.extxyz import read_xyz
+
+    lo, hi = hint if hint is not None else offsets(path, [start, stop])
+    with open(path, "rb") as f:
+        f.seek(lo)
+        text = f.read(hi - lo).decode()
+    skipped: set = set()
+    try:
+        for atoms in read_xyz(StringIO(text), slice(0, stop - start)):
+            yield atoms_to_graph(atoms, None, skipped)
+    except (ValueError, KeyError, IndexError) as exc:
+        raise DataError(f"{path}: cannot parse as extended XYZ ({exc})") from None
+
+
 def iterate(path: str) -> Iterator[dict]:
     """The structures of ``path`` one at a time, each a ``dict`` of numpy arrays."""
     from ase.io import iread

@@ -43,9 +43,37 @@ def _files(path: str) -> list[str]:
     return [path]
 
 
+def check_lmdb(path: str) -> None:
+    """Refuse an LMDB data file shorter than its own header says (a truncated copy), which the
+    lmdb library would map and then crash on (bus error) instead of raising. The file starts
+    with two meta pages; the newer one (larger transaction id) gives the page size and the last
+    page in use."""
+    import struct
+
+    data = os.path.join(path, "data.mdb") if os.path.isdir(path) else path
+    size = os.path.getsize(data)
+    with open(data, "rb") as f:
+        head = f.read(160)
+        if len(head) < 152 or struct.unpack_from("<I", head, 16)[0] != 0xBEEFC0DE:
+            raise DataError(f"{path}: not an LMDB file (no LMDB header); is it of the format "
+                            "named?")
+        psize = struct.unpack_from("<I", head, 40)[0]
+        metas = [head]
+        if 0 < psize <= size:
+            f.seek(psize)
+            metas.append(f.read(160))
+    last, _ = max((struct.unpack_from("<QQ", m, 136) for m in metas if len(m) >= 152),
+                  key=lambda m: m[1])
+    need = (last + 1) * psize
+    if size < need:
+        raise DataError(f"{path}: truncated LMDB file ({size} bytes; its header says {need}): "
+                        "copy it again")
+
+
 def _open(path: str):
     import lmdb
 
+    check_lmdb(path)
     try:
         return lmdb.open(path, subdir=os.path.isdir(path), readonly=True, lock=False,
                          readahead=False, meminit=False, max_readers=1)
@@ -98,19 +126,29 @@ def to_arrays(obj, where: str) -> dict[str, np.ndarray]:
     return out
 
 
+def shards(path: str) -> list[str]:
+    """The LMDB files of ``path``, the units a parallel conversion splits into ranges."""
+    return _files(path)
+
+
 def iterate(path: str) -> Iterator[dict]:
     """The structures of ``path`` one at a time, each a ``dict`` of numpy arrays."""
     for f in _files(path):
-        env = _open(f)
-        with env.begin() as txn:
-            n = _length(txn, f)
-            for i in range(n):
-                raw = txn.get(str(i).encode("ascii"))
-                if raw is None:
-                    raise DataError(f"{f}: entry {i} is missing (length says {n})")
-                try:
-                    obj = pickle.loads(raw)  # trusted input only; see WARNING
-                except Exception as exc:  # noqa: BLE001
-                    raise DataError(f"{f}: entry {i} cannot be unpickled ({exc})") from None
-                yield to_arrays(obj, f"{f}: entry {i}")
-        env.close()
+        yield from iterate_range(f, 0, None)
+
+
+def iterate_range(f: str, start: int, stop: int | None, hint=None) -> Iterator[dict]:
+    """Entries ``start..stop-1`` of one LMDB file (all of them for ``stop=None``)."""
+    env = _open(f)
+    with env.begin() as txn:
+        n = _length(txn, f)
+        for i in range(start, n if stop is None else stop):
+            raw = txn.get(str(i).encode("ascii"))
+            if raw is None:
+                raise DataError(f"{f}: entry {i} is missing (length says {n})")
+            try:
+                obj = pickle.loads(raw)  # trusted input only; see WARNING
+            except Exception as exc:  # noqa: BLE001
+                raise DataError(f"{f}: entry {i} cannot be unpickled ({exc})") from None
+            yield to_arrays(obj, f"{f}: entry {i}")
+    env.close()

@@ -1,0 +1,243 @@
+"""Conversion in parts, over MPI ranks or one process: what :func:`convert.convert` runs.
+
+The inputs' files (a folder's shards, or one file) are cut into *parts*: ranges of consecutive
+structures of one file, of at most ``part_size`` each (default: about 16 a rank, 1 to 4,096
+structures). Ranks take the parts round-robin, build graphs and spool each part to a folder
+``OUT.parts/part-NNNNNN`` (written under a temporary name and renamed when complete). Rank 0
+then writes the one output file from the parts, in part order, streaming a block of 64 MB at a
+time (:func:`..writer.assemble`), under ``OUT.parts/out.bp``, renamed to ``OUT`` at the end; the
+parts folder is then removed. So the output holds the same arrays, in the same order, with the
+same splits, as one process converting every structure in source order, and no two processes
+ever write one file.
+
+Resume: the plan (inputs, their sizes and modification times, every option, the parts) is saved
+as ``OUT.parts/plan.json``; a run that finds the same plan keeps the finished parts and converts
+the rest, whatever its number of ranks. A plan of other inputs or options is an error unless
+``overwrite``.
+
+Errors: after every round of parts the ranks agree (one reduction) on whether any failed; the
+first failing rank's one line is raised on every rank (exit 2 everywhere), naming the file and
+the structure index within it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import traceback
+from itertools import islice
+
+import numpy as np
+
+from ...core.errors import DataError, MDLoaderError
+from ..writer import GraphWriter, assemble
+
+PART_SIZE_MAX = 4096
+PARTS_A_RANK = 16
+
+
+class Serial:
+    """The few communicator calls this module makes, for one process without MPI."""
+
+    rank, size = 0, 1
+
+    def allreduce(self, value, op=None):
+        return value
+
+    def bcast(self, value, root=0):
+        return value
+
+    def allgather(self, value):
+        return [value]
+
+    def Barrier(self):
+        pass
+
+
+def agree(comm, err: BaseException | None) -> None:
+    """Raise on every rank when any rank has an error: the lowest such rank's one line, said
+    once (exit 2 for bad input, 1 with a traceback on that rank for anything else). One sum
+    when no rank failed; the lines are gathered only when one did."""
+    failed = int(err is not None)
+    if comm.size > 1:
+        failed = int(comm.allreduce(np.array([failed], dtype=np.int64))[0])
+    if not failed:
+        return
+    said = None
+    if isinstance(err, MDLoaderError):
+        said = (str(err), err.exit_code)
+    elif err is not None:
+        traceback.print_exception(err, file=sys.stderr)
+        said = (f"unexpected {type(err).__name__}: {err}", 1)
+    every = comm.allgather(said) if comm.size > 1 else [said]
+    msg, code = next(x for x in every if x is not None)
+    out = DataError(msg)
+    out.exit_code, out.agreed = code, True
+    raise out
+
+
+def _guard(comm, fn, *args):
+    """``fn(*args)`` on this rank, then :func:`agree` on whether any rank failed."""
+    err, value = None, None
+    try:
+        value = fn(*args)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - turned into one agreed line below
+        err = exc
+    agree(comm, err)
+    return value
+
+
+def shards_of(src: str, mod) -> list[str]:
+    """The files `src` is read from (a folder: its shards), in source order."""
+    return list(mod.shards(src)) if hasattr(mod, "shards") else [src]
+
+
+def count_shards(comm, streams) -> list[np.ndarray]:
+    """Structures in every shard of every stream, counted by the ranks in turn."""
+    flat = [(s, sh) for s, (src, mod) in enumerate(streams) for sh in shards_of(src, mod)]
+
+    def count():
+        n = np.zeros(len(flat), dtype=np.int64)
+        for i in range(comm.rank, len(flat), comm.size):
+            s, sh = flat[i]
+            n[i] = streams[s][1].count(sh)
+        return n
+
+    n = _guard(comm, count)
+    n = comm.allreduce(n) if comm.size > 1 else n
+    out, at = [], 0
+    for src, mod in streams:
+        k = len(shards_of(src, mod))
+        out.append(n[at:at + k])
+        at += k
+        if out[-1].sum() <= 0:
+            agree(comm, DataError(f"{src}: the input holds no structures"))
+    return out
+
+
+def make_parts(streams, counts, part_size: int) -> list[dict]:
+    """The parts: ``{stream, shard, start, stop, first}`` (``first``: the index of ``start``
+    within its stream); a source without ranges gives one part a shard."""
+    parts = []
+    for s, ((src, mod), ns) in enumerate(zip(streams, counts)):
+        first = 0
+        for shard, n in zip(shards_of(src, mod), ns.tolist()):
+            step = part_size if hasattr(mod, "iterate_range") else n
+            cuts = list(range(0, n, step)) + [n]
+            hints = mod.offsets(shard, cuts) if hasattr(mod, "offsets") else [None] * len(cuts)
+            for a, b, ha, hb in zip(cuts[:-1], cuts[1:], hints[:-1], hints[1:]):
+                parts.append({"stream": s, "shard": shard, "start": a, "stop": b,
+                              "first": first + a, "hint": None if ha is None else [ha, hb]})
+            first += n
+    return parts
+
+
+def structures(mod, part) -> object:
+    """The structures of one part, in source order."""
+    if hasattr(mod, "iterate_range"):
+        return mod.iterate_range(part["shard"], part["start"], part["stop"], part["hint"])
+    return islice(mod.iterate(part["shard"]), part["start"], part["stop"])
+
+
+def fingerprint(streams, options: dict) -> dict:
+    """What a resumable run must match: the inputs (size, mtime) and every option."""
+    files = []
+    for src, mod in streams:
+        for sh in shards_of(src, mod):
+            st = os.stat(sh) if os.path.exists(sh) else None
+            files.append([sh, st.st_size if st else 0, st.st_mtime_ns if st else 0])
+    return {"files": files, "options": options}
+
+
+def prepare(comm, work: str, plan: dict, build, overwrite: bool) -> list[int]:
+    """Save the plan in `work` with the parts `build()` makes (or check the plan there and keep
+    its parts); the parts still to convert."""
+    def check():
+        path = os.path.join(work, "plan.json")
+        if os.path.exists(path) and not overwrite:
+            with open(path) as f:
+                old = json.load(f)
+            if old.get("fingerprint") != plan["fingerprint"]:
+                raise DataError(f"{work} holds an interrupted conversion of other inputs or "
+                                "options: run that command again to finish it, or remove "
+                                f"{work} (or pass --overwrite) to start this one")
+            plan["parts"] = old["parts"]
+            return True
+        plan["parts"] = build()
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        with open(path + ".tmp", "w") as f:
+            json.dump(plan, f)
+        os.replace(path + ".tmp", path)
+        return False
+
+    resumed = _guard(comm, check) if comm.rank == 0 else _guard(comm, lambda: None)
+    resumed, plan["parts"] = comm.bcast((resumed, plan["parts"]), root=0)
+    todo = [i for i in range(len(plan["parts"])) if not os.path.isdir(part_dir(work, i))]
+    if resumed and comm.rank == 0:
+        print(f"mdloader convert: resuming {work}: {len(plan['parts']) - len(todo)} of "
+              f"{len(plan['parts'])} parts already done", file=sys.stderr, flush=True)
+    return todo
+
+
+def part_dir(work: str, i: int) -> str:
+    """The folder of part `i` (present only once the part is complete)."""
+    return os.path.join(work, f"part-{i:06d}")
+
+
+def run_parts(comm, work: str, plan: dict, todo: list[int], convert_part, progress=None):
+    """Convert the parts of `todo` round-robin over the ranks; agree after every round."""
+    mine = todo[comm.rank::comm.size]
+    rounds = -(-len(todo) // comm.size)
+    parts = plan["parts"]
+    for r in range(rounds):
+        p = parts[mine[r]] if r < len(mine) else None
+        if p is not None:
+            _guard(comm, convert_part, p, part_dir(work, mine[r]))
+        else:
+            agree(comm, None)
+        done = 0 if p is None else p["stop"] - p["start"]
+        total = comm.allreduce(done) if comm.size > 1 else done
+        if progress is not None:
+            progress(total)
+
+
+def finish(comm, work: str, out: str, nparts: int, overwrite: bool, **write) -> tuple:
+    """Rank 0 writes `out` from the parts (under a temporary name, renamed at the end) and
+    removes `work`; every rank gets ``(counts, dropped fields)``."""
+    def write_out():
+        folders = [part_dir(work, i) for i in range(nparts)]
+        tmp = os.path.join(work, "out.bp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        counts = assemble(tmp, folders, **write)
+        dropped = set()
+        for folder in folders:
+            with open(os.path.join(folder, "part.json")) as f:
+                dropped.update(json.load(f).get("dropped", []))
+        if os.path.exists(out):
+            if not overwrite:
+                raise DataError(f"{out} appeared while converting; pass --overwrite to replace it")
+            shutil.rmtree(out) if os.path.isdir(out) else os.remove(out)
+        os.replace(tmp, out)
+        shutil.rmtree(work, ignore_errors=True)
+        return counts, sorted(dropped)
+
+    comm.Barrier()
+    result = _guard(comm, write_out) if comm.rank == 0 else _guard(comm, lambda: None)
+    return comm.bcast(result, root=0)
+
+
+def spool_part(folder: str, graphs, meta: dict, labels, chunk_bytes: int | None = None) -> None:
+    """Spool `graphs` (``(label, graph)`` pairs) as the part `folder`."""
+    w = GraphWriter(folder + ".out", labels=labels)
+    try:
+        for label, g in graphs:
+            w.add(label, g)
+        w.save_part(folder, meta)
+    except BaseException:
+        w.discard()
+        raise

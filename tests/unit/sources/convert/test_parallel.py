@@ -1,0 +1,159 @@
+"""Conversion in parts: any cut of the inputs into parts, any number of ranks, an interrupted
+run resumed, gives the file one process writes (every variable compared byte for byte); bad
+input stops with one line naming the file and structure, and leaves no output."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from mdloader_plugin.core.errors import DataError
+from mdloader_plugin.sources import convert
+from mdloader_plugin.sources.convert import parallel
+
+
+def oc20_like(k: int):
+    """A small periodic slab with an adsorbate, energy and forces (OC20's fields)."""
+    from ase.build import add_adsorbate, fcc111
+    from ase.calculators.singlepoint import SinglePointCalculator
+    from ase.constraints import FixAtoms
+
+    rng = np.random.default_rng(k)
+    a = fcc111("Cu", (2, 2, 2 + k % 2), vacuum=5.0)
+    add_adsorbate(a, "O" if k % 3 else "C", 1.7, "fcc")
+    a.positions += rng.normal(0, 0.05, a.positions.shape)
+    a.set_tags([1] * (len(a) - 1) + [2])
+    a.set_constraint(FixAtoms(indices=range(4)))
+    a.calc = SinglePointCalculator(a, energy=-1.5 * k, forces=rng.normal(size=(len(a), 3)))
+    return a
+
+
+def write_shards(folder, per_shard=(3, 2, 4)) -> list:
+    """An OC20/fairchem-style folder of ``.aselmdb`` shards (ASE's aselmdb backend)."""
+    import ase.db
+
+    folder.mkdir(parents=True, exist_ok=True)
+    k, out = 0, []
+    for s, n in enumerate(per_shard):
+        with ase.db.connect(str(folder / f"data.{s:04d}.aselmdb")) as db:
+            for _ in range(n):
+                a = oc20_like(k)
+                db.write(a, sid=k, data={"ref_energy": -0.5 * k})
+                out.append(a)
+                k += 1
+    return out
+
+
+def bp_contents(path) -> dict:
+    """Every variable (dtype, shape, bytes) and attribute of an ADIOS2 file."""
+    import adios2
+
+    out = {}
+    with adios2.FileReader(str(path)) as f:
+        for name in sorted(f.available_variables()):
+            a = f.read(name)
+            out[name] = (a.dtype.str, a.shape, a.tobytes())
+        for name in sorted(f.available_attributes()):
+            out["@" + name] = repr(f.read_attribute(name))
+    return out
+
+
+def test_any_cut_into_parts_gives_the_same_file(tmp_path):
+    src = tmp_path / "train"
+    write_shards(src)
+    one = tmp_path / "one.bp"
+    convert.convert(str(src), str(one), split=(0.5, 0.25, 0.25), seed=3,
+                    part_size=100, x=["atomic_numbers", "forces"], y=["energy"])
+    ref = bp_contents(one)
+    assert {"trainset/edge_index", "valset/x", "testset/y"} <= set(ref)
+    for size in (1, 2):
+        out = tmp_path / f"p{size}.bp"
+        convert.convert(str(src), str(out), split=(0.5, 0.25, 0.25), seed=3, part_size=size,
+                        x=["atomic_numbers", "forces"], y=["energy"])
+        assert bp_contents(out) == ref
+        assert not os.path.exists(str(out) + ".parts")
+
+
+def test_extxyz_ranges_equal_one_pass(tmp_path):
+    from ase.io import write
+
+    src = tmp_path / "md.extxyz"
+    write(str(src), [oc20_like(k) for k in range(5)], format="extxyz")
+    a, b = tmp_path / "a.bp", tmp_path / "b.bp"
+    convert.convert(str(src), str(a), part_size=5)
+    convert.convert(str(src), str(b), part_size=2)
+    assert bp_contents(a) == bp_contents(b)
+    assert parallel.make_parts([(str(src), convert.detect(str(src)))], [np.array([5])], 2)[2][
+        "start"] == 4
+
+
+def test_interrupted_run_resumes_without_redoing_parts(tmp_path, monkeypatch):
+    src = tmp_path / "train"
+    write_shards(src)
+    ref = tmp_path / "ref.bp"
+    convert.convert(str(src), str(ref), part_size=2)
+    out = tmp_path / "out.bp"
+    real, calls = parallel.run_parts, []
+
+    def interrupted(comm, work, plan, todo, convert_part, progress=None):
+        def part(p, folder):
+            if len(calls) == 3:
+                raise KeyboardInterrupt  # what Ctrl-C raises
+            calls.append(p["first"])
+            convert_part(p, folder)
+        return real(comm, work, plan, todo, part, progress)
+
+    monkeypatch.setattr(parallel, "run_parts", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        convert.convert(str(src), str(out), part_size=2)
+    assert not out.exists() and len(os.listdir(str(out) + ".parts")) >= 4  # plan + 3 parts
+    seen = []
+    monkeypatch.setattr(parallel, "run_parts", lambda comm, work, plan, todo, cp, pr=None:
+                        seen.extend(todo) or real(comm, work, plan, todo, cp, pr))
+    convert.convert(str(src), str(out), part_size=2)
+    assert seen == [3, 4]  # 5 parts (shards of 3, 2, 4 structures by 2): 3 were done
+    assert bp_contents(out) == bp_contents(ref)
+
+
+def test_resume_refuses_other_options(tmp_path, monkeypatch):
+    src = tmp_path / "train"
+    write_shards(src, (2,))
+    work = tmp_path / "o.bp.parts"
+    monkeypatch.setattr(parallel, "run_parts", lambda *a, **k: (_ for _ in ()).throw(
+        KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        convert.convert(str(src), str(tmp_path / "o.bp"), radius=5.0)
+    monkeypatch.undo()
+    with pytest.raises(DataError, match="interrupted conversion of other inputs or options"):
+        convert.convert(str(src), str(tmp_path / "o.bp"), radius=4.0)
+    assert work.exists()
+    convert.convert(str(src), str(tmp_path / "o.bp"), radius=4.0, overwrite=True)
+    assert not work.exists()
+
+
+def test_bad_input_one_line_and_no_output(tmp_path):
+    src = tmp_path / "train"
+    write_shards(src, (2, 3))
+    import ase.db
+
+    with ase.db.connect(str(src / "data.0001.aselmdb")) as db:
+        db.write(oc20_like(9).copy())  # no calculator: no energy
+    out = tmp_path / "o.bp"
+    with pytest.raises(DataError, match=r"data\.0001\.aselmdb: structure 3 has no field "
+                                        r"'energy' \(asked by --y\)"):
+        convert.convert(str(src), str(out), y=["energy"], part_size=2)
+    assert not out.exists()
+    out.mkdir()
+    with pytest.raises(DataError, match="o.bp exists: pass --overwrite"):
+        convert.convert(str(src), str(out))
+    out.rmdir()
+    shard = src / "data.0001.aselmdb"
+    shard.write_bytes(shard.read_bytes()[:5000])  # truncated
+    with pytest.raises(DataError, match=r"data\.0001\.aselmdb"):
+        convert.convert(str(src), str(out))
+    assert not out.exists()
+    with pytest.raises(DataError, match=r"data\.0000\.aselmdb.*not an \(extended\) XYZ"):
+        convert.convert(str(src / "data.0000.aselmdb"), str(out), kind="extxyz")
+    assert not out.exists()

@@ -1,0 +1,70 @@
+"""``mpiexec -n 2 mdloader convert``: the file one process writes, byte for byte; a killed run
+resumed; bad input: one line, exit 2 on every rank, no output."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from mpirun import ROOT, mdloader, mpirun
+from test_parallel import bp_contents, write_shards
+
+pytestmark = pytest.mark.mpi
+OPTS = ["--split", "0.6,0.2,0.2", "--seed", "5", "--x", "atomic_numbers,forces", "--y", "energy",
+        "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    src = tmp_path_factory.mktemp("oc20") / "train"
+    write_shards(src, (3, 2, 4))
+    serial = src.parent / "serial.bp"
+    r = subprocess.run([sys.executable, "-m", "mdloader_plugin", "convert", str(src), "--out",
+                        str(serial), *OPTS], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return src, bp_contents(serial)
+
+
+def test_two_ranks_write_the_serial_file(shards, tmp_path):
+    src, ref = shards
+    out = tmp_path / "p.bp"
+    r = mdloader(2, ["convert", str(src), "--out", str(out), "--part-size", "1", *OPTS],
+                 timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "on 2 ranks" in r.stdout and r.stdout.count("wrote ") == 1
+    assert bp_contents(out) == ref
+
+
+def test_killed_run_resumes_with_the_parts_done(shards, tmp_path):
+    src, ref = shards
+    out = tmp_path / "k.bp"
+    args = ["convert", str(src), "--out", str(out), "--part-size", "1", *OPTS]
+    r = mpirun(2, [ROOT / "tests" / "mpi_scripts" / "convert_kill.py", "2", *args[1:]],
+               timeout=300)
+    assert r.returncode != 0 and not out.exists()
+    done = sorted(p for p in os.listdir(f"{out}.parts") if p.startswith("part-"))
+    assert 3 <= len(done) < 9, done
+    r = mdloader(2, args, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert f"{len(done)} of 9 parts already done" in r.stderr
+    assert bp_contents(out) == ref and not os.path.exists(f"{out}.parts")
+
+
+def test_truncated_shard_exit_2_on_every_rank(shards, tmp_path):
+    src, _ = shards
+    bad = tmp_path / "train"
+    bad.mkdir()
+    for name in sorted(os.listdir(src)):
+        data = (src / name).read_bytes()
+        (bad / name).write_bytes(data[:5000] if name.endswith("0002.aselmdb") else data)
+    out = tmp_path / "b.bp"
+    r = mdloader(2, ["convert", str(bad), "--out", str(out), *OPTS], timeout=300)
+    assert r.returncode == 2, r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if "error" in ln]
+    assert len(errors) == 1 and "data.0002.aselmdb: truncated LMDB file" in errors[0], r.stderr
+    assert not out.exists()
+    out.mkdir()
+    r = mdloader(2, ["convert", str(src), "--out", str(out), *OPTS], timeout=300)
+    assert r.returncode == 2 and r.stderr.count("exists: pass --overwrite") == 1, r.stderr
