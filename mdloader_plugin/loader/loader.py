@@ -4,7 +4,7 @@ Per step: the sampler's plan -> the backend fetches this rank's records -> decod
 -> ``to_sample`` (default: ``torch_geometric.data.Data``) -> ``collate`` (default:
 ``Batch.from_data_list``, exactly what PyG's DataLoader does). With PyG's defaults, or a
 ``to_sample`` that has a column-wise twin, the last three run column-wise instead and build the
-identical batch several times faster (:mod:`.batching`). A producer thread runs up to
+identical batch several times faster (:mod:`mdloader_plugin.batching`). A producer thread runs up to
 ``prefetch`` steps ahead; the trainer's waits for it are reported as ``data_wait_s``.
 
 Guarantees:
@@ -59,7 +59,7 @@ class MDLoader:
         drop_last: as ``DistributedSampler``: drop the tail instead of padding it.
         order: the epoch permutation: ``"torch"`` (DistributedSampler's, a list of N ids a
             rank), ``"feistel"`` (computed per step, no list) or ``"auto"`` (torch up to 4M
-            samples, feistel above); see :mod:`.order`.
+            samples, feistel above); see :mod:`mdloader_plugin.sampling.order`.
         backend: ``"onesided"``, ``"collective"`` or ``"auto"`` (cost model + online check).
         prefetch: steps the producer thread may run ahead (0 = fetch in the caller's thread).
         prefetch_mib: at most this many MiB of records wait in the prefetch queue (at least one
@@ -78,11 +78,11 @@ class MDLoader:
             of 16 ranks x 4 columns, ``sampling.balance``); the samples of a step and of an
             epoch do not change.
         device: move every batch there (e.g. ``"cuda"``); the producer thread starts the copy
-            on a side CUDA stream so it overlaps the trainer's compute (:mod:`.device`).
+            on a side CUDA stream so it overlaps the trainer's compute (:mod:`mdloader_plugin.batching.device`).
             Default ``None``: batches stay on the host.
         pin_memory: page-locked host batches (default: on when ``device`` is CUDA; without an
             accelerator it warns once and does nothing, as PyTorch's DataLoader does).
-        sampling: how the store's data sets share an epoch (:mod:`.sampling`): a type name,
+        sampling: how the store's data sets share an epoch (:mod:`mdloader_plugin.sampling.mixes`): a type name,
             ``"TYPE:key=value,..."`` or a mapping ``{type: temperature, temperature: 2}``;
             default ``proportional`` (every sample once, the single-file order).
         producer: ``"thread"`` (the default; the deprecated ``"process"`` is accepted with a
@@ -194,7 +194,7 @@ class MDLoader:
 
     def state_dict(self) -> dict:
         """Resume state: the next batch to serve is ``step`` of ``epoch`` (counted on
-        ``world_size`` ranks with ``batch_size``; ``offset`` see :mod:`.sampler`)."""
+        ``world_size`` ranks with ``batch_size``; ``offset`` see :mod:`mdloader_plugin.sampling.sampler`)."""
         core = self.sampler_core
         return SamplerState(core.seed, self.epoch, self._step, self.size, self.batch_size,
                             core.offset_of(self.epoch), core.order).to_dict()

@@ -68,7 +68,7 @@ class IdentityOrder:
 
 
 class ListOrder:
-    """An order given as a list of ids (several data sets' expanded epoch, :mod:`.sampling`)."""
+    """An order given as a list of ids (several data sets' expanded epoch, :mod:`.mixes`)."""
 
     name = "list"
 

@@ -32,7 +32,7 @@ as padding, fewer than the new world size), and later epochs are normal. The off
 a resumed run can be resumed again on yet another size. Same world size and batch size: the
 original table is kept and the remaining batches are exactly those of an uninterrupted run.
 
-Several data sets (``mix``, :mod:`.sampling`): the epoch's list is the mix's expanded list (ids of
+Several data sets (``mix``, :mod:`.mixes`): the epoch's list is the mix's expanded list (ids of
 small data sets repeated, of large ones cut, each repeat an entry of its own) in the order of a
 ``DistributedSampler`` permutation of its positions, and everything above applies to that list:
 ``num_samples`` is then the expanded epoch size, ``num_ids`` the store's sample count.
