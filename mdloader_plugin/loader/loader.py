@@ -142,7 +142,7 @@ class MDLoader:
             nodes=world.num_nodes if world is not None else 1, log=self.log, name=name)
         self._producer: Producer | None = None
         timeout = fetch_timeout()
-        self._watch = (Watch(timeout, world, self.group, store, self.rank)
+        self._watch = (Watch(timeout, world, self.group, store, self.rank, self._comm)
                        if self.size > 1 and timeout > 0 else None)
         self._steps = Steps(self._planner, self._switch, self.group, self._build,
                             self._device, self._watch)
