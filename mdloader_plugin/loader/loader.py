@@ -21,7 +21,7 @@ Guarantees:
 * ``backend="auto"`` picks a backend from the cost model at start; ``estimator.online`` then
   decides from measured steps (time to a ready batch, max over ranks) which one serves, at steps
   all ranks agree on; the loader only asks and obeys, and keeps the backend not serving inactive
-  (its progress thread paused) so each is measured in the state it will run in.
+  (holding no lease on the progress poller) so each is measured in the state it will run in.
 """
 
 from __future__ import annotations
