@@ -129,3 +129,26 @@ def test_bad_value_stops_every_rank_with_the_variable_named():
     assert r.returncode != 0
     assert "MDLOADER_FETCH_TIMEOUT='soon' is not a number of seconds" in r.stderr, r.stderr[-3000:]
     assert "watchdog off ok" not in r.stdout
+
+
+def test_ring_beats_and_never_fires_while_its_successor_beats(capsys):
+    """A ring of one (COMM_SELF: the rank watches itself): the beat moves every period, a fetch
+    armed for 6 timeouts does not fire (a long fetch is no sign of death), close frees the
+    window and leaves the beat at -1 (closed)."""
+    from mpi4py import MPI
+
+    abort = Aborts()
+    dog = FetchWatchdog(0.2, abort, rank=0, comm=MPI.COMM_SELF)
+    assert dog.ring and dog.period == 0.05
+    words = dog.words
+    dog.arm(1, 4, "collective", [1])
+    assert list(words[1:]) == [1, 4]
+    beat = int(words[0])
+    assert not abort.fired.wait(1.2)
+    assert words[0] > beat + 5
+    dog.disarm()
+    assert words[2] == -1
+    dog.stop()
+    assert words[0] == -1  # closed: a watcher stops watching this rank
+    dog.close()
+    assert abort.calls == 0 and capsys.readouterr().err == "" and dog.win is None
