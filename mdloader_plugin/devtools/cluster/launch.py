@@ -31,11 +31,15 @@ emulation behave like that (the stalls that made the backend choice a lottery).
 MPICH (hydra): ``-launcher rsh -launcher-exec AGENT`` (hydra runs ``AGENT HOST PROXY...``;
 ``rsh`` rather than ``ssh`` so that no ``-x`` comes first), ``-hosts ADDR:SLOTS,...`` from the
 hostfile, the hosts named by address (the ranks' network layer need not resolve the emulated
-hostnames; the agent maps either), and ``-iface`` the cluster's bridge so the hosts' proxies call
-``mpiexec`` back on the one address they reach. The ranks' libfabric (``ch4:ofi``) uses each
-namespace's ``eth0`` (``FI_TCP_IFACE``/``FI_SOCKETS_IFACE``), never loopback; ranks of one host
-share memory (hydra places a host's ranks under one proxy). Hydra fills the hosts in order as
-Open MPI does (host 0 gets ranks 0..R-1), and yields by itself when idle.
+hostnames; the agent maps either), and ``-localhost`` the bridge's address so the hosts' proxies
+call ``mpiexec`` back on the one address they reach. The network: ``ch4:ofi`` with libfabric's
+``tcp`` provider on each namespace's ``eth0`` (``MPIR_CVAR_CH4_NETMOD=ofi FI_PROVIDER=tcp
+FI_TCP_IFACE=eth0``), the family of Cray MPICH (``ch4:ofi``, the ``cxi`` provider). The wheel's
+default netmod (UCX) must not be left to choose: it saw that all "hosts" share one machine and
+moved the bytes through shared memory (measured: a 20 MB Send between hosts at 7.9 Gbit/s over a
+1gbit link, 18 KB on the veths; with ofi/tcp 0.98 Gbit/s and the 20 MB on the link). Ranks of one
+host share memory (hydra runs one proxy a host, and MPICH's shared-memory layer spans it). Hydra
+fills the hosts in order as Open MPI does (host 0 gets ranks 0..R-1).
 
 Environment: the agent is a child of ``mpiexec`` and ``ip netns exec``/``unshare`` keep the
 environment, so ranks see ``mpiexec``'s whole environment (PATH, PYTHONPATH, OMPI_MCA_*, ...)
@@ -101,7 +105,8 @@ def write_launch_files(state_dir: Path, name: str, hosts: list[dict],
 
 FAMILIES = ("openmpi", "mpich")
 #: what the ranks' MPICH needs across the emulated hosts (libfabric on the namespace's eth0)
-MPICH_ENV = {"FI_TCP_IFACE": "eth0", "FI_SOCKETS_IFACE": "eth0", "OMP_NUM_THREADS": "1"}
+MPICH_ENV = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", "FI_TCP_IFACE": "eth0",
+             "OMP_NUM_THREADS": "1"}
 
 
 def mpich_prefix() -> Path:
