@@ -115,11 +115,16 @@ class FetchWatchdog:
         MPI, win, words = self._MPI, self.win, self.words
         seen = np.zeros(3, dtype=np.int64)
         last, since, req, watching = None, time.monotonic(), None, True
+        tick = since
         win.Lock_all()
         try:
             while not self._stop.wait(self.period):
                 words[0] += 1
                 win.Sync()
+                now = time.monotonic()
+                if now - tick > 4 * self.period:  # this thread was starved (a loaded machine):
+                    since = now  # the successor's silence meanwhile is no evidence
+                tick = now
                 if not watching:
                     continue
                 if req is None:

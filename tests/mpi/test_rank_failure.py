@@ -61,7 +61,7 @@ def test_rank_alive_between_steps_past_the_deadline_is_not_aborted(family):
     if family_missing(family):
         pytest.skip(family_missing(family))
     script = ROOT / "tests" / "mpi_scripts" / "watchdog_stall.py"
-    r = mpirun(3, [script, 9], timeout=120, env={"MDLOADER_FETCH_TIMEOUT": "3"}, family=family)
+    r = mpirun(3, [script, 12], timeout=150, env={"MDLOADER_FETCH_TIMEOUT": "4"}, family=family)
     out = r.stdout + r.stderr
     assert r.returncode == 0 and "mdloader: error" not in out, out[-3000:]
     assert out.count("stall ok") == 3, out[-3000:]

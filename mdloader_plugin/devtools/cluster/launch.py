@@ -115,6 +115,7 @@ def mpich_prefix() -> Path:
 
 
 def check_family(family: str) -> str:
+    """`family` if it names an MPI family that can run here, else a one-line ClusterError."""
     if family not in FAMILIES:
         raise ClusterError(f"--mpi {family!r}: choose one of {', '.join(FAMILIES)}")
     if family == "mpich" and not (mpich_prefix() / "lib" / "libmpi.so.12").exists():
