@@ -116,7 +116,7 @@ class FetchWatchdog:
         seen = np.zeros(3, dtype=np.int64)
         last, since, req, watching = None, time.monotonic(), None, True
         tick = since
-        win.Lock_all()
+        win.Lock_all(MPI.MODE_NOCHECK)  # no exclusive lock ever: no lock traffic either
         try:
             while not self._stop.wait(self.period):
                 words[0] += 1

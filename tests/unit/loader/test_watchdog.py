@@ -12,7 +12,7 @@ import pytest
 from mdloader_plugin.core.errors import ConfigError
 from mdloader_plugin.loader.watchdog import DEFAULT_TIMEOUT_S, ENV_VAR, FetchWatchdog, fetch_timeout
 
-from mpirun import mpirun
+from mpirun import family_missing, mpirun
 
 
 @pytest.mark.parametrize("value, want", [(None, DEFAULT_TIMEOUT_S), ("", DEFAULT_TIMEOUT_S),
@@ -94,10 +94,13 @@ def test_close_stops_the_thread():
 
 
 @pytest.mark.mpi
-def test_fetch_that_never_completes_aborts_the_job_naming_the_ranks():
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_fetch_that_never_completes_aborts_the_job_naming_the_ranks(family):
+    if family_missing(family):
+        pytest.skip(family_missing(family))
     t0 = time.monotonic()
     r = mpirun(3, ["tests/mpi_scripts/watchdog_hang.py", "hang"], timeout=100,
-               env={ENV_VAR: "2"})
+               env={ENV_VAR: "2"}, family=family)
     wall = time.monotonic() - t0
     out = r.stdout + r.stderr
     assert r.returncode != 0, out[-3000:]
