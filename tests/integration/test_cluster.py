@@ -359,3 +359,25 @@ def test_cluster_state_folder_comes_from_mdloader_cluster_state(tmp_path):
     lines = out.stdout.splitlines()
     assert out.returncode == 0 and lines[0] == str(tmp_path), out.stderr
     assert lines[1].startswith(f"{tmp_path / 'c1' / 'state.json'}: unreadable cluster state")
+
+
+def test_mpich_launch_line_and_environment(tmp_path):
+    """Hydra through the same agent: hosts by address with the hostfile's slots, the bridge as
+    the address proxies call back; the ranks load MPICH's libmpi and use ofi/tcp on eth0 (the
+    wheel's default UCX took shared memory between the emulated hosts)."""
+    from mdloader_plugin.devtools.cluster import launch
+
+    hostfile = tmp_path / "hostfile"
+    hosts = [{"hostname": "c1-h0", "addr": "10.77.3.2"}, {"hostname": "c1-h1", "addr": "10.77.3.3"}]
+    hostfile.write_text("c1-h0 slots=2\nc1-h1 slots=2\n")  # as launch.hostfile_text writes it
+    argv = launch.mpiexec_argv(Path("agent.sh"), hostfile, "10.77.3.0/24", 3, "mpiexec",
+                               family="mpich", hosts=hosts)
+    assert argv == ["mpiexec", "-launcher", "rsh", "-launcher-exec", "agent.sh", "-hosts",
+                    "10.77.3.2:2,10.77.3.3:2", "-localhost", "10.77.3.1", "-n", "3"]
+    env = launch.mpi_env({"X": "1"}, "mpich")
+    assert env["MPI4PY_LIBMPI"] == str(launch.mpich_prefix() / "lib" / "libmpi.so.12")
+    assert (env["MPIR_CVAR_CH4_NETMOD"], env["FI_PROVIDER"], env["FI_TCP_IFACE"]) == (
+        "ofi", "tcp", "eth0")
+    assert "MPI4PY_LIBMPI" not in launch.mpi_env({}, "openmpi") and env["X"] == "1"
+    with pytest.raises(ClusterError, match="choose one of openmpi, mpich"):
+        launch.check_family("intel")
