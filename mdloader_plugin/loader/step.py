@@ -134,10 +134,11 @@ class Watch:
     def __init__(self, timeout: float, world, group, store, rank: int, comm=None):
         self.timeout, self.world, self.group, self.store, self.rank = (timeout, world, group,
                                                                        store, rank)
-        self._dog = None
+        self._dog = self._exit_hook = None
         if comm is not None and _thread_multiple():
             self._dog = FetchWatchdog(timeout, self._abort, rank, comm)
-            atexit.register(self._dog.stop)  # after mpi4py's hook: runs before MPI_Finalize
+            self._exit_hook = self._dog.stop
+            atexit.register(self._exit_hook)  # after mpi4py's hook: runs before MPI_Finalize
 
     def _abort(self) -> None:
         self.world.comm.Abort(3)
@@ -160,8 +161,10 @@ class Watch:
             self._dog.disarm()
 
     def close(self) -> None:
+        if self._exit_hook is not None:
+            atexit.unregister(self._exit_hook)
+            self._exit_hook = None
         if self._dog is not None:
-            atexit.unregister(self._dog.stop)
             self._dog.close()
             self._dog = None
 
