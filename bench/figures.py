@@ -506,6 +506,27 @@ def multi_table() -> str:
 
 
 
+def async_progress_lines(d: dict) -> list[str]:
+    """Fetch p50/p95 under MPICH across emulated hosts: MDLoader's poller, MPICH's async
+    progress thread beside it, and MPICH's thread alone (bench/probes/async_progress.py)."""
+    out = ["| progress | backend | fetch p50 (ms) | fetch p95 (ms) | job wall (s) |",
+           "|---|---|---:|---:|---:|"]
+    names = {"poller": "MDLoader's poller (default)",
+             "poller+mpich_async": "poller + `MPICH_ASYNC_PROGRESS=1`",
+             "mpich_async": "`MPICH_ASYNC_PROGRESS=1` alone"}
+    for r in d["rows"]:
+        out.append(f"| {names[r['arm']]} | {r['backend']} | {r['p50_ms']:.1f} | "
+                   f"{r['p95_ms']:.1f} | {r['job_wall_s']:.0f} |")
+    return out
+
+
+def async_progress_table() -> str:
+    d = _load("async_progress.json")
+    head = (f"MPICH wheel, {d['cluster']} emulated, batch {d['batch']}, a {d['compute_ms']:g} ms "
+            f"trainer step outside MPI, {d['rounds']} interleaved rounds, {d['date']}, load "
+            f"{d['load']:.0f} on 2 cores:")
+    return "\n\n" + head + "\n\n" + "\n".join(async_progress_lines(d)) + "\n\n"
+
 # -- GIL-free producer (bench/gil_free.py) ---------------------------------------------------------
 GIL_CASES = (("hydragnn", 32), ("hydragnn", 128), ("oc20", 8), ("oc20", 32))
 
@@ -569,6 +590,7 @@ FIGURES_GIL = {
 FIGURES: dict[str, Callable[[], str]] = {
     "estimator_cluster.table": estimator_cluster_table,
     "multi.table": multi_table,
+    "async_progress.table": async_progress_table,
     "targets.table": targets_table,
     "fetch.table": fetch_table,
     "producer.ab_table": producer_ab_table,

@@ -19,6 +19,7 @@ from typing import Callable
 import backend_choice
 import ddstore_figures
 import convert_rate
+import figures
 import gpu_demo
 import gil_free
 import gpu_rate
@@ -362,6 +363,10 @@ SECTIONS: list[Section] = [
     Section("Several data sets in one store", ("mpiexec -n 4 python -m mpi4py bench/probes/"
                                                "multi.py --steps 15 --rounds 3",),
             ("bench/probes/multi.py",), ("multi.json",), _multi, make_bench="no"),
+    Section("Progress across hosts under MPICH: MDLoader's poller and MPICH_ASYNC_PROGRESS",
+            ("python bench/probes/async_progress.py --rounds 2",),
+            ("bench/probes/async_progress.py",), ("async_progress.json",),
+            lambda d: figures.async_progress_lines(d["async_progress.json"]), make_bench="no"),
     Section("Scale on paper (model output)", ("python bench/scale.py",), ("bench/scale.py",),
             ("scale_perlmutter.json",), _scale, ("bench/scale_perlmutter.png",)),
     Section("Per-rank cost against the number of ranks (mdloader rank-cost, one process)",

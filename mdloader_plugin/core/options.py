@@ -98,8 +98,10 @@ ENV = (
            "install; they run with the GIL released): `auto` uses them when they load, `off` "
            "builds batches with numpy (the same bytes, more of the trainer's GIL a batch)."),
     Option("MDLOADER_FETCH_TIMEOUT", "600",
-           "Seconds a step's fetch may take before the rank prints one line naming the ranks it "
-           "waited for and aborts the job; `0` turns the watchdog off."),
+           "Seconds a rank may give no sign of life (its loader's heartbeat; a rank busy between "
+           "steps still beats) before the rank watching it prints one line naming it and the "
+           "ranks its own fetch waits for, and aborts the job; without MPI_THREAD_MULTIPLE, "
+           "seconds a fetch may take. `0` turns the watchdog off."),
     Option("MDLOADER_READ_TIMEOUT", "600",
            "Seconds an ADIOS2 read may take before the job ends (a truncated file can make "
            "ADIOS2 wait forever); at least 1."),

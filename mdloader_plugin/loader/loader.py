@@ -21,7 +21,7 @@ Guarantees:
 * ``backend="auto"`` picks a backend from the cost model at start; ``estimator.online`` then
   decides from measured steps (time to a ready batch, max over ranks) which one serves, at steps
   all ranks agree on; the loader only asks and obeys, and keeps the backend not serving inactive
-  (its progress thread paused) so each is measured in the state it will run in.
+  (holding no lease on the progress poller) so each is measured in the state it will run in.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ class MDLoader:
             nodes=world.num_nodes if world is not None else 1, log=self.log, name=name)
         self._producer: Producer | None = None
         timeout = fetch_timeout()
-        self._watch = (Watch(timeout, world, self.group, store, self.rank)
+        self._watch = (Watch(timeout, world, self.group, store, self.rank, self._comm)
                        if self.size > 1 and timeout > 0 else None)
         self._steps = Steps(self._planner, self._switch, self.group, self._build,
                             self._device, self._watch)

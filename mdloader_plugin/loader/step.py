@@ -11,6 +11,7 @@ still fetches every step but builds nothing.
 
 from __future__ import annotations
 
+import atexit
 import time
 from dataclasses import dataclass, field
 
@@ -125,17 +126,26 @@ class Steps:
 
 
 class Watch:
-    """The fetch watchdog of one loader (:mod:`.watchdog`), started at its first armed fetch:
-    a fetch that outlives ``timeout`` seconds aborts the job naming the ranks it waited for."""
+    """The fetch watchdog of one loader (:mod:`.watchdog`): made with the loader (collective:
+    the heartbeat ring's window) where MPI allows threads, else at its first armed fetch (a
+    deadline on the fetch). A rank that gives no sign of life for ``timeout`` seconds, or (no
+    ring) a fetch that outlives it, aborts the job naming the ranks this rank waited for."""
 
-    def __init__(self, timeout: float, world, group, store, rank: int):
+    def __init__(self, timeout: float, world, group, store, rank: int, comm=None):
         self.timeout, self.world, self.group, self.store, self.rank = (timeout, world, group,
                                                                        store, rank)
-        self._dog = None
+        self._dog = self._exit_hook = None
+        if comm is not None and _thread_multiple():
+            self._dog = FetchWatchdog(timeout, self._abort, rank, comm)
+            self._exit_hook = self._dog.stop
+            atexit.register(self._exit_hook)  # after mpi4py's hook: runs before MPI_Finalize
+
+    def _abort(self) -> None:
+        self.world.comm.Abort(3)
 
     def arm(self, epoch: int, step: int, backend, plan) -> None:
         if self._dog is None:
-            self._dog = FetchWatchdog(self.timeout, lambda: self.world.comm.Abort(3), self.rank)
+            self._dog = FetchWatchdog(self.timeout, self._abort, self.rank)
         g, store, rank = self.group, self.store, self.rank
 
         def waiting_for():  # world ranks of this rank's group
@@ -151,6 +161,15 @@ class Watch:
             self._dog.disarm()
 
     def close(self) -> None:
+        if self._exit_hook is not None:
+            atexit.unregister(self._exit_hook)
+            self._exit_hook = None
         if self._dog is not None:
             self._dog.close()
             self._dog = None
+
+
+def _thread_multiple() -> bool:
+    from mpi4py import MPI
+
+    return MPI.Query_thread() >= MPI.THREAD_MULTIPLE

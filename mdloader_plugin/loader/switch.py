@@ -95,14 +95,14 @@ class Backends:
             keep = self.online.check.result.backend
             self.activate(keep)
             for name in [n for n in self.all if n != keep]:
-                self.all.pop(name).close()  # same step on every rank; frees its progress thread
+                self.all.pop(name).close()  # same step on every rank; lets go of the poller
 
     def after_step(self, seconds: float) -> None:
         if self.online is not None and self.online.active:
             self.online.record(seconds)
 
     def activate(self, name: str) -> None:
-        """Only `name` may run its helpers (progress thread) while it serves (rank-local)."""
+        """Only `name` may hold the process's poller while it serves (rank-local)."""
         if name != self._serving:
             for n, b in self.all.items():
                 if n != name:

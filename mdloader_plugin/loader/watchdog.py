@@ -1,19 +1,35 @@
-"""Fetch watchdog: a step's fetch that never completes aborts the job with a message.
+"""Fetch watchdog: a job whose fetch waits on a dead rank is aborted with a message.
 
 When a rank dies (SIGKILL, out of memory, a node lost), Open MPI's ``mpiexec`` tears the whole
 job down by itself within seconds (measured: ``prterun noticed that process rank 2 ... exited on
 signal 9`` and exit code 137 for both backends). Launchers that keep the job alive do not: with
 ``mpiexec --enable-recovery`` (and ``srun`` without ``--kill-on-bad-exit``) the survivors waited
 forever in the collective backend's Alltoallv; a Get across nodes to a dead target spins in
-``Flush_all`` the same way. So every fetch runs under a deadline: one daemon thread a loader
-wakes every ``min(1 s, timeout / 4)`` and, if the current fetch has run longer than
-``MDLOADER_FETCH_TIMEOUT`` seconds (default 600; ``0`` turns the watchdog off), prints one line
-naming the rank, step, epoch, backend and the ranks it was waiting for, then ``MPI_Abort``\\ s.
+``Flush_all`` the same way.
 
-Trade-off: the timeout must exceed the longest legitimate wait. A fetch takes milliseconds, but
-the collective backend's first exchange of an epoch also waits for the slowest rank to start that
-epoch (a rank still validating or writing a checkpoint), hence the generous default. The
-watchdog cannot see a hang in the trainer's own collectives (gloo/NCCL have their own timeouts).
+A fetch that takes long is not a sign of death: with the collective backend every rank's
+exchange waits for the slowest rank to reach the same step, and a rank whose trainer writes a
+checkpoint or runs a rank-0 evaluation is alive but not fetching. So the watchdog tells the two
+apart by a heartbeat, not by the fetch's age. Each loader keeps a tiny RMA window (three 64-bit
+words a rank: a beat count, and the epoch and step this rank's producer is fetching, -1 between
+steps); one daemon thread a loader writes its own beat every ``min(1 s, timeout / 4)`` (a local
+store, no message) and reads its ring successor's words with one ``Rget`` (rank r watches
+r + 1 mod P). A successor whose beat has not moved for ``MDLOADER_FETCH_TIMEOUT`` seconds
+(default 600; ``0`` turns the watchdog off), or whose words cannot be read for that long, is
+gone: the watching rank prints one line naming it, where it was last seen and what this rank's
+own fetch waits for, then ``MPI_Abort``\\ s. A rank that is alive beats whatever its trainer
+does, so a stall between steps never aborts; one watcher a rank finds every dead rank (its
+predecessor watches it, fetching or not). The cost does not grow with the job: per rank and
+period, one local store and one 24-byte Get; arming a fetch is two local stores; no collective
+on the hot path.
+
+Trade-offs: a rank whose process is alive but hung (its trainer deadlocked in a gloo/NCCL
+collective, or exchanges that never match) is not aborted: the watchdog watches processes, and
+those collectives have their own timeouts. A process stopped (SIGSTOP) or one that holds the GIL
+in C code for the whole timeout looks dead. Where MPI was started without
+``MPI_THREAD_MULTIPLE`` the thread cannot read others' words, and the watchdog falls back to a
+deadline on the fetch itself (the fetch in progress aborts after the timeout, as before: such a
+job should set a timeout above its longest stall).
 """
 
 from __future__ import annotations
@@ -21,6 +37,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
+
+import numpy as np
 
 from ..core.options import env, env_default
 from ..core.errors import ConfigError
@@ -40,48 +58,135 @@ def fetch_timeout() -> float:
 
 
 class FetchWatchdog:
-    """Deadline for the fetch in progress; ``arm`` before a fetch, ``disarm`` after."""
+    """The watchdog of one loader (module doc): ``arm`` before a fetch, ``disarm`` after.
 
-    def __init__(self, timeout: float, abort, rank: int):
+    With `comm` (several ranks, ``MPI_THREAD_MULTIPLE``) the heartbeat ring; without, a deadline
+    on the fetch in progress. Creating one with `comm` is collective over it (a window)."""
+
+    def __init__(self, timeout: float, abort, rank: int, comm=None):
         self.timeout, self._abort, self.rank = timeout, abort, rank
         self._deadline: float | None = None
         self._what: tuple = ()
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="mdloader-watchdog", daemon=True)
+        self.ring = comm is not None
+        if self.ring:
+            from mpi4py import MPI
+
+            self._MPI, self.comm = MPI, comm
+            self.win = MPI.Win.Allocate(3 * 8, 8, comm=comm)
+            self.words = np.frombuffer(self.win.tomemory(), dtype=np.int64)
+            self.words[:] = (1, -1, -1)  # beat 1, not in a step
+            self.next = (comm.Get_rank() + 1) % comm.Get_size()
+            comm.Barrier()  # every window initialised before anyone reads one
+        self._thread = threading.Thread(target=self._run_ring if self.ring else self._run,
+                                        name="mdloader-watchdog", daemon=True)
         self._thread.start()
 
     def arm(self, epoch: int, step: int, backend: str, waiting_for) -> None:
         with self._lock:
             self._deadline = time.monotonic() + self.timeout
             self._what = (epoch, step, backend, waiting_for)
+        if self.ring:
+            self.words[1:] = (epoch, step)
 
     def disarm(self) -> None:
         with self._lock:
             self._deadline = None
+        if self.ring:
+            self.words[2] = -1
+
+    @property
+    def period(self) -> float:
+        return min(1.0, max(self.timeout / 4, 0.05))
 
     def _run(self) -> None:
-        period = min(1.0, max(self.timeout / 4, 0.05))
-        while not self._stop.wait(period):
+        """No heartbeat (no MPI_THREAD_MULTIPLE): a deadline on the fetch in progress."""
+        while not self._stop.wait(self.period):
             with self._lock:
                 late = self._deadline is not None and time.monotonic() > self._deadline
                 what = self._what
             if late:
-                self._fire(*what)
+                self._fire_late(*what)
                 return
 
-    def _fire(self, epoch: int, step: int, backend: str, waiting_for) -> None:
+    def _run_ring(self) -> None:
+        """Beat, and watch the successor's beat (an ``Rget`` at a time, never waited on)."""
+        MPI, win, words = self._MPI, self.win, self.words
+        seen = np.zeros(3, dtype=np.int64)
+        last, since, req, watching = None, time.monotonic(), None, True
+        tick = since
+        win.Lock_all(MPI.MODE_NOCHECK)  # no exclusive lock ever: no lock traffic either
+        try:
+            while not self._stop.wait(self.period):
+                words[0] += 1
+                win.Sync()
+                now = time.monotonic()
+                if now - tick > 4 * self.period:  # this thread was starved (a loaded machine):
+                    since = now  # the successor's silence meanwhile is no evidence
+                tick = now
+                if not watching:
+                    continue
+                if req is None:
+                    req = win.Rget([seen, MPI.INT64_T], self.next, target=(0, 3, MPI.INT64_T))
+                if req.Test():
+                    req = None
+                    if seen[0] < 0:  # the successor closed its loader: nothing left to watch
+                        watching = False
+                    elif seen[0] != last:
+                        last, since = int(seen[0]), time.monotonic()
+                if watching and time.monotonic() - since > self.timeout:
+                    self._fire_gone(None if req is not None else seen.tolist())
+                    return
+        finally:
+            words[0] = -1  # closed: whoever watches this rank stops
+            win.Sync()
+            end = time.monotonic() + self.timeout
+            while req is not None and not req.Test() and time.monotonic() < end:
+                time.sleep(0.01)  # a Get in flight at close (its target is alive or closed)
+            win.Unlock_all()
+
+    def _waits(self) -> str:
+        with self._lock:
+            if self._deadline is None:
+                return "this rank is between steps"
+            epoch, step, backend, waiting_for = self._what
         ranks = waiting_for() if callable(waiting_for) else waiting_for
-        print(f"mdloader: error: [rank {self.rank}] step {step} of epoch {epoch}: the {backend} "
-              f"fetch from rank(s) {_ranks(ranks)} did not complete in {self.timeout:g} s; a "
-              f"rank died or stopped making progress: aborting the job (raise {ENV_VAR} if "
-              "ranks legitimately start epochs this far apart)", file=sys.stderr, flush=True)
+        return (f"this rank's {backend} fetch of step {step} of epoch {epoch} waits for rank(s) "
+                f"{_ranks(ranks)}")
+
+    def _fire_gone(self, seen) -> None:
+        where = ("its words could not be read" if seen is None else
+                 "last seen between steps" if seen[2] < 0 else
+                 f"last seen fetching step {seen[2]} of epoch {seen[1]}")
+        self._say(f"rank {self.next} gave no sign of life for {self.timeout:g} s ({where}): its "
+                  f"process died or stopped; {self._waits()}: aborting the job (raise "
+                  f"{ENV_VAR} if a rank can legitimately be stopped this long)")
+
+    def _fire_late(self, epoch: int, step: int, backend: str, waiting_for) -> None:
+        ranks = waiting_for() if callable(waiting_for) else waiting_for
+        self._say(f"step {step} of epoch {epoch}: the {backend} fetch from rank(s) "
+                  f"{_ranks(ranks)} did not complete in {self.timeout:g} s; a rank died or "
+                  "stopped making progress: aborting the job (raise "
+                  f"{ENV_VAR} if ranks legitimately start epochs this far apart)")
+
+    def _say(self, line: str) -> None:
+        print(f"mdloader: error: [rank {self.rank}] {line}", file=sys.stderr, flush=True)
         sys.stdout.flush()
         self._abort()
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Stop the thread (rank-local; a ring watchdog says it is closed first)."""
         self._stop.set()
         self._thread.join()
+
+    def close(self) -> None:
+        """:meth:`stop` and free the window (collective over the ring's communicator)."""
+        self.stop()
+        if self.ring and self.win is not None:
+            self.words = None
+            self.win.Free()
+            self.win = None
 
 
 def _ranks(ranks) -> str:

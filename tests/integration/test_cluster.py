@@ -1,4 +1,9 @@
-"""The emulated multi-node cluster: real Open MPI across network namespaces, and clean teardown.
+"""The emulated multi-node cluster: real MPI across network namespaces, and clean teardown.
+
+Jobs run under Open MPI and, where the MPICH wheel is installed, under MPICH (Cray MPICH's
+family: ``ch4:ofi`` over libfabric's tcp provider, ``devtools/cluster/launch.py``). Under MPICH
+the cheapest job that covers the same ground runs: one ``mdloader check`` with both backends,
+``auto`` (its online check) and replica groups 2 and 4; the blocked-target Gets, and a killed rank.
 
 Needs root and ``ip netns`` (CI runs as root); skipped otherwise. Every cluster here has a name
 unique to this pytest process so parallel sessions on one machine do not collide.
@@ -61,14 +66,32 @@ def cluster():
         assert_gone(cl.name, hosts)
 
 
+def family_or_skip(family: str) -> str:
+    from mdloader_plugin.devtools.cluster import launch
+
+    try:
+        return launch.check_family(family)
+    except ClusterError as e:
+        pytest.skip(str(e))
+
+
+def veth_bytes(cl) -> int:
+    return sum(int(Path(f"/sys/class/net/{h['veth']}/statistics/{d}_bytes").read_text())
+               for h in cl.hosts for d in ("tx", "rx"))
+
+
 @pytest.mark.cluster
 @pytest.mark.mpi
 @needs_netns
-def test_hosts_rma_alltoallv(cluster):
-    """Ranks see two hostnames; RMA Get and Alltoallv move the right bytes across hosts."""
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_hosts_rma_alltoallv(cluster, family):
+    """Ranks see two hostnames; RMA Get and Alltoallv move the right bytes across hosts, and
+    the bytes between hosts cross the links (MPICH's default UCX netmod took shared memory)."""
+    before = veth_bytes(cluster)
     res = cluster.run([sys.executable, "-m", "mpi4py", str(PROBE), "2000000"], timeout=180,
-                      capture_output=True, text=True, cwd=ROOT)
+                      capture_output=True, text=True, cwd=ROOT, family=family_or_skip(family))
     assert res.returncode == 0, res.stderr[-3000:]
+    assert veth_bytes(cluster) - before > 2 * 2_000_000  # the timed Send, out and in
     hosts_line = next(line for line in res.stdout.splitlines() if line.startswith("hosts"))
     assert cluster.hosts[0]["hostname"] in hosts_line
     assert cluster.hosts[1]["hostname"] in hosts_line
@@ -91,6 +114,49 @@ def test_check_both_backends_across_hosts(cluster, tmp_path):
                       timeout=500, capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout.strip().splitlines()[-1].startswith("check ok: 4 ranks")
+
+
+@pytest.mark.cluster
+@pytest.mark.mpi
+@needs_netns
+@pytest.mark.timeout(600)
+def test_mpich_check_backends_auto_and_groups_across_hosts(cluster, tmp_path):
+    """Under MPICH, one `mdloader check` over 2 hosts x 2 ranks: one-sided Gets and Alltoallv
+    across hosts, `auto` with its online check, replica groups of 2 (nothing crosses a host)
+    and 4; exactly-once and byte-identical for each."""
+    family = family_or_skip("mpich")
+    data = tmp_path / "mols.bp"
+    subprocess.run([MDLOADER, "synth", "--kind", "hydragnn", "--num-graphs", "400", "--out",
+                    str(data), "--quiet"], check=True, capture_output=True, timeout=120)
+    res = cluster.run([sys.executable, "-m", "mpi4py", "-m", "mdloader_plugin", "check",
+                       str(data), "--batch-size", "8", "--epochs", "1", "--group-size", "2,4",
+                       "--backends", "onesided,collective,auto"], family=family,
+                      timeout=500, capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    out = res.stdout.strip().splitlines()
+    assert out[-1] == ("check ok: 4 ranks, 1 epochs, 400 samples, backends "
+                       "onesided,collective,auto, group sizes 2,4"), out[-3:]
+    assert "group_size 2: 0 bytes crossed a node" in res.stdout
+    assert "MDLOADER-BACKEND" in res.stderr and "ranks span 2 nodes" in res.stderr
+
+
+@pytest.mark.cluster
+@pytest.mark.mpi
+@needs_netns
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_killed_rank_ends_the_job_across_hosts(cluster, family):
+    """A rank of host 1 SIGKILLed mid-epoch (collective backend, its peers in Alltoallvs and a
+    trainer allreduce across hosts): the launcher ends the whole job."""
+    family = family_or_skip(family)
+    t0 = time.monotonic()
+    res = cluster.run([sys.executable, "-m", "mpi4py", "tests/mpi_scripts/rank_kill.py",
+                       "collective", "3", "3", "allreduce"], family=family, timeout=200,
+                      capture_output=True, text=True, cwd=ROOT)
+    out = res.stdout + res.stderr
+    assert "rank 3: killing myself at step 3" in out, out[-3000:]
+    assert res.returncode != 0 and "outlived a dead rank" not in out, out[-3000:]
+    assert time.monotonic() - t0 < 150
 
 
 @pytest.mark.cluster
@@ -208,17 +274,22 @@ def test_ranks_yield_only_when_the_emulated_hosts_oversubscribe_this_machine(mon
 @pytest.mark.slow
 @needs_netns
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("progress", ["default", "beside-mpi-tcp-thread"])
+@pytest.mark.parametrize("progress", ["default", "beside-mpi-tcp-thread", "mpich"])
 def test_get_from_blocked_node_across_hosts(cluster, progress):
     """Every rank of host 0 sits in a gloo all_reduce while host 1's ranks fetch one-sided from
-    them over TCP: MDLoader's progress thread must complete the Gets, alone (the default) or
-    beside Open MPI's TCP progress thread if a user switches it on. (Open MPI's thread alone is
-    not enough: one run in 6-8 hung in Win_flush_all, so the loader never relies on it.)"""
+    them over TCP: MDLoader's progress thread must complete the Gets, alone (the default, and
+    under MPICH without its async progress thread) or beside Open MPI's TCP progress thread if a
+    user switches it on. (Open MPI's thread alone is not enough: one run in 6-8 hung in
+    Win_flush_all, so the loader never relies on it.)"""
     env = {"OMPI_MCA_btl_tcp_progress_thread": "0"}
     if progress == "beside-mpi-tcp-thread":
         env = {"OMPI_MCA_btl_tcp_progress_thread": "1"}
+    family = family_or_skip("mpich") if progress == "mpich" else "openmpi"
+    if family == "mpich":
+        env = {"MPIR_CVAR_ASYNC_PROGRESS": "0"}
     res = cluster.run([sys.executable, "-m", "mpi4py", "tests/mpi_scripts/blocked_target.py",
-                       "onesided"], timeout=400, capture_output=True, text=True, cwd=ROOT, env=env)
+                       "onesided"], timeout=400, capture_output=True, text=True, cwd=ROOT, env=env,
+                      family=family)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "blocked-target ok" in res.stdout
     assert "ranks span 2 nodes, progress thread on" in res.stderr
@@ -288,3 +359,25 @@ def test_cluster_state_folder_comes_from_mdloader_cluster_state(tmp_path):
     lines = out.stdout.splitlines()
     assert out.returncode == 0 and lines[0] == str(tmp_path), out.stderr
     assert lines[1].startswith(f"{tmp_path / 'c1' / 'state.json'}: unreadable cluster state")
+
+
+def test_mpich_launch_line_and_environment(tmp_path):
+    """Hydra through the same agent: hosts by address with the hostfile's slots, the bridge as
+    the address proxies call back; the ranks load MPICH's libmpi and use ofi/tcp on eth0 (the
+    wheel's default UCX took shared memory between the emulated hosts)."""
+    from mdloader_plugin.devtools.cluster import launch
+
+    hostfile = tmp_path / "hostfile"
+    hosts = [{"hostname": "c1-h0", "addr": "10.77.3.2"}, {"hostname": "c1-h1", "addr": "10.77.3.3"}]
+    hostfile.write_text("c1-h0 slots=2\nc1-h1 slots=2\n")  # as launch.hostfile_text writes it
+    argv = launch.mpiexec_argv(Path("agent.sh"), hostfile, "10.77.3.0/24", 3, "mpiexec",
+                               family="mpich", hosts=hosts)
+    assert argv == ["mpiexec", "-launcher", "rsh", "-launcher-exec", "agent.sh", "-hosts",
+                    "10.77.3.2:2,10.77.3.3:2", "-localhost", "10.77.3.1", "-n", "3"]
+    env = launch.mpi_env({"X": "1"}, "mpich")
+    assert env["MPI4PY_LIBMPI"] == str(launch.mpich_prefix() / "lib" / "libmpi.so.12")
+    assert (env["MPIR_CVAR_CH4_NETMOD"], env["FI_PROVIDER"], env["FI_TCP_IFACE"]) == (
+        "ofi", "tcp", "eth0")
+    assert "MPI4PY_LIBMPI" not in launch.mpi_env({}, "openmpi") and env["X"] == "1"
+    with pytest.raises(ClusterError, match="choose one of openmpi, mpich"):
+        launch.check_family("intel")

@@ -34,19 +34,20 @@ check(onesided._progress is not None, "run with MDLOADER_PROGRESS_THREAD=1")
 seen = {"collective": [], "onesided": []}
 
 
-def thread_running() -> bool:
+def thread_running() -> bool:  # the one-sided backend holds the process's poller
     p = onesided._progress
-    return p is not None and p._thread.is_alive() and getattr(p, "active", True)
+    return p is not None and p.active and p.poller.running
 
 
 def timed(backend, alone: float, beside: float):
     real = backend.fetch
 
     def fetch(plan):
+        fetched = real(plan)  # a backend's first fetch takes the poller
         running = thread_running()
         seen[backend.name].append(running)
         time.sleep(beside if running and backend.name == "collective" else alone)
-        return real(plan)
+        return fetched
     backend.fetch = fetch
 
 

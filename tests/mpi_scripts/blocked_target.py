@@ -1,8 +1,10 @@
 """Ranks fetch one-sided from a rank that sits in a torch.distributed (gloo) collective.
 
-Rank 0 (on several nodes: every rank of node 0) enters a gloo all_reduce at once and stays there
-until every other rank has iterated a whole epoch of batches, many of whose samples live on the
-blocked ranks — the situation that deadlocked one-sided loaders inside real training (fairchem, 3 MPICH ranks).
+Rank 0 (on several nodes: every rank of node 0) takes its first batch, as a trainer does, then
+enters a gloo all_reduce (its gradients) and stays there until every other rank has iterated a
+whole epoch of batches, many of whose samples live on the blocked ranks — the situation that
+deadlocked one-sided loaders inside real training at step 1 (fairchem, 3 MPICH ranks). (A rank's progress
+poller runs from its loader's first fetch, mpi/progress.py.)
 Prints "blocked-target ok" on rank 0 when all is done.
 """
 
@@ -35,7 +37,11 @@ loader = MDLoader(store, batch_size=16, seed=1, backend=backend, prefetch=2,
 t = torch.ones(1)
 blocked = world.node_of[world.rank] == 0 if world.num_nodes > 1 else world.rank == 0
 if blocked:
+    first = iter(loader)
+    next(first)  # the first batch, then the gradients' allreduce
     dist.all_reduce(t)  # blocked in gloo while the others fetch from this rank's window
+    first.close()
+    loader.rewind()
 else:
     seen = 0
     for step, batch in enumerate(loader):

@@ -1,13 +1,17 @@
-"""A fetch that never completes: the last rank stops before its first step.
+"""A fetch that never completes: the last rank's process stops before its first step.
 
 Usage: watchdog_hang.py hang|off
 
 ``hang`` (run with ``MDLOADER_FETCH_TIMEOUT`` set): every rank but the last iterates; their
-collective fetch waits for the last rank, which sleeps outside MPI, so their watchdogs must
-abort the job with one line naming the ranks waited for. ``off`` (``MDLOADER_FETCH_TIMEOUT=0``):
+collective fetch waits for the last rank, which stops its own process (SIGSTOP: there, but no
+sign of life, as a rank on a lost node), so the rank watching it must abort the job with one
+line naming it and the ranks its fetch waited for. (A rank that merely sleeps is alive: the
+watchdog leaves it alone, tests/mpi_scripts/watchdog_stall.py.) ``off`` (``MDLOADER_FETCH_TIMEOUT=0``):
 every rank runs one epoch and no watchdog thread is started.
 """
 
+import os
+import signal
 import sys
 import threading
 import time
@@ -31,6 +35,7 @@ loader = MDLoader(store, batch_size=4, backend="collective", prefetch=0, online_
 if mode == "hang":
     if world.rank == world.size - 1:
         print(f"rank {world.rank}: not fetching", flush=True)
+        os.kill(os.getpid(), signal.SIGSTOP)
         time.sleep(120)
         print("the watchdog did not end the job", flush=True)
         sys.exit(5)

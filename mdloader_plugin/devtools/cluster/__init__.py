@@ -1,9 +1,10 @@
-"""An emulated multi-node cluster on one machine: real Open MPI over TCP between namespaces.
+"""An emulated multi-node cluster on one machine: real MPI over TCP between namespaces.
 
 Each emulated host is a network namespace with its own hostname, linked to a bridge by a veth
 pair whose rate a ``tbf`` qdisc limits (:mod:`.netns`); ``mpiexec`` reaches the hosts through a
 generated launch agent instead of ssh (:mod:`.launch`). Ranks on one host share memory; ranks on
-different hosts talk through the TCP BTL over the rate-limited links, so the network term of the
+different hosts talk over TCP through the rate-limited links (Open MPI's TCP BTL, or MPICH's
+libfabric with ``family="mpich"``), so the network term of the
 cost models (and the backend choice) can be exercised without a second machine.
 
 Python API::
@@ -208,25 +209,27 @@ class Cluster:
         self.state["rate"] = rate if bits else "unlimited"
         self._save()
 
-    def mpiexec_argv(self, n: int | None = None) -> list[str]:
-        """``mpiexec`` and its options for `n` ranks (default hosts x ranks_per_host); append
-        the program and its arguments."""
+    def mpiexec_argv(self, n: int | None = None, family: str = "openmpi") -> list[str]:
+        """``mpiexec`` of MPI `family` (``openmpi`` or ``mpich``, :mod:`.launch`) and its options
+        for `n` ranks (default hosts x ranks_per_host); append the program and its arguments."""
         return launch.mpiexec_argv(self.dir / "agent.sh", self.dir / "hostfile",
-                                   self.state["subnet"], self.size if n is None else n)
+                                   self.state["subnet"], self.size if n is None else n,
+                                   family=family, hosts=self.hosts)
 
-    def env(self, extra: dict | None = None) -> dict:
-        """Environment for the ``mpiexec`` (this process's plus Open MPI's root/oversubscribe)."""
-        return launch.mpi_env(extra)
+    def env(self, extra: dict | None = None, family: str = "openmpi") -> dict:
+        """Environment for the ``mpiexec`` (this process's plus what `family` needs)."""
+        return launch.mpi_env(extra, family)
 
     def run(self, cmd: list[str], n: int | None = None, *, timeout: float | None = None,
-            env: dict | None = None, capture_output: bool = False,
+            env: dict | None = None, capture_output: bool = False, family: str = "openmpi",
             **kwargs) -> subprocess.CompletedProcess:
-        """Run `cmd` as an MPI job on the cluster (like :func:`subprocess.run`; `env` adds to
-        :meth:`env`). The job's pid is recorded so ``down`` can end it; on timeout (raises
+        """Run `cmd` as an MPI job of `family` on the cluster (like :func:`subprocess.run`;
+        `env` adds to :meth:`env`). The job's pid is recorded so ``down`` can end it; on timeout (raises
         :class:`subprocess.TimeoutExpired`) or interrupt the job is killed."""
         if capture_output:
             kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        proc = subprocess.Popen(self.mpiexec_argv(n) + list(cmd), env=self.env(env),
+        proc = subprocess.Popen(self.mpiexec_argv(n, family) + list(cmd),
+                                env=self.env(env, family),
                                 start_new_session=True, **kwargs)
         pidfile = self.dir / "jobs" / str(proc.pid)
         pidfile.write_text(" ".join(cmd))
@@ -290,7 +293,8 @@ def _is_mpiexec(pid: int) -> bool:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
     except OSError:
         return False
-    return os.path.basename(cmd).decode(errors="replace") in ("mpiexec", "mpirun", "prterun")
+    return os.path.basename(cmd).decode(errors="replace") in ("mpiexec", "mpirun", "prterun",
+                                                              "mpiexec.hydra")
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
-"""loader/watchdog: a fetch that outlives MDLOADER_FETCH_TIMEOUT aborts with one line naming the
-ranks waited for; 0 turns it off; a bad value is a ConfigError naming the variable."""
+"""loader/watchdog: a rank that gives no sign of life for MDLOADER_FETCH_TIMEOUT aborts the job
+with one line naming it and the ranks waited for (without MPI_THREAD_MULTIPLE: a fetch that
+outlives it); 0 turns it off; a bad value is a ConfigError naming the variable."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from mdloader_plugin.core.errors import ConfigError
 from mdloader_plugin.loader.watchdog import DEFAULT_TIMEOUT_S, ENV_VAR, FetchWatchdog, fetch_timeout
 
-from mpirun import mpirun
+from mpirun import family_missing, mpirun
 
 
 @pytest.mark.parametrize("value, want", [(None, DEFAULT_TIMEOUT_S), ("", DEFAULT_TIMEOUT_S),
@@ -93,10 +94,13 @@ def test_close_stops_the_thread():
 
 
 @pytest.mark.mpi
-def test_fetch_that_never_completes_aborts_the_job_naming_the_ranks():
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_fetch_that_never_completes_aborts_the_job_naming_the_ranks(family):
+    if family_missing(family):
+        pytest.skip(family_missing(family))
     t0 = time.monotonic()
     r = mpirun(3, ["tests/mpi_scripts/watchdog_hang.py", "hang"], timeout=100,
-               env={ENV_VAR: "2"})
+               env={ENV_VAR: "2"}, family=family)
     wall = time.monotonic() - t0
     out = r.stdout + r.stderr
     assert r.returncode != 0, out[-3000:]
@@ -104,12 +108,13 @@ def test_fetch_that_never_completes_aborts_the_job_naming_the_ranks():
     lines = [ln[ln.index("mdloader: error:"):] for ln in out.splitlines()
              if "mdloader: error:" in ln]
     assert lines, out[-3000:]
-    for ln in lines:  # rank 0 or 1 (or both, before the abort lands) waited for rank 2
-        assert ln.startswith(("mdloader: error: [rank 0] step 0 of epoch 0: the collective fetch "
-                              "from rank(s) 1, 2 did not complete in 2 s",
-                              "mdloader: error: [rank 1] step 0 of epoch 0: the collective fetch "
-                              "from rank(s) 0, 2 did not complete in 2 s")), ln
-    assert wall < 60, wall  # 2 s deadline + start-up, not the sleeping rank's 120 s
+    # rank 1 watches rank 2 (the heartbeat ring): it names it and what its own fetch waits for
+    assert lines == [
+        "mdloader: error: [rank 1] rank 2 gave no sign of life for 2 s (last seen between steps): "
+        "its process died or stopped; this rank's collective fetch of step 0 of epoch 0 waits "
+        "for rank(s) 0, 2: aborting the job (raise MDLOADER_FETCH_TIMEOUT if a rank can "
+        "legitimately be stopped this long)"], out[-3000:]
+    assert wall < 60, wall  # 2 s deadline + start-up, not the stopped rank's 120 s
 
 
 @pytest.mark.mpi
@@ -127,3 +132,26 @@ def test_bad_value_stops_every_rank_with_the_variable_named():
     assert r.returncode != 0
     assert "MDLOADER_FETCH_TIMEOUT='soon' is not a number of seconds" in r.stderr, r.stderr[-3000:]
     assert "watchdog off ok" not in r.stdout
+
+
+def test_ring_beats_and_never_fires_while_its_successor_beats(capsys):
+    """A ring of one (COMM_SELF: the rank watches itself): the beat moves every period, a fetch
+    armed for 6 timeouts does not fire (a long fetch is no sign of death), close frees the
+    window and leaves the beat at -1 (closed)."""
+    from mpi4py import MPI
+
+    abort = Aborts()
+    dog = FetchWatchdog(0.2, abort, rank=0, comm=MPI.COMM_SELF)
+    assert dog.ring and dog.period == 0.05
+    words = dog.words
+    dog.arm(1, 4, "collective", [1])
+    assert list(words[1:]) == [1, 4]
+    beat = int(words[0])
+    assert not abort.fired.wait(1.2)
+    assert words[0] > beat + 5
+    dog.disarm()
+    assert words[2] == -1
+    dog.stop()
+    assert words[0] == -1  # closed: a watcher stops watching this rank
+    dog.close()
+    assert abort.calls == 0 and capsys.readouterr().err == "" and dog.win is None

@@ -82,26 +82,45 @@ def test_env_switch_refuses_an_undocumented_variable():
         env_switch("MDLOADER_NO_SUCH_SWITCH", True)
 
 
-def test_thread_pauses_resumes_and_closes():
+def _pollers() -> int:
     import threading
-    import time
 
-    from mpi4py import MPI
+    return sum(t.name == "mdloader-progress" for t in threading.enumerate())
 
-    from mdloader_plugin.mpi.progress import ProgressThread
 
-    th = ProgressThread(MPI.COMM_WORLD, interval=0.001)
-    assert th.active and th._thread.is_alive() and th._thread.daemon
-    assert MPI.Comm.Compare(th.comm, MPI.COMM_WORLD) == MPI.CONGRUENT  # its own duplicate
-    th.pause()
-    assert not th.active and th._thread.is_alive()
-    th.resume()
-    assert th.active
-    t0 = time.monotonic()
-    th.close()
-    assert not th.active and not th._thread.is_alive() and time.monotonic() - t0 < 5
-    assert th.comm == MPI.COMM_NULL  # freed
-    assert "mdloader-progress" not in [t.name for t in threading.enumerate()]
+def test_one_thread_runs_while_any_lease_is_held():
+    from mdloader_plugin.mpi.progress import Lease, Poller
+
+    poller = Poller(interval=0.001)
+    a, b = Lease(poller), Lease(poller)
+    assert not poller.running and _pollers() == 0  # leases alone poll nothing
+    a.fetching()
+    b.fetching()
+    b.fetching()  # a held lease counts once
+    assert poller.running and poller.holders == 2 and poller.started == 1 and _pollers() == 1
+    assert poller._thread.daemon
+    a.pause()  # the backend stops serving (auto's probe of the other one)
+    assert poller.running and poller.holders == 1 and not a.active and b.active
+    a.fetching()  # paused: a fetch does not take it again
+    assert poller.holders == 1
+    b.close()
+    assert not poller.running and poller.holders == 0 and _pollers() == 0
+    a.resume()
+    a.fetching()  # serving again: its next fetch restarts the thread
+    assert poller.running and poller.started == 2 and _pollers() == 1
+    a.close()
+    a.close()  # twice is harmless
+    assert not poller.running and poller.holders == 0 and _pollers() == 0
+
+
+@pytest.mark.mpi
+def test_two_loaders_share_one_poller_and_an_idle_loader_starts_none():
+    from mpirun import mpirun
+
+    r = mpirun(2, ["tests/mpi_scripts/one_poller.py"], timeout=150,
+               env={"MDLOADER_PROGRESS_THREAD": "1", "MDLOADER_COLL_PROGRESS_THREAD": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.count("one poller ok") == 2, r.stdout[-3000:]
 
 
 def test_start_logs_one_line_or_returns_none():
@@ -126,9 +145,10 @@ def test_start_logs_one_line_or_returns_none():
         log.removeHandler(grab)
         log.setLevel(level)
     try:
-        assert isinstance(th, progress.ProgressThread) and th.active
+        assert isinstance(th, progress.Lease) and not th.active  # held from its first fetch
         assert seen == ["onesided: ranks span 1 nodes, progress thread on (an Iprobe every "
-                        "0.5 ms) (so Gets complete)"]
+                        "0.5 ms, one thread a process while a loader fetches) (so Gets "
+                        "complete)"]
     finally:
         th.close()
         world.close()
