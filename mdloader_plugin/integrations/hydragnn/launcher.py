@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         upstream_hooks.refuse(args)
         _rank_env(comm)
         upstream_hooks.install()
+        upstream_hooks.check_inputfile(script, args)
         upstream_data.REPORT["argv"] = args
         upstream_data.REPORT["run"] = os.path.splitext(os.path.basename(script))[0]
         run_script(script, args)

@@ -113,6 +113,35 @@ def refuse(argv: list[str]) -> None:
                  "use --adios/--multi, or drop --ddstore to run upstream's own loader")
 
 
+def check_inputfile(script: str, argv: list[str]) -> None:
+    """The script's ``--inputfile`` JSON (resolved as upstream's scripts do: against the
+    script's folder, which an absolute path overrides) in the variable form the installed
+    HydraGNN reads (:func:`.compat.check_form`); one line, every rank alike."""
+    import json
+
+    from . import compat
+
+    path = None
+    for i, a in enumerate(argv):
+        if a == "--inputfile" and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif a.startswith("--inputfile="):
+            path = a.split("=", 1)[1]
+    if path is None:
+        return
+    path = os.path.join(os.path.dirname(os.path.abspath(script)), path)
+    try:
+        with open(path) as f:
+            cfg = json.load(f)
+    except (OSError, ValueError):
+        return  # the script reports its own file errors
+    if isinstance(cfg, dict) and isinstance(cfg.get("NeuralNetwork"), dict):
+        try:
+            compat.check_form(cfg, compat.version())
+        except ConfigError as exc:
+            _refused(f"--inputfile {path}: {exc}")
+
+
 def _replacing() -> bool:
     return (env("MDLOADER_REPLACE") or "").lower() == "all"
 
