@@ -1,7 +1,7 @@
 """Upstream's SC26 scale script, unmodified, with replica widths: HydraGNN main's
 ``examples/multidataset_hpo_sc26/gfm_mlip_all_mpnn.py --multi --ddstore --ddstore_width W``
 under the launcher on 4 CPU ranks, W = 1, 2 and 4 (= P), EGNN on a small ``synth --kind gfm``
-file (read as ``<datadir>/ani1x-v2.bp``, keys incl. ``atomic_numbers``).
+file (read as ``<datadir>/alexandria-v2.bp``, keys incl. ``atomic_numbers``).
 
 Before the fix it stopped on every rank with ``AttributeError: 'DistDataset' object has no
 attribute 'ddstore_comm'`` (the script passes ``group=trainset.ddstore_comm`` to
@@ -32,12 +32,15 @@ SMALL = ["--mpnn_type", "EGNN", "--hidden_dim", "8", "--num_conv_layers", "2",
 def data(tmp_path_factory):
     work = tmp_path_factory.mktemp("sc26")
     res = subprocess.run([sys.executable, "-m", "mdloader_plugin", "synth", "--kind", "gfm",
-                          "--num-graphs", "80", "--split", "0.8,0.1,0.1", "--out",
+                          "--num-graphs", "80", "--names", "alexandria", "--split",
+                          "0.8,0.1,0.1", "--out",
                           work / "gfm"], capture_output=True, text=True,
                          env=mpi_env(env_for("main")), timeout=300, cwd=ROOT)
     assert res.returncode == 0, res.stderr
     (work / "data").mkdir()
-    shutil.move(work / "gfm" / "ani1x.bp", work / "data" / "ani1x-v2.bp")
+    # the script reads <datadir>/<name>-v2.bp; its dataset_name_dict routes alexandria to
+    # branch-0, the one branch a one-file run has
+    shutil.move(work / "gfm" / "alexandria.bp", work / "data" / "alexandria-v2.bp")
     return work
 
 
@@ -49,7 +52,7 @@ def test_sc26_script_trains_with_ddstore_width(data, width):
     env = env_for("main")
     script = source_of("main") / "examples" / "multidataset_hpo_sc26" / "gfm_mlip_all_mpnn.py"
     log = f"w{width}"
-    res = launch(4, script, ["--multi", "--multi_model_list", "ani1x", "--datadir",
+    res = launch(4, script, ["--multi", "--multi_model_list", "alexandria", "--datadir",
                              data / "data", "--ddstore", "--ddstore_width", str(width),
                              "--log", log, *SMALL], data, env, timeout=560)
     assert res.returncode == 0, _ok(res)
