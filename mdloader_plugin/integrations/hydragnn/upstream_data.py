@@ -102,13 +102,13 @@ class DistDataset(AbstractBaseDataset):
         every = self.comm.allgather(mine)
         self.plan = agree(self.world, _plan, every, self.local, label, type(data).__name__)
         self.store = _open(self.world, self.plan, label, ddstore_width)
-        self._upstream_attributes(ddstore_width)
         starts = self.store.meta.get("dataset_starts", [0, self.store.num_samples])
         self.ids = np.concatenate([np.arange(starts[f] + lo, starts[f] + hi, dtype=np.int64)
                                    for f, lo, hi in self.plan["chunks"]])
         self.chunks = [(int(starts[f] + lo), int(starts[f] + hi))
                        for f, lo, hi in self.plan["chunks"]]
         self.to_sample = UpstreamSample(self.plan["targets"], self.plan["ids"])
+        self._upstream_attributes(ddstore_width)
         self._files: dict = {}
         REPORT.setdefault("stores", []).append(
             (label, len(self.plan["files"]), self.comm.Get_size(), self.store.group))
