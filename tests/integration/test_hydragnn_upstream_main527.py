@@ -1,7 +1,9 @@
 """Upstream HydraGNN main527's own scripts (main with the named data schema), unmodified, under the
 launcher on 4 CPU ranks, and ``mdloader compare-logs`` over an upstream script's two runs.
 
-* ``examples/multibranch/train.py --multi --ddstore --ddstore_width 2`` over two files written by
+* ``examples/multibranch/train.py --multi --ddstore --ddstore_width 2`` (a graph-level output:
+  main527's script reads no ``y_loc``, which upstream's training loop needs for node-level
+  heads, whoever serves the data) over two files written by
   ``mdloader synth --kind gfm --variables`` (x/y/y_loc compiled from the config's ``Variables``,
   as main527's datasets serve them as written; before the fix: ``KeyError:
   'input_node_features'`` in MDLoader's reader): trains, and its losses equal upstream's own
