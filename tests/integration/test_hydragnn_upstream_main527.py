@@ -118,11 +118,11 @@ def test_single_data_set_script_on_main527_equals_upstreams_own_loader(tmp_path)
     assert len(ours) >= 1 and ours == losses(tmp_path, "upstream")
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(700)
 def test_positional_inputfile_on_main527_is_one_line(tmp_path):
     script = source_of("main527") / "examples" / "multibranch" / "train.py"
     res = launch(2, script, ["--inputfile", CONFIGS / "multibranch_small.json", "--multi",
-                             "--ddstore"], tmp_path, env_for("main527"), timeout=280)
+                             "--ddstore"], tmp_path, env_for("main527"), timeout=660)
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("mdloader: error:")]
     assert res.returncode == 2 and len(lines) == 1, _ok(res)
     assert "multibranch_small.json" in lines[0] and "HydraGNN main527" in lines[0]
