@@ -1,6 +1,7 @@
-"""Which HydraGNN a test's MPI job runs: 3.0 (pip-installed in the venv), 5.0 or main (source
-trees ``tools/install.sh`` extracts to ``.venv/src/hydragnn-5.0`` and ``.venv/src/hydragnn-main``,
-put first on PYTHONPATH, upstream's own route). 5.0 and main are each skipped, with the reason,
+"""Which HydraGNN a test's MPI job runs: 3.0 (pip-installed in the venv), 5.0, main (d251f81) or
+main527 (main with the named data schema, 88063418): source trees ``tools/install.sh`` extracts
+to ``.venv/src/hydragnn-<version>``, put first on PYTHONPATH, upstream's own route. 5.0, main and
+main527 are each skipped, with the reason,
 only where the shared vendor copy they are installed from is absent; where that copy exists a
 missing install is a failure, not a skip."""
 
@@ -13,15 +14,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-VERSIONS = ("3.0", "5.0", "main")
+VERSIONS = ("3.0", "5.0", "main", "main527")
+#: The versions whose configs carry ``NeuralNetwork.Variables_of_interest`` (positional); main527
+#: reads a top-level ``Variables`` section instead (the named data schema).
+POSITIONAL = ("3.0", "5.0", "main")
 VENDOR = ROOT.parent / "shared" / "vendor"
 SHARED_TARS = {"5.0": VENDOR / "HydraGNN-5.0.tar.gz",
-               "main": VENDOR / "HydraGNN-main-d251f81.tar.gz"}
+               "main": VENDOR / "HydraGNN-main-d251f81.tar.gz",
+               "main527": VENDOR / "HydraGNN-main-88063418.tar.gz"}
 SHARED_TAR = SHARED_TARS["5.0"]
 SRCS = {"5.0": Path(os.environ.get("MDLOADER_HYDRAGNN5_SRC",
                                    ROOT / ".venv" / "src" / "hydragnn-5.0")),
         "main": Path(os.environ.get("MDLOADER_HYDRAGNN_MAIN_SRC",
-                                    ROOT / ".venv" / "src" / "hydragnn-main"))}
+                                    ROOT / ".venv" / "src" / "hydragnn-main")),
+        "main527": Path(os.environ.get("MDLOADER_HYDRAGNN_MAIN527_SRC",
+                                       ROOT / ".venv" / "src" / "hydragnn-main527"))}
 SRC5 = SRCS["5.0"]
 
 
@@ -34,7 +41,7 @@ def _unavailable(version: str, why: str):
 
 
 def source_of(version: str, importable: bool = True) -> Path:
-    """The source tree of HydraGNN `version` (5.0 or main), checked as :func:`env_for` does
+    """The source tree of HydraGNN `version` (5.0, main or main527), checked as :func:`env_for` does
     (`importable`: also the extensions ``import hydragnn`` needs)."""
     src = SRCS[version]
     if not (src / "hydragnn" / "__init__.py").exists():

@@ -21,8 +21,9 @@ $PIP install -c requirements/lock.txt -e ".[wheels-mpi,convert,hydragnn,fairchem
 # without those declared dependencies; its real needs come from the 'hydragnn' extra above.
 echo "[install] hydragnn 3.0 (--no-deps; see docs/hydragnn.md)"
 $PIP install --no-deps hydragnn==3.0
-# HydraGNN 5.0 (GitHub release v5.0, what HPC users run) and HydraGNN main (d251f81, 2026-08-21:
-# len(loader), set_epoch on batch_sampler, cost-aware Batching) beside 3.0: each source tree lives
+# HydraGNN 5.0 (GitHub release v5.0, what HPC users run), HydraGNN main (d251f81, 2026-08-21:
+# len(loader), set_epoch on batch_sampler, cost-aware Batching) and main with the named data
+# schema (88063418: top-level Variables, datasets without var_config) beside 3.0: each source tree lives
 # in $VENV/src/hydragnn-<version> and is used by putting that folder first on PYTHONPATH
 # (upstream's own route; `pip install --no-deps <tree>` would miss hydragnn.utils). Both import
 # torch_scatter (a source build, ~7 min on 2 cores, pip caches the wheel) and vesin. The sources
@@ -30,8 +31,9 @@ $PIP install --no-deps hydragnn==3.0
 # (docs/hydragnn-5.md).
 H5_TAR=${HYDRAGNN5_TAR:-../shared/vendor/HydraGNN-5.0.tar.gz}
 HM_TAR=${HYDRAGNN_MAIN_TAR:-../shared/vendor/HydraGNN-main-d251f81.tar.gz}
+HN_TAR=${HYDRAGNN_MAIN527_TAR:-../shared/vendor/HydraGNN-main-88063418.tar.gz}
 upstream=0
-for pair in "5.0:$H5_TAR" "main:$HM_TAR"; do
+for pair in "5.0:$H5_TAR" "main:$HM_TAR" "main527:$HN_TAR"; do
   ver=${pair%%:*} tar=${pair#*:} src="$VENV/src/hydragnn-${pair%%:*}"
   if [ -f "$tar" ]; then
     upstream=1

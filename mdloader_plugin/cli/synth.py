@@ -47,6 +47,11 @@ def register(sub) -> None:
                    help="--kind gfm: data set names, one a file (default: upstream's first "
                         "names ani1x,qm7x,mptrj,... so its dataset_name_dict routes data set i "
                         "to branch-i)")
+    p.add_argument("--variables", default=None, metavar="CONFIG",
+                   help="--kind gfm: also write x, y, y_loc compiled from the top-level "
+                        "Variables section (the named data schema of HydraGNN main527) of this "
+                        "JSON/YAML config, as upstream's prepare_data_from_schema does; "
+                        "main527's scripts read them as written")
     p.add_argument("--aselmdb", action="store_true",
                    help="several kinds: also write ASE-LMDB splits for fairchem's own loader")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -146,10 +151,29 @@ def run_gfm(args) -> int:
         raise ConfigError(f"--names {args.names!r}: give {len(counts)} distinct names, one a "
                           "number in --num-graphs")
     split = parse_split(args.split)
+    variables = _variables(getattr(args, "variables", None))
     os.makedirs(args.out, exist_ok=True)
     for i, (name, n) in enumerate(zip(names, counts)):
         kind = ("molecules", "bulk")[i % 2]
-        path = synth_atoms.write_gfm_set(args.out, name, kind, synth.split_counts(n, split),
-                                         args.seed + i)
+        try:
+            path = synth_atoms.write_gfm_set(args.out, name, kind, synth.split_counts(n, split),
+                                             args.seed + i, variables)
+        except ValueError as exc:
+            raise ConfigError(f"--variables {args.variables}: {exc}") from None
         print(f"wrote {path}: {n} {kind} (dataset_name {name!r})")
     return 0
+
+
+def _variables(path: str | None) -> dict | None:
+    """The top-level ``Variables`` section of the config at `path` (None: no path)."""
+    if path is None:
+        return None
+    from ..integrations.hydragnn.config import read_file
+
+    cfg = read_file(path)
+    v = cfg.get("Variables")
+    if not isinstance(v, dict) or not all(isinstance(v.get(g), list)
+                                          for g in ("inputs", "outputs")):
+        raise ConfigError(f"--variables {path}: no top-level Variables section with inputs and "
+                          "outputs lists (HydraGNN main527's named data schema)")
+    return v

@@ -179,10 +179,11 @@ def gfm_record(atoms, cutoff: float = 5.0) -> dict[str, np.ndarray]:
     ``examples/multidataset``, ``examples/multidataset_hpo_sc26``): ``x`` = atomic number,
     positions, forces (node feature dims 1, 3, 3), ``edge_index``, ``edge_attr`` (edge length),
     ``pos``, ``energy``, ``energy_per_atom``, ``forces``, ``y`` = energy per atom (the graph
-    feature), and what the SC26 scripts read besides: ``natoms``, ``cell`` (zeros without one),
-    ``pbc`` (int32, as upstream stores it), ``edge_shifts`` (Cartesian image shifts),
-    ``chemical_composition`` (atoms of each element 1..118) and ``graph_attr`` (charge 0, spin
-    1); floats as float32, as upstream's writers store them."""
+    feature), and what the SC26 scripts read besides: ``atomic_numbers`` (``[n, 1]``),
+    ``natoms`` (``[1]`` int32), ``cell`` (zeros without one), ``pbc`` (int32, as upstream stores
+    it), ``edge_shifts`` (Cartesian image shifts), ``chemical_composition`` (atoms of each
+    element 1..118) and ``graph_attr`` (charge 0, spin 1); floats as float32 and ``energy``,
+    ``energy_per_atom`` as ``[1, 1]``, as upstream's preprocessing writes them."""
     pos = atoms.get_positions()
     n = len(atoms)
     pbc = np.asarray(atoms.get_pbc(), dtype=bool)
@@ -195,10 +196,11 @@ def gfm_record(atoms, cutoff: float = 5.0) -> dict[str, np.ndarray]:
     z = numbers.astype(np.float32).reshape(n, 1)
     return {"x": np.concatenate([z, pos.astype(np.float32), forces], axis=1),
             "edge_index": ei.astype(np.int64), "edge_attr": dist.astype(np.float32).reshape(-1, 1),
-            "pos": pos.astype(np.float32), "energy": np.array([energy], dtype=np.float32),
-            "energy_per_atom": np.array([energy / n], dtype=np.float32),
+            "pos": pos.astype(np.float32), "atomic_numbers": z,
+            "energy": np.array([[energy]], dtype=np.float32),
+            "energy_per_atom": np.array([[energy / n]], dtype=np.float32),
             "forces": forces, "y": np.array([energy / n], dtype=np.float32),
-            "natoms": np.array([n], dtype=np.int64), "cell": cell.astype(np.float32),
+            "natoms": np.array([n], dtype=np.int32), "cell": cell.astype(np.float32),
             "pbc": pbc.astype(np.int32),
             "edge_shifts": (offsets.astype(np.float64) @ cell).astype(np.float32).reshape(-1, 3),
             "chemical_composition": np.bincount(numbers - 1, minlength=118)[:118].astype(
@@ -206,15 +208,47 @@ def gfm_record(atoms, cutoff: float = 5.0) -> dict[str, np.ndarray]:
             "graph_attr": np.array([0.0, 1.0], dtype=np.float32)}
 
 
-def write_gfm_set(out_dir: str, name: str, kind: str, counts, seed: int = 0) -> str:
+def compile_named(rec: dict, variables: dict) -> dict:
+    """`rec` with ``x``, ``y``, ``y_loc`` (and ``edge_attr``/``graph_attr`` where inputs of
+    those levels are named) compiled from a named data schema (a config's ``Variables``:
+    ``inputs``/``outputs`` of ``{name, level, dim, role}``), as upstream's
+    ``prepare_data_from_schema`` compiles them: feature inputs of a level joined, outputs
+    flattened into one ``y`` column with ``y_loc`` the head boundaries. HydraGNN main527's
+    datasets serve the file's ``x``/``y``/``y_loc`` as written, so its scripts need them."""
+    out = dict(rec)
+    n = len(rec["pos"])
+    rows = {"node": n, "graph": 1, "edge": rec["edge_index"].shape[1]}
+    keys = {"node": "x", "edge": "edge_attr", "graph": "graph_attr"}
+
+    def named(spec: dict) -> np.ndarray:
+        if spec["name"] not in rec:
+            raise ValueError(f"Variables: {spec['name']!r} is not a key of the gfm layout "
+                             f"(keys: {', '.join(rec)})")
+        return np.asarray(rec[spec["name"]]).reshape(rows[spec["level"]], int(spec["dim"]))
+
+    for level, key in keys.items():
+        cols = [named(s) for s in variables["inputs"]
+                if s["level"] == level and s.get("role", "feature") == "feature"]
+        if cols:
+            out[key] = np.ascontiguousarray(np.concatenate(cols, axis=1), dtype=np.float32)
+    ys = [named(s).reshape(-1, 1).astype(np.float32) for s in variables["outputs"]]
+    out["y"] = np.concatenate(ys, axis=0)
+    out["y_loc"] = np.cumsum([0] + [len(y) for y in ys]).astype(np.int64).reshape(1, -1)
+    return out
+
+
+def write_gfm_set(out_dir: str, name: str, kind: str, counts, seed: int = 0,
+                  variables: dict | None = None) -> str:
     """``out_dir/<name>.bp`` in upstream's multi-data-set layout (:func:`gfm_record`): `counts`
     structures of `kind` in trainset/valset/testset, the file attribute ``dataset_name`` = `name`
     (upstream's dataset attaches its id from it) and ``pna_deg`` (the train set's in-degree
-    histogram, which upstream's multibranch script merges)."""
+    histogram, which upstream's multibranch script merges). With `variables` (a named data
+    schema) ``x``/``y``/``y_loc`` are compiled from it (:func:`compile_named`)."""
     graphs, start = {}, 0
     for (label, _), n in zip(SPLITS, counts):
         atoms = list(structures(kind, seed, start, start + n))
-        graphs[label] = [gfm_record(a) for a in atoms]
+        graphs[label] = [gfm_record(a) if variables is None else
+                         compile_named(gfm_record(a), variables) for a in atoms]
         start += n
     deg = np.zeros(1, dtype=np.int64)
     for g in graphs["trainset"]:
@@ -223,5 +257,6 @@ def write_gfm_set(out_dir: str, name: str, kind: str, counts, seed: int = 0) -> 
         deg[:d.size] += d
     path = os.path.join(out_dir, f"{name}.bp")
     write_graphs(path, graphs, attributes={"dataset_name": name, "pna_deg": deg},
-                 vdims={"edge_index": 1, "edge_attr": 0, "edge_shifts": 0})
+                 vdims={"edge_index": 1, "edge_attr": 0, "edge_shifts": 0,
+                        **({"y": 0} if variables is not None else {})})
     return path

@@ -119,7 +119,7 @@ def test_installed_version_is_recognised_and_install_message_gives_5_route(monke
 
 def test_unsupported_layout_is_refused(monkeypatch):
     monkeypatch.setattr(compat, "_has", lambda module, name=None: False)
-    with pytest.raises(ConfigError, match="none of 3.0, 5.0 and main"):
+    with pytest.raises(ConfigError, match="none of 3.0, 5.0, main and main527"):
         compat.version()
 
 

@@ -1,6 +1,7 @@
 """HydraGNN training on 4 real MPI ranks: loader switch, identical losses, no hang on errors.
 
-Everything runs against HydraGNN 3.0 and 5.0 (:mod:`hydragnn_versions`). One mpiexec job (this file run as a script) trains the demo GIN four times on a 600-graph set —
+Everything runs against HydraGNN 3.0, 5.0 and main (:mod:`hydragnn_versions`; main527's
+named-schema configs: test_hydragnn_main527_mpi.py). One mpiexec job (this file run as a script) trains the demo GIN four times on a 600-graph set —
 ``loader: mdloader`` with the one-sided and the collective backend, ``loader: hydragnn`` with and
 without preload — through the same entry point the CLI uses, and then drives HydraGNN's own
 graph-size scan (``check_if_graph_size_variable``, which abandons iteration at a data-dependent
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
-from hydragnn_versions import VERSIONS, env_for  # noqa: E402
+from hydragnn_versions import POSITIONAL, env_for  # noqa: E402
 from mpirun import ROOT, mdloader, mpirun  # noqa: E402
 
 DEMO = ROOT / "recipes" / "hydragnn" / "demo.yaml"
@@ -83,7 +84,7 @@ def _losses(log: str) -> list[tuple[str, str, str]]:
     return [m.groups()[1:] for m in EPOCH.finditer(log)]
 
 
-@pytest.fixture(scope="module", params=VERSIONS)
+@pytest.fixture(scope="module", params=POSITIONAL)
 def job(request, tmp_path_factory):
     from mdloader_plugin.sources import synth
     from mdloader_plugin.sources.adios import write_graphs

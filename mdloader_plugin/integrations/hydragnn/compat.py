@@ -69,7 +69,10 @@ GITHUB_ROUTE = ("HydraGNN 5.0: `git clone --branch v5.0 https://github.com/ORNL/
                 "`MAX_JOBS=2 pip install --no-build-isolation torch-scatter==2.1.2 vesin==0.4.2`; "
                 "or HydraGNN 3.0: `pip install --no-deps hydragnn==3.0` plus matplotlib tqdm "
                 "tensorboard ase scikit-learn psutil; see docs/hydragnn-5.md")
-ARCH_KEY = {"3.0": "model_type", "5.0": "mpnn_type", "main": "mpnn_type"}
+ARCH_KEY = {"3.0": "model_type", "5.0": "mpnn_type", "main": "mpnn_type",
+            "main527": "mpnn_type"}
+#: The versions that read the named data schema (a top-level ``Variables`` section).
+NAMED = ("main527",)
 
 LOGGER_NAME = "hydragnn"  # the logger setup_log() attaches run.log and the console to
 
@@ -103,24 +106,29 @@ def _has(module: str, name: str | None = None) -> bool:
 
 
 def version() -> str:
-    """``"main"``, ``"5.0"`` or ``"3.0"``: the layout of the imported hydragnn package (main:
-    5.0's layout plus ``hydragnn.preprocess.batch_sampler``, upstream's cost-aware batching);
-    anything else is refused with one line (the integration is tested against those three)."""
+    """``"main527"``, ``"main"``, ``"5.0"`` or ``"3.0"``: the layout of the imported hydragnn
+    package (main: 5.0's layout plus ``hydragnn.preprocess.batch_sampler``, upstream's cost-aware
+    batching; main527: main plus ``input_config_parsing.variable_schema``, the named data
+    schema); anything else is refused with one line (the integration is tested against those)."""
     import hydragnn
 
     if _has("hydragnn.train.train_validate_test", "resolve_precision") and \
             _has("hydragnn.utils.input_config_parsing", "update_config"):
+        if _has("hydragnn.utils.input_config_parsing.variable_schema", "parse_variable_schema"):
+            return "main527"
         return "main" if _has("hydragnn.preprocess.batch_sampler") else "5.0"
     if _has("hydragnn.utils.config_utils", "update_config") and \
             not _has("hydragnn.utils.input_config_parsing"):
         return "3.0"
     where = os.path.dirname(getattr(hydragnn, "__file__", "") or "?")
     raise ConfigError(f"HydraGNN at {where} ({hydragnn_version()} by its metadata) is none of "
-                      f"3.0, 5.0 and main, the versions MDLoader supports; install {GITHUB_ROUTE}")
+                      f"3.0, 5.0, main and main527, the versions MDLoader supports; install "
+                      f"{GITHUB_ROUTE}")
 
 
 def check_config(cfg: dict, ver: str) -> None:
     """Refuse, in one line naming the key, an option HydraGNN `ver` or MDLoader cannot honour."""
+    check_form(cfg, ver)
     nn = cfg["NeuralNetwork"]
     precision = nn["Training"].get("precision", "fp32")
     if ver == "3.0" and precision != "fp32":
@@ -133,17 +141,45 @@ def check_config(cfg: dict, ver: str) -> None:
         raise ConfigError("NeuralNetwork.Architecture.output_heads with several branches "
                           f"(multibranch) needs HydraGNN 5.0; install {GITHUB_ROUTE}")
     batching = nn["Training"].get("Batching") or {}
-    if batching.get("mode", "fixed") != "fixed" and ver != "main":
+    if batching.get("mode", "fixed") != "fixed" and ver not in ("main", "main527"):
         raise ConfigError(f"NeuralNetwork.Training.Batching mode {batching.get('mode')!r} "
                           f"(cost-aware batches) needs HydraGNN main; {ver} batches a fixed "
                           "number of graphs (drop Batching or install main, docs/hydragnn-5.md)")
-    if nn["Variables_of_interest"].get("denormalize_output"):
+    if (nn.get("Variables_of_interest") or {}).get("denormalize_output"):
         raise ConfigError("NeuralNetwork.Variables_of_interest.denormalize_output: true reads "
                           "HydraGNN's serialized pickle min/max files, which an ADIOS2 run has "
                           "not got; set it to false (Dataset.normalize_y scales y instead)")
     if nn["Training"].get("continue") and not nn["Training"].get("startfrom"):
         raise ConfigError("NeuralNetwork.Training.continue is set but startfrom (the run name "
                           "under logs/ to load) is missing")
+
+
+def check_form(cfg: dict, ver: str) -> None:
+    """The config's variable form against HydraGNN `ver`: the named data schema (a top-level
+    ``Variables`` section) for main527, ``NeuralNetwork.Variables_of_interest`` (positional
+    columns) for the older versions; the wrong one is refused in one line naming the version,
+    the key and what to change."""
+    named = "Variables" in cfg
+    old = "Variables_of_interest" in (cfg.get("NeuralNetwork") or {})
+    if ver in NAMED and old:
+        raise ConfigError(f"NeuralNetwork.Variables_of_interest: HydraGNN {ver} (main with the "
+                          "named data schema) reads a top-level Variables section instead "
+                          "(inputs/outputs by name, level and dim); replace the section with "
+                          "Variables, or install HydraGNN main d251f81 or 5.0 "
+                          "(docs/hydragnn-5.md)")
+    if ver in NAMED and not named:
+        raise ConfigError(f"Variables: HydraGNN {ver} (main with the named data schema) needs a "
+                          "top-level Variables section (inputs/outputs by name, level and dim); "
+                          "add one (docs/hydragnn-5.md)")
+    if ver not in NAMED and named:
+        raise ConfigError(f"Variables: the top-level Variables section (the named data schema) "
+                          f"needs HydraGNN main with it (main527); HydraGNN {ver} reads "
+                          "NeuralNetwork.Variables_of_interest (input_node_features, type, "
+                          "output_index, ...): write that section instead, or install main527 "
+                          "(docs/hydragnn-5.md)")
+    if named and (cfg.get("Dataset") or {}).get("normalize_y"):
+        raise ConfigError("Dataset.normalize_y: with the named data schema the targets are the "
+                          "file's named keys as written (upstream scales none); set it to false")
 
 
 def upstream_config(cfg: dict, ver: str) -> dict:
@@ -190,6 +226,12 @@ def train_kwargs(cfg: dict, ver: str) -> dict:
             "precision": nn["Training"].get("precision", "fp32")}
 
 
+def train_config(cfg: dict, ver: str) -> dict:
+    """What ``train_validate_test`` takes as its config: the whole config on main527 (it reads
+    ``Variables`` and ``NeuralNetwork``), ``NeuralNetwork`` on the older versions."""
+    return cfg if ver in NAMED else cfg["NeuralNetwork"]
+
+
 def max_batches(ver: str) -> int | None:
     """HydraGNN 5.0 ends every epoch after ``HYDRAGNN_MAX_NUM_BATCH`` batches (3.0 ignores it)."""
     cap = os.getenv("HYDRAGNN_MAX_NUM_BATCH")
@@ -215,7 +257,7 @@ def get(name: str) -> Callable[..., Any]:
             return fn
         tried.append(mod_name)
     raise ConfigError(f"HydraGNN {hydragnn_version()} has no {name} in any of "
-                      f"{', '.join(tried)}; MDLoader supports HydraGNN 3.0 and 5.0")
+                      f"{', '.join(tried)}; MDLoader supports HydraGNN 3.0, 5.0, main and main527")
 
 
 def setup_log(name: str) -> None:

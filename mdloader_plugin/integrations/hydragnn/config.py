@@ -186,10 +186,13 @@ def normalise(cfg: dict, source: str = "config") -> dict:
                           "torch")
     _architecture_vocabulary(cfg, source)
     _precision(cfg, source)
+    # the variables: named (top-level Variables, HydraGNN main527) or positional (older);
+    # which one the installed HydraGNN reads is checked against it (compat.check_form)
+    variables = (("Variables.inputs", "Variables.outputs") if "Variables" in cfg else
+                 ("NeuralNetwork.Variables_of_interest.input_node_features",
+                  "NeuralNetwork.Variables_of_interest.type"))
     for key in ("NeuralNetwork.Architecture.hidden_dim",
-                "NeuralNetwork.Architecture.num_conv_layers",
-                "NeuralNetwork.Variables_of_interest.input_node_features",
-                "NeuralNetwork.Variables_of_interest.type",
+                "NeuralNetwork.Architecture.num_conv_layers", *variables,
                 "NeuralNetwork.Training.num_epoch", "NeuralNetwork.Training.batch_size",
                 "NeuralNetwork.Training.Optimizer.learning_rate"):
         _require(cfg, source, key)

@@ -1,7 +1,8 @@
 """``mdloader train hydragnn``: HydraGNN's own training loop with the loader the config selects.
 
 Order (each step a HydraGNN function, looked up in :mod:`.compat`): rank 0 reads the config,
-checks it against the installed HydraGNN (3.0 or 5.0, :func:`.compat.check_config`) and
+checks it against the installed HydraGNN (3.0, 5.0, main or main527, :func:`.compat.check_config`:
+the named-schema form for main527, :mod:`.schema`, the positional form for the others) and
 broadcasts it (a bad config is one line from rank 0 and the same exit code on every rank, before
 any collective); torch.distributed on a free port, then ``setup_ddp``; ``setup_log``; the three
 loaders; ``update_config`` on :class:`.graphs.ConfigView` stand-ins (its graph-size scan must not
@@ -9,8 +10,8 @@ drive the real loaders, see :mod:`.graphs`); the default dtype of ``Training.pre
 upstream's ``run_training``); ``create_model_config``; ``get_distributed_model``;
 ``select_optimizer``; ReduceLROnPlateau; ``Training.continue`` (:mod:`.resume`);
 ``train_validate_test`` with the train loader wrapped in :class:`.epochs.TimedLoader` (and, on
-5.0, ``compute_grad_energy``/``precision``); ``save_model``; ``print_timers``. Any exception on
-any rank aborts the whole job.
+5.0, ``compute_grad_energy``/``precision``; on main527 the whole config); ``save_model``;
+``print_timers``. Any exception on any rank aborts the whole job.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 
 from ...core.errors import DataError
 from ...mpi.world import World, abort_on_error, report_error
-from . import compat, config, epochs, graphs, loaders, resume
+from . import compat, config, epochs, graphs, loaders, resume, schema
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -55,6 +56,8 @@ def _config_on_root(comm, args) -> tuple[dict | None, int]:
             compat.check_config(cfg, compat.require_hydragnn())
             for path in graphs.files_of(cfg["Dataset"]["path"]):
                 _check_data(path)
+            if schema.named(cfg):
+                schema.check_keys(cfg, graphs.files_of(cfg["Dataset"]["path"]))
             payload = ("ok", cfg)
         except BaseException as exc:  # noqa: BLE001 - every rank must leave with the same code
             payload = ("error", report_error(exc))
@@ -104,8 +107,9 @@ def train(cfg: dict, comm) -> list[dict]:
         resume.load(cfg, model, optimizer, timed)
         model = model.to(dtype=dtype)
         compat.get("train_validate_test")(
-            model, optimizer, timed, val_l, test_l, writer, scheduler, cfg["NeuralNetwork"],
-            name, verbosity, False, False, False, **compat.train_kwargs(cfg, ver))
+            model, optimizer, timed, val_l, test_l, writer, scheduler,
+            compat.train_config(cfg, ver), name, verbosity, False, False, False,
+            **compat.train_kwargs(cfg, ver))
         compat.get("save_model")(model, optimizer, name)
         resume.save(train_l, name, world.rank)
         compat.get("print_timers")(verbosity)
@@ -120,6 +124,9 @@ def _to_sample(cfg: dict, dtype=None):
     import numpy as np
     import torch
 
+    if schema.named(cfg):  # HydraGNN main527: upstream's prepare_data_from_schema
+        return schema.NamedSample(cfg["Variables"],
+                                  np.float64 if dtype == torch.float64 else np.float32)
     voi = cfg["NeuralNetwork"]["Variables_of_interest"]
     ymm = graphs.y_minmax(cfg["Dataset"]["path"]) if cfg["Dataset"].get("normalize_y") else None
     return graphs.make_to_sample(voi.get("input_node_features"), ymm,

@@ -18,7 +18,8 @@
 
 Rank 0 prints one ``mdloader: launcher:`` line when the script creates its loaders: what was
 replaced and what each data flag in use became (table: :data:`.upstream_hooks.FLAGS`,
-docs/hydragnn-upstream-scripts.md).
+docs/hydragnn-upstream-scripts.md). Each training epoch adds one ``MDLOADER-EPOCH`` line
+(``run=<script name>``, ``loader=mdloader`` or ``hydragnn``) to the script's run.log.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         upstream_hooks.refuse(args)
         _rank_env(comm)
         upstream_hooks.install()
+        upstream_hooks.check_inputfile(script, args)
         upstream_data.REPORT["argv"] = args
+        upstream_data.REPORT["run"] = os.path.splitext(os.path.basename(script))[0]
         run_script(script, args)
     return 0
 

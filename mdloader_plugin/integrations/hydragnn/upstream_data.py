@@ -108,9 +108,23 @@ class DistDataset(AbstractBaseDataset):
         self.chunks = [(int(starts[f] + lo), int(starts[f] + hi))
                        for f, lo, hi in self.plan["chunks"]]
         self.to_sample = UpstreamSample(self.plan["targets"], self.plan["ids"])
+        self._upstream_attributes(ddstore_width)
         self._files: dict = {}
         REPORT.setdefault("stores", []).append(
             (label, len(self.plan["files"]), self.comm.Get_size(), self.store.group))
+
+    def _upstream_attributes(self, width) -> None:
+        """What upstream's scripts read of a DistDataset besides the data: its replica group's
+        communicator as upstream splits it (``ddstore_comm``: ranks ``rank // width``; the SC26
+        scripts pass it as ``create_dataloaders(group=...)``), rank and sizes, ``total_ns``,
+        ``keys`` and ``ddstore_width`` (the communicator's size when none was given)."""
+        self.rank, self.comm_size = self.comm.Get_rank(), self.comm.Get_size()
+        self.ddstore_width = int(width) if width is not None else self.comm_size
+        self.ddstore_comm = self.comm.Split(self.rank // self.ddstore_width, self.rank)
+        self.ddstore_comm_rank = self.ddstore_comm.Get_rank()
+        self.ddstore_comm_size = self.ddstore_comm.Get_size()
+        self.total_ns = int(self.ids.size)
+        self.keys = sorted(self.plan["keys"])
 
     def len(self) -> int:
         return int(self.ids.size)
@@ -216,6 +230,7 @@ def create_dataloaders(trainset, valset, testset, batch_size, train_sampler_shuf
         return _upstream(trainset, valset, testset, batch_size, train_sampler_shuffle,
                          val_sampler_shuffle, test_sampler_shuffle, group=group,
                          oversampling=oversampling, num_samples=num_samples, **kw)
+    group = _ddstore_group(group, sets)
     comm = _comm_of(group, sets)
     node_budget = bool(batching) and batching.get("mode", "fixed") != "fixed"
     if node_budget and oversampling:
@@ -322,6 +337,18 @@ def _members(comm) -> tuple:
     return tuple(comm.allgather(MPI.COMM_WORLD.Get_rank()))
 
 
+def _ddstore_group(group, sets):
+    """``group=trainset.ddstore_comm`` (upstream's SC26 scripts with ``--ddstore_width``): upstream
+    then samples each replica group's own ranks' graphs over that group; MDLoader's replica groups
+    each hold the whole store, so the epoch is dealt over the DistDataset's whole communicator
+    instead (each graph once an epoch, the same number of batches a rank)."""
+    for d in sets:
+        if isinstance(d, DistDataset) and group is not None and group is d.ddstore_comm:
+            REPORT["ddstore_group"] = (d.ddstore_comm_size, d.comm_size)
+            return d.comm
+    return group
+
+
 def _comm_of(group, sets):
     """The mpi4py communicator of `group`: None (the datasets' communicator, else the world),
     an mpi4py communicator, or a torch process group (split from the world by its ranks)."""
@@ -346,27 +373,3 @@ def _is_local(dataset, comm) -> bool:
     mine = dataset.describe() if isinstance(dataset, upstream_reader.AdiosDataset) else None
     every = comm.allgather(mine)
     return any(d != every[0] for d in every)
-
-
-def log_line() -> str | None:
-    """The launcher's one line on what MDLoader served (None if it served nothing)."""
-    if "loaders" not in REPORT:
-        return None
-    ld, parts = REPORT["loaders"], []
-    stores = REPORT.get("stores", [])
-    if stores:
-        _, nfiles, size, group = stores[0]
-        w = group.size if group is not None else size
-        parts.append(f"DistDataset -> MDLoader store ({nfiles} file{'s' * (nfiles > 1)}, "
-                     f"{size} ranks, replica groups of {w})")
-    parts.append(f"create_dataloaders -> MDLoader (backend {ld['backend']}, "
-                 f"batch {ld['batch_size']}, shuffle train/val/test {'/'.join('yes' if s else 'no' for s in ld['shuffle'])}"
-                 f", sampler over {ld['group']} of {ld['world']} ranks)")
-    if ld["oversampling"]:
-        parts.append(f"oversampling -> {ld['oversampling']} draws a rank (train/val/test)")
-    if ld["node_budget"]:
-        parts.append(f"Batching -> node budget {ld['node_budget']}")
-    if ld["cap"] is not None:
-        parts.append(f"HYDRAGNN_MAX_NUM_BATCH -> {ld['cap']} steps an epoch")
-    return "; ".join(parts)
-

@@ -5,7 +5,10 @@
 serial reader, :mod:`.upstream_reader`, where the installed ADIOS2 has no MPI or
 ``MDLOADER_READER=mdloader``), ``DistDataset`` and ``create_dataloaders`` (:mod:`.upstream_data`).
 A script that imports those names after the hooks are in gets the replacements; nothing else of
-upstream's changes (models, training loop, checkpoints, logs).
+upstream's changes (models, training loop, checkpoints, logs). Whoever serves the loaders
+(MDLoader, or upstream's own with ``MDLOADER_REPLACE=none`` or without ``--ddstore``), the train
+loader is timed (:func:`.epochs.time_upstream`): one ``MDLOADER-EPOCH`` line an epoch in the
+script's run.log, so ``mdloader compare-logs`` compares the two runs of a script.
 
 :data:`FLAGS` is the table of upstream's data flags and ``HYDRAGNN_*`` variables with what
 MDLoader does with each (docs/hydragnn-upstream-scripts.md prints it); :func:`flag_notes` picks
@@ -29,7 +32,9 @@ FLAGS: tuple[tuple[str, str], ...] = (
                   "loaders (upstream's DDStore is not needed)"),
     ("--ddstore_width W", "mapped: replica groups of W ranks, each holding the whole store; "
                           "batches as with one DDStore group; W must divide the ranks of the "
-                          "DDStore communicator"),
+                          "DDStore communicator; DistDataset.ddstore_comm is upstream's group "
+                          "(rank // W), and create_dataloaders(group=ddstore_comm) deals the "
+                          "epoch over the whole communicator"),
     ("--multi", "honoured: the script's per-rank subsets of its files, joined in rank order, "
                 "are the data set"),
     ("--multi_model_list A,B,...", "mapped: one store over the files; each graph carries the "
@@ -108,6 +113,35 @@ def refuse(argv: list[str]) -> None:
                  "use --adios/--multi, or drop --ddstore to run upstream's own loader")
 
 
+def check_inputfile(script: str, argv: list[str]) -> None:
+    """The script's ``--inputfile`` JSON (resolved as upstream's scripts do: against the
+    script's folder, which an absolute path overrides) in the variable form the installed
+    HydraGNN reads (:func:`.compat.check_form`); one line, every rank alike."""
+    import json
+
+    from . import compat
+
+    path = None
+    for i, a in enumerate(argv):
+        if a == "--inputfile" and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif a.startswith("--inputfile="):
+            path = a.split("=", 1)[1]
+    if path is None:
+        return
+    path = os.path.join(os.path.dirname(os.path.abspath(script)), path)
+    try:
+        with open(path) as f:
+            cfg = json.load(f)
+    except (OSError, ValueError):
+        return  # the script reports its own file errors
+    if isinstance(cfg, dict) and isinstance(cfg.get("NeuralNetwork"), dict):
+        try:
+            compat.check_form(cfg, compat.version())
+        except ConfigError as exc:
+            _refused(f"--inputfile {path}: {exc}")
+
+
 def _replacing() -> bool:
     return (env("MDLOADER_REPLACE") or "").lower() == "all"
 
@@ -157,7 +191,7 @@ def install() -> dict:
     import hydragnn.utils.datasets.adiosdataset as adios_mod
     import hydragnn.utils.datasets.distdataset as dist_mod
 
-    from . import upstream_data, upstream_reader
+    from . import epochs, upstream_data, upstream_reader
 
     replace = (env("MDLOADER_REPLACE") or "").lower()
     if replace not in ("", "all", "none"):
@@ -169,12 +203,14 @@ def install() -> dict:
 
     @functools.wraps(original)
     def create_dataloaders(*args, **kwargs):
-        loaders = upstream_data.create_dataloaders(*args, _upstream=original, **kwargs)
-        announce(upstream_data.log_line())
-        return loaders
+        if replace == "none":
+            loaders = original(*args, **kwargs)
+        else:
+            loaders = upstream_data.create_dataloaders(*args, _upstream=original, **kwargs)
+        announce(log_line())
+        return epochs.time_upstream(loaders, upstream_data.REPORT.get("run", "upstream"))
 
-    if replace != "none":
-        swaps[original] = create_dataloaders
+    swaps[original] = create_dataloaders
     reader = reader_wanted()
     if reader:
         swaps[adios_mod.AdiosDataset] = upstream_reader.AdiosDataset
@@ -188,8 +224,7 @@ def install() -> dict:
                     continue
                 if new is not None:
                     setattr(mod, attr, new)
-    if replace != "none":
-        pre.create_dataloaders = load_data.create_dataloaders = create_dataloaders
+    pre.create_dataloaders = load_data.create_dataloaders = create_dataloaders
     upstream_data.REPORT["reader"] = "MDLoader's serial reader" if reader else "upstream's"
     return {"reader": reader}
 
@@ -213,3 +248,33 @@ def announce(served: str | None) -> None:
     if notes:
         parts.append("flags: " + ", ".join(notes))
     print("mdloader: launcher: " + "; ".join(parts), file=sys.stderr, flush=True)
+
+
+def log_line() -> str | None:
+    """The launcher's one line on what MDLoader served (None if it served nothing)."""
+    from . import upstream_data
+
+    if "loaders" not in upstream_data.REPORT:
+        return None
+    ld, parts = upstream_data.REPORT["loaders"], []
+    stores = upstream_data.REPORT.get("stores", [])
+    if stores:
+        _, nfiles, size, group = stores[0]
+        w = group.size if group is not None else size
+        parts.append(f"DistDataset -> MDLoader store ({nfiles} file{'s' * (nfiles > 1)}, "
+                     f"{size} ranks, replica groups of {w})")
+    parts.append(f"create_dataloaders -> MDLoader (backend {ld['backend']}, "
+                 f"batch {ld['batch_size']}, shuffle train/val/test {'/'.join('yes' if s else 'no' for s in ld['shuffle'])}"
+                 f", sampler over {ld['group']} of {ld['world']} ranks)")
+    if "ddstore_group" in upstream_data.REPORT:
+        w, size = upstream_data.REPORT["ddstore_group"]
+        parts.append(f"group=ddstore_comm ({w} ranks) -> sampler over the {size} ranks of the "
+                     "DistDataset (each replica group holds the whole store)")
+    if ld["oversampling"]:
+        parts.append(f"oversampling -> {ld['oversampling']} draws a rank (train/val/test)")
+    if ld["node_budget"]:
+        parts.append(f"Batching -> node budget {ld['node_budget']}")
+    if ld["cap"] is not None:
+        parts.append(f"HYDRAGNN_MAX_NUM_BATCH -> {ld['cap']} steps an epoch")
+    return "; ".join(parts)
+

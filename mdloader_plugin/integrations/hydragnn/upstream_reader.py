@@ -13,7 +13,8 @@ MPI-enabled ADIOS2; PyPI's wheels are serial and refuse a communicator. Under th
   (``ndata``, ``keys``, ``dataset_name``, ``pna_deg``, ``minmax_*``, ``subset``, ``var_config``)
   and methods (``setkeys``, ``setsubset``, ``len``, ``get``). It is a subclass of upstream's
   ``AbstractBaseDataset``, so ``dataset[i]`` gains upstream's ``dataset_name`` id as upstream's
-  does, and ``get`` applies upstream's own ``update_predicted_values``/``update_atom_features``.
+  does, and ``get`` applies upstream's own ``update_predicted_values``/``update_atom_features``
+  where upstream's does (up to main d251f81; main527's datasets ignore ``var_config``).
   Each rank reads metadata itself (no rank-0 broadcast: the reader is serial); a subset reads
   only its own extents; ``preload`` reads the subset with one box read a key
   (:class:`~mdloader_plugin.sources.adios.GraphFile`).
@@ -118,8 +119,10 @@ class AdiosDataset(AbstractBaseDataset):
                 setattr(self, mm, np.asarray(attrs[mm]).reshape((2, -1)))
         if keys is not None:
             self.setkeys(keys)
-        self.var_config = var_config
-        if var_config is not None:
+        # main527 (named data schema): upstream's datasets take var_config and ignore it; the
+        # graphs are the file's keys as written
+        self.var_config = var_config if positional_targets() else None
+        if self.var_config is not None:
             self.input_node_features = var_config["input_node_features"]
             self.variables_type = var_config["type"]
             self.output_index = var_config["output_index"]
@@ -241,6 +244,14 @@ class AdiosDataset(AbstractBaseDataset):
 
     def close(self) -> None:
         self._file.close()
+
+
+def positional_targets() -> bool:
+    """Whether upstream's datasets rebuild targets from ``var_config`` in ``get()`` (up to main
+    d251f81); main527's (the named data schema) no longer do."""
+    import hydragnn.utils.datasets.adiosdataset as upstream
+
+    return hasattr(upstream, "update_predicted_values")
 
 
 def to_data(arrays: dict):

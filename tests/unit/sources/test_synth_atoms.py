@@ -72,7 +72,8 @@ def test_gfm_record_is_upstream_s_layout():
     assert g["chemical_composition"][0, 0] == (m.numbers == 1).sum()  # hydrogens in row 0
     assert g["graph_attr"].tolist() == [0.0, 1.0] and g["pbc"].tolist() == [0, 0, 0]
     assert not g["cell"].any() and not g["edge_shifts"].any()  # no cell: no image shifts
-    assert g["energy_per_atom"][0] == pytest.approx(g["energy"][0] / n)
+    assert g["energy_per_atom"][0, 0] == pytest.approx(g["energy"][0, 0] / n)
+    assert g["atomic_numbers"].shape == (n, 1) and g["atomic_numbers"].dtype == np.float32
 
 
 def test_write_set_splits_and_numbers_the_structures_on(tmp_path):
