@@ -18,6 +18,7 @@ from typing import Callable
 import gpu_demo
 import groups as groups_bench
 import report_tables
+from load_peak import FIGURES_LOAD_PEAK
 from rank_cost_figures import FIGURES_RANK_COST
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -631,6 +632,7 @@ FIGURES: dict[str, Callable[[], str]] = {
 }
 FIGURES.update(FIGURES_GIL)
 FIGURES.update(FIGURES_RANK_COST)
+FIGURES.update(FIGURES_LOAD_PEAK)
 
 
 def value(key: str) -> str:

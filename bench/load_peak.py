@@ -153,6 +153,10 @@ def main(argv=None) -> None:
     ap.add_argument("--tmp", default="/tmp/mdloader-load-peak")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--label", default="", help="a note kept in the JSON (e.g. 'before')")
+    ap.add_argument("--before", action="append", default=[], metavar="JSON",
+                    help="a run of the code before (same cells) kept beside this one")
+    ap.add_argument("--rows-from", action="append", default=[], metavar="LOG",
+                    help="take the rows from these logs of this script instead of running")
     a = ap.parse_args(argv)
     if a.worker:
         return worker(a.worker, a.chunk, a.warm)
@@ -164,8 +168,9 @@ def main(argv=None) -> None:
             "machine": machine(), "mpi": mpi_library(), "target": TARGET, "label": a.label,
             "parameters": {"kinds": a.kinds, "graphs": a.graphs, "ranks": a.ranks,
                            "chunk": a.chunk}}
-    rows = []
-    for kind in a.kinds.split(","):
+    rows = [json.loads(x) for log in a.rows_from for x in Path(log).read_text().splitlines()
+            if x.startswith('{"kind"')]
+    for kind in ([] if a.rows_from else a.kinds.split(",")):
         sizes, held = graphs[kind]
         warm = synth(tmp, kind, WARM)
         for n in sizes + held:
@@ -176,32 +181,65 @@ def main(argv=None) -> None:
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     meta["loadavg_end"] = os.getloadavg()[0]
-    Path(a.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    doc = {"meta": meta, "rows": rows}
+    if a.before:
+        runs = [json.loads(Path(b).read_text()) for b in a.before]
+        doc["before"] = {"meta": runs[0]["meta"], "rows": [r for x in runs for r in x["rows"]]}
+    Path(a.out).write_text(json.dumps(doc, indent=1) + "\n")
     print(f"wrote {a.out}")
 
 
 def table(data: dict) -> list[str]:
-    """Markdown lines: the measured cells, then the held-out ones."""
+    """Markdown lines: the measured cells, then the held-out ones (with the code before's peak
+    where a run of it is kept)."""
     out = []
+    before = {(r["kind"], r["graphs"], r["ranks"]): r
+              for r in data.get("before", {}).get("rows", [])}
     for held, title in ((False, "Measured"), (True, "Held out (not used to set the bound)")):
         rows = [r for r in data["rows"] if r["held_out"] == held]
         if not rows:
             continue
         out += [f"**{title}**", "", "| kind | graphs | ranks | records + index a rank | load "
-                "peak | peak / (records + index) | after load / (records + index) | under the "
-                "predicted peak | load s |", "|---|---|---|---|---|---|---|---|---|"]
+                "peak | peak / (records + index) | before | after load / (records + index) | "
+                "under the bound the budget uses | load s |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             counted = (r["records_bytes"] + r["index_bytes"]) / 2**20
             pred = {None: "–", True: "yes", False: "**no**"}[r["under_prediction"]]
+            old = before.get((r["kind"], r["graphs"], r["ranks"]))
             out.append(f"| {r['kind']} | {r['graphs']:,} | {r['ranks']} | {counted:.1f} MiB | "
                        f"{r['growth_peak'] / 2**20:.1f} MiB | {r['peak_ratio']:.2f}x | "
+                       f"{'–' if old is None else format(old['peak_ratio'], '.2f') + 'x'} | "
                        f"{r['steady_ratio']:.2f}x | {pred} | {r['load_s']} |")
         out.append("")
     worst = max(r["peak_ratio"] for r in data["rows"])
     met = "met" if worst <= data["meta"]["target"] else "**missed**"
     out.append(f"Target <= {data['meta']['target']}x: {met} (worst cell {worst:.2f}x). "
-               f"{data['meta']['mpi']}; {data['meta']['machine']}.")
+               f"{data['meta']['mpi']}; {data['meta']['machine']}; {data['meta']['date']}"
+               + (f"; before: {data['before']['meta']['date']}" if before else "") + ".")
     return out
+
+
+def _result() -> dict:
+    return json.loads(OUT.read_text())
+
+
+def worst(held_out: bool | None = None) -> float:
+    """The largest peak / (records + index) over the cells (or the held-out ones only)."""
+    return max(r["peak_ratio"] for r in _result()["rows"]
+               if held_out is None or r["held_out"] == held_out)
+
+
+#: the figures docs/how-it-works.md quotes (bench/figures.py merges them)
+FIGURES_LOAD_PEAK = {
+    "load_peak.table": lambda: "\n".join(table(_result())),
+    "load_peak.date": lambda: _result()["meta"]["date"][:10],
+    "load_peak.worst": lambda: f"{worst(False):.2f}x",
+    "load_peak.worst_held_out": lambda: f"{worst(True):.2f}x",
+    "load_peak.before": lambda: "–".join(f"{x:.1f}x" for x in (
+        min(r["peak_ratio"] for r in _result()["before"]["rows"]),
+        max(r["peak_ratio"] for r in _result()["before"]["rows"]))),
+}
 
 
 if __name__ == "__main__":

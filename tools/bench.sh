@@ -51,6 +51,8 @@ echo "== data-set scale: per-step cost of the index kinds and orders (one proces
 echo "== per-rank cost against the number of ranks (mdloader rank-cost, one process; 2-8 rank A/B)"
 "$PY" bench/rank_cost.py
 "$PY" bench/rank_cost.py --small-only
+echo "== load peak: memory while a store loads, over records + index (1 and 4 ranks)"
+"$PY" bench/load_peak.py
 echo "== estimator accuracy"
 "$PY" bench/estimator_accuracy.py "${quick[@]}"
 # --- estimator on the emulated multi-node cluster (issue 10; needs root, ~3-5 min; opt-in) ---

@@ -5,7 +5,7 @@ holds their codec records end to end in one uint8 buffer. The global index — f
 its owner rank, offset in the owner's buffer and record length — is the same on every rank, so a
 backend can fetch any sample without asking anyone where it is.
 
-With replica groups (:mod:`.groups`, ``group_size`` W < P) all of this holds inside each group of
+With replica groups (:mod:`~mdloader_plugin.mpi.groups`, ``group_size`` W < P) all of this holds inside each group of
 W ranks: blocks, owners and the window are the group's, ``owner_of`` answers a rank of the group,
 and every group holds the whole data set: each rank reads its block of W from the file (the file
 is read P / W times in all), or with ``replicate="copy"`` the file is read once and the blocks
@@ -15,7 +15,8 @@ Under MPI the buffer is allocated by ``MPI_Win_allocate`` (once, never moved): t
 the one-sided backend reads from, and with OpenMPI on one node it is shared memory that a Get
 reads directly, with no help from the owner. Memory per rank is the records plus the global index
 (:mod:`.index`: about 2.1 bytes a global sample compact, 16 ``full``, +8 with digests; a
-node-shared compact index counts once a node).
+node-shared compact index counts once a node). A file's block gets there streamed, a chunk at a
+time (:mod:`.load`); the load's peak, and the budget it is checked against, are :mod:`.budget`'s.
 """
 
 from __future__ import annotations
