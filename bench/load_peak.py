@@ -170,6 +170,14 @@ def main(argv=None) -> None:
                            "chunk": a.chunk}}
     rows = [json.loads(x) for log in a.rows_from for x in Path(log).read_text().splitlines()
             if x.startswith('{"kind"')]
+    if rows:  # rows of earlier runs: the bound the budget uses now, from what they measured
+        from mdloader_plugin.store import budget
+
+        meta["bound"] = "recomputed from the rows' records and index with today's load_peak"
+        for r in rows:
+            r["predicted_peak"] = budget.load_peak(r["records_bytes"], r["index_bytes"],
+                                                   -(-r["graphs"] // r["ranks"]))
+            r["under_prediction"] = r["growth_peak"] <= r["predicted_peak"]
     for kind in ([] if a.rows_from else a.kinds.split(",")):
         sizes, held = graphs[kind]
         warm = synth(tmp, kind, WARM)

@@ -35,7 +35,7 @@ CHUNKS = 32  # a block is read in about this many chunks (between the two bounds
 CHUNK_MAX = 32 << 20
 #: Chunks' worth of memory a load holds beside the records and the index (a chunk's arrays as
 #: read, a row of ``edge_index`` in ADIOS2's buffer and ours, heap not yet returned); ``bench/load_peak.py`` measures the peak against this bound.
-LOAD_CHUNKS = 3
+LOAD_CHUNKS = 4
 #: Bytes a sample of the block the load holds until the index is built (sizes, offsets).
 LOAD_BYTES_A_SAMPLE = 24
 #: Bytes a load holds whatever the block's size (the progress bar's and the reader's modules
