@@ -92,7 +92,7 @@ def machine() -> str:
 def mpi_library() -> str:
     from mpi4py import MPI
 
-    return MPI.Get_library_version().splitlines()[0].strip()
+    return MPI.Get_library_version().splitlines()[0].strip().rstrip("\x00")
 
 
 def synth(tmp: Path, kind: str, n: int) -> Path:
