@@ -3,7 +3,7 @@
 Reads the files' metadata and ``variable_count`` arrays only (never a record), so it runs on a
 login node in seconds. From them it knows every sample's exact record size, hence for a job of
 ``P`` ranks, ``K`` a node: the records, index and epoch order a rank holds (the store's own
-sharding, :func:`~mdloader_plugin.store.budget.per_rank_bytes`, which counts the load's peak:
+sharding, :func:`~mdloader_plugin.store.budget.per_rank_bytes`, and the load's peak:
 :func:`~mdloader_plugin.store.budget.load_peak`; the index as
 :func:`~mdloader_plugin.store.index_build.build_index` builds it), the step buffers and prefetch queue, a
 node's total, the load time, and the predicted step time of every backend and replica-group
@@ -90,6 +90,7 @@ def plan(args) -> dict:
     from ..loader.open import _record_sizes, decide_layout, index_sharing
     from ..mpi import groups
     from ..sampling.plan import rank_plan_bytes
+    from ..core.units import human
     from ..store.budget import block_records_bytes, load_peak, scale_bytes
     from ..store.index import exact_bytes
     from .check import scale_options
@@ -143,6 +144,12 @@ def plan(args) -> dict:
     peaks = {lab: load_peak(m["records_bytes"], m["index_bytes"], -(-splits[lab].size // w))
              - m["records_bytes"] - m["index_bytes"] for lab, m in per_split.items()}
     load_bytes = rank["records_bytes"] + rank["index_bytes"] + max(peaks.values())
+    if lay is not None and budget is not None and load_bytes > budget:  # killed while loading
+        lay, advice = None, (f"the memory budget {human(budget)} a rank ({source}) is below "
+                             f"the load's peak, {human(load_bytes)} a rank (every split's "
+                             "records and index + the load's buffers): run with more ranks, a "
+                             "larger group_size (fewer replica groups), --index-share node, or "
+                             "raise the budget")
     return {
         "files": list(args.files), "profile": prof.name, "ranks": P, "ranks_per_node": K,
         "batch_size": B, "scale": scale, "group_size": w,

@@ -95,13 +95,12 @@ def predict_block(f, info, keys, start: int, stop: int) -> int:
 
 def per_rank_bytes(sizes: np.ndarray, shards: int, digests: bool = False, *,
                    kind: str = "compact", ranks_sharing: int = 1) -> int:
-    """The store's peak on its fullest rank when records of `sizes` (every sample, in id order)
+    """The store's size on its fullest rank when records of `sizes` (every sample, in id order)
     are sharded over `shards` ranks as the store does (``block_bounds``): records + index
-    (`kind`, and `ranks_sharing` ranks a node-shared copy: :func:`index_bytes`) + what the load
-    holds besides (:func:`load_peak`), the figure the load's budget check compares."""
-    return load_peak(block_records_bytes(sizes, shards),
-                     index_bytes(len(sizes), digests, kind=kind, ranks_sharing=ranks_sharing),
-                     -(-len(sizes) // shards))
+    (`kind`, and `ranks_sharing` ranks a node-shared copy: :func:`index_bytes`), what stays
+    after the load (its peak: :func:`load_peak`)."""
+    return block_records_bytes(sizes, shards) + \
+        index_bytes(len(sizes), digests, kind=kind, ranks_sharing=ranks_sharing)
 
 
 def block_records_bytes(sizes: np.ndarray, shards: int) -> int:
@@ -207,9 +206,9 @@ def check(what: str, rank: int, ranks: int, records_bytes: int, local_samples: i
                                 f"({idx // max(num_samples, 1)} B a sample): raise "
                                 f"max_memory_per_rank{share}")
     if need is None:
-        raise MemoryBudgetError(f"{where}; a load needs {human(LOAD_FIXED_BYTES)} beside the "
-                                f"index ({human(idx)}) whatever its block: raise "
-                                "max_memory_per_rank")
+        floor = load_peak(-(-total // max(num_samples, 1)), idx, 1, chunk)
+        raise MemoryBudgetError(f"{where}; even one sample a rank would need {human(floor)} "
+                                "while loading: raise max_memory_per_rank")
     raise MemoryBudgetError(f"{where}; the data set is about {human(total)}: run with at least "
                             f"{max(need, ranks + 1)} ranks, a larger group_size (fewer replica "
                             "groups), --index-share node (one index a node), or raise "

@@ -74,17 +74,13 @@ def test_plan_choice_is_group_size_auto(split_file):
     assert doc["load_s"]["total_s"] > 0 and "assumption" in doc["load_s"]["fs_source"]
 
 
-#: 100 KiB beside what any load holds (the load peak's fixed part): fits more ranks, not 2
-BUDGET = f"{8192 + 100}KiB"
-
-
 def test_plan_that_does_not_fit_says_what_to_change(split_file):
-    p = plan(split_file, "--ranks", 2, "--ranks-per-node", 2, "--max-memory-per-rank", BUDGET)
+    p = plan(split_file, "--ranks", 2, "--ranks-per-node", 2, "--max-memory-per-rank", "40KiB")
     assert p.returncode == 1, p.stdout + p.stderr
     last = p.stdout.strip().splitlines()[-1]
-    assert last.startswith("does not fit: the memory budget 8.1 MiB a rank") and \
+    assert last.startswith("does not fit: the memory budget 40.0 KiB a rank") and \
         "run with at least" in last, last
-    p = plan(split_file, "--ranks", 2, "--ranks-per-node", 2, "--max-memory-per-rank", BUDGET,
+    p = plan(split_file, "--ranks", 2, "--ranks-per-node", 2, "--max-memory-per-rank", "40KiB",
              "--json")
     doc = json.loads(p.stdout)
     assert p.returncode == 1 and not doc["fits"] and doc["advice"] in last
