@@ -240,7 +240,7 @@ def worst(held_out: bool | None = None) -> float:
 
 #: the figures docs/how-it-works.md quotes (bench/figures.py merges them)
 FIGURES_LOAD_PEAK = {
-    "load_peak.table": lambda: "\n".join(table(_result())),
+    "load_peak.table": lambda: "\n\n" + "\n".join(table(_result())) + "\n",
     "load_peak.date": lambda: _result()["meta"]["date"][:10],
     "load_peak.worst": lambda: f"{worst(False):.2f}x",
     "load_peak.worst_held_out": lambda: f"{worst(True):.2f}x",
