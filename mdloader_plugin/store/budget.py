@@ -30,7 +30,7 @@ from .index import bound_bytes
 
 #: A rank reads and encodes its block this many bytes of records at a time (bounds of
 #: :func:`load_chunk`): the chunk's arrays as read, and ADIOS2's staging of them.
-CHUNK_MIN = 256 << 10
+CHUNK_MIN = 4 << 10
 CHUNKS = 32  # a block is read in about this many chunks (between the two bounds)
 CHUNK_MAX = 32 << 20
 #: Chunks' worth of memory a load holds beside the records and the index (a chunk's arrays as
@@ -40,7 +40,7 @@ LOAD_CHUNKS = 4
 LOAD_BYTES_A_SAMPLE = 24
 #: Bytes a load holds whatever the block's size (the progress bar's and the reader's modules
 #: and buffers first used by a large block, heap not yet returned)
-LOAD_FIXED_BYTES = 8 << 20
+LOAD_FIXED_BYTES = 0
 #: Samples whose count arrays are read at a time to size records (8 bytes a sample a read).
 SIZES_CHUNK = 1 << 20
 
@@ -97,10 +97,11 @@ def per_rank_bytes(sizes: np.ndarray, shards: int, digests: bool = False, *,
                    kind: str = "compact", ranks_sharing: int = 1) -> int:
     """The store's size on its fullest rank when records of `sizes` (every sample, in id order)
     are sharded over `shards` ranks as the store does (``block_bounds``): records + index
-    (`kind`, and `ranks_sharing` ranks a node-shared copy: :func:`index_bytes`), what stays
-    after the load (its peak: :func:`load_peak`)."""
-    return block_records_bytes(sizes, shards) + \
-        index_bytes(len(sizes), digests, kind=kind, ranks_sharing=ranks_sharing)
+    (`kind`, and `ranks_sharing` ranks a node-shared copy: :func:`index_bytes`) at the load's
+    peak (:func:`load_peak`), the figure the load's own check compares."""
+    return load_peak(block_records_bytes(sizes, shards),
+                     index_bytes(len(sizes), digests, kind=kind, ranks_sharing=ranks_sharing),
+                     -(-len(sizes) // shards))
 
 
 def block_records_bytes(sizes: np.ndarray, shards: int) -> int:
