@@ -114,7 +114,7 @@ def test_budget_below_the_load_peak_is_refused_on_every_rank(files):
         rec = max(budget.predict_block(f, info, list(info.keys), int(b[r]), int(b[r + 1]))
                   for r in range(2))
     steady = rec + budget.index_bytes(info.ndata)  # what the budget counted before
-    limit = steady + budget.LOAD_FIXED_BYTES + 100 * 1024  # below 2 ranks' load peak
+    limit = steady + 1024  # below 2 ranks' load peak (its chunks)
     r = mdloader(2, ["check", path, "--batch-size", "2", "--backends", "onesided",
                      "--max-memory-per-rank", str(limit)], timeout=120)
     lines = [x for x in r.stderr.splitlines() if x.startswith("mdloader: error:")]
