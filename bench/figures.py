@@ -21,6 +21,7 @@ import report_tables
 from fairchem_figures import FIGURES_FAIRCHEM
 from ddstore_figures import FIGURES_DDSTORE954
 from convert_rate import FIGURES_CONVERT
+from load_peak import FIGURES_LOAD_PEAK
 from rank_cost_figures import FIGURES_RANK_COST
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -659,6 +660,7 @@ FIGURES.update(FIGURES_RANK_COST)
 FIGURES.update(FIGURES_FAIRCHEM)
 FIGURES.update(FIGURES_DDSTORE954)
 FIGURES.update(FIGURES_CONVERT)
+FIGURES.update(FIGURES_LOAD_PEAK)
 
 
 def value(key: str) -> str:

@@ -26,6 +26,7 @@ import gpu_rate
 import groups as groups_bench
 import groups_model
 import fairchem_figures
+import load_peak
 import rank_cost_figures
 import report_tables as t
 
@@ -379,6 +380,9 @@ SECTIONS: list[Section] = [
     Section("Conversion rate against ranks (mdloader convert, OC20-like .aselmdb shards)",
             ("python bench/convert_rate.py",), ("bench/convert_rate.py",),
             ("convert_rate.json",), convert_rate.section),
+    Section("Load peak: memory while a store loads, over records + index",
+            ("python bench/load_peak.py",), ("bench/load_peak.py",), ("load_peak.json",),
+            lambda d: load_peak.table(d["load_peak.json"])),
     _markdown("Data-set scale: index and order per rank",
               ("python bench/dataset_scale.py --samples 20000000",), ("bench/dataset_scale.py",),
               "dataset_scale", make_bench="yes"),
@@ -443,8 +447,8 @@ OTHER_RESULTS: list[Other] = [
 #: scripts ``make bench`` (tools/bench.sh) runs; every other script of bench/ is a helper they
 #: import, and one-off probes (A/B of two trees, profiles) live in bench/probes/
 ENTRY_POINTS = ("loaders.py", "ddstore_batched.py", "rank_cost.py", "fairchem_batches.py",
-                "convert_rate.py", "gpu_rate.py", "gil_free.py", "gpu_demo.py", "training.py",
-                "scale.py",
+                "convert_rate.py", "load_peak.py", "gpu_rate.py", "gil_free.py", "gpu_demo.py",
+                "training.py", "scale.py",
                 "groups_model.py", "dataset_scale.py", "scale_step.py", "estimator_accuracy.py",
                 "estimator_cluster.py", "backend_choice.py", "groups.py", "report.py")
 HELPERS = ("baselines.py", "bench_plots.py", "choice_worker.py", "ddstore_real.py",

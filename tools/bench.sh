@@ -65,6 +65,8 @@ echo "== fairchem: max_atoms batches against fairchem's sampler, the 4-data-set 
 "$PY" bench/fairchem_batches.py
 echo "== conversion rate against ranks (mdloader convert, 512 OC20-like structures in 16 shards; 1, 2, 4 ranks)"
 "$PY" bench/convert_rate.py
+echo "== load peak: memory while a store loads, over records + index (1 and 4 ranks)"
+"$PY" bench/load_peak.py
 echo "== estimator accuracy"
 "$PY" bench/estimator_accuracy.py "${quick[@]}"
 # --- estimator on the emulated multi-node cluster (issue 10; needs root, ~3-5 min; opt-in) ---

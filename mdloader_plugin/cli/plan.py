@@ -3,7 +3,8 @@
 Reads the files' metadata and ``variable_count`` arrays only (never a record), so it runs on a
 login node in seconds. From them it knows every sample's exact record size, hence for a job of
 ``P`` ranks, ``K`` a node: the records, index and epoch order a rank holds (the store's own
-sharding, :func:`~mdloader_plugin.store.budget.per_rank_bytes`; the index as
+sharding, :func:`~mdloader_plugin.store.budget.per_rank_bytes`, and the load's peak:
+:func:`~mdloader_plugin.store.budget.load_peak`; the index as
 :func:`~mdloader_plugin.store.index_build.build_index` builds it), the step buffers and prefetch queue, a
 node's total, the load time, and the predicted step time of every backend and replica-group
 size on a machine profile (:func:`~mdloader_plugin.estimator.group_size.choose_layout`, the same
@@ -89,7 +90,8 @@ def plan(args) -> dict:
     from ..loader.open import _record_sizes, decide_layout, index_sharing
     from ..mpi import groups
     from ..sampling.plan import rank_plan_bytes
-    from ..store.budget import block_records_bytes, scale_bytes
+    from ..core.units import human
+    from ..store.budget import block_records_bytes, load_peak, scale_bytes
     from ..store.index import exact_bytes
     from .check import scale_options
 
@@ -138,6 +140,16 @@ def plan(args) -> dict:
     rank = {k: int(sum(m[k] for m in per_split.values())) for k in per_split[train]}
     rank["prefetch_cap_bytes"] = prefetch * len(splits)  # one queue a loader
     total = sum(rank.values())
+    # splits load one after another: the last one's load buffers on top of every split's store
+    peaks = {lab: load_peak(m["records_bytes"], m["index_bytes"], -(-splits[lab].size // w))
+             - m["records_bytes"] - m["index_bytes"] for lab, m in per_split.items()}
+    load_bytes = rank["records_bytes"] + rank["index_bytes"] + max(peaks.values())
+    if lay is not None and budget is not None and load_bytes > budget:  # killed while loading
+        lay, advice = None, (f"the memory budget {human(budget)} a rank ({source}) is below "
+                             f"the load's peak, {human(load_bytes)} a rank (every split's "
+                             "records and index + the load's buffers): run with more ranks, a "
+                             "larger group_size (fewer replica groups), --index-share node, or "
+                             "raise the budget")
     return {
         "files": list(args.files), "profile": prof.name, "ranks": P, "ranks_per_node": K,
         "batch_size": B, "scale": scale, "group_size": w,
@@ -147,6 +159,7 @@ def plan(args) -> dict:
                    for lab, s in splits.items()},
         "per_rank": {**rank, "total_bytes": int(total)},
         "per_node_bytes": int(total * K),
+        "load_peak_bytes": int(load_bytes),
         "load_s": _load_seconds(prof, rank["records_bytes"], K, P),
         "step_split": train,
         "step": [{"backend": c.backend, "group_size": c.group_size,
@@ -200,6 +213,8 @@ def run(args) -> int:
           f"a node: {human(doc['per_node_bytes'])}; budget for a split's store (records + "
           f"index): {human(doc['budget_bytes']) if doc['budget_bytes'] else 'none'} a rank "
           f"({doc['budget_source']})")
+    print(f"load peak: {human(doc['load_peak_bytes'])} a rank (every split's records and index "
+          "+ the load's buffers, the bound the store's budget check uses)")
     ld = doc["load_s"]
     if ld["total_s"] is None:
         print(f"load: decode {ld['decode_s'] * 1e3:.1f} ms a rank; file-system read unknown: "

@@ -26,12 +26,13 @@ from ..core.log import get_logger
 from ..estimator.group_size import choose_layout, detect_budget
 from ..estimator.online import blind_to_network
 from ..estimator.profile import get_profile, identity
-from ..mpi.agree import compare_inputs, require_same
+from ..mpi.agree import compare_inputs
 from ..mpi.world import agree
 from ..sources.adios import GraphFile
 from ..sources.multi import MultiSource, parse_specs
 from ..store import budget as mem
 from ..core.units import parse_bytes
+from ..store.load import check_same_data
 from ..store.shard import ShardStore
 
 
@@ -62,32 +63,10 @@ def open_store(world, path, label: str = "trainset", *, group_size=None,
 
 
 def same_data(world, path, label: str = "trainset") -> None:
-    """Collective. Every rank names the same data (absolute paths, byte sizes on disk and the
-    label), else an error on every rank naming the ranks and their files (exit 2), before any
-    rank reads a byte: ranks given different files would otherwise build mismatched stores."""
-    if world is None or world.size == 1:
-        return
-    paths = list(path) if _several(path) else [path]
-    text = ", ".join(_file_identity(p) for p in paths) + f" [{label}]"
-    require_same(world.comm, {"data": text}, "the data files",
-                 "give every rank the same file(s) (the same path, the same copy)")
-
-
-def _file_identity(item) -> str:
-    """``/abs/path (N bytes)``; a directory (an ADIOS2 ``.bp``) counts its files' bytes."""
-    import os
-
-    if not isinstance(item, (str, os.PathLike)):
-        return str(item)
-    p = os.path.abspath(os.fspath(item))
-    try:
-        if os.path.isdir(p):
-            size = sum(e.stat().st_size for e in os.scandir(p) if e.is_file())
-        else:
-            size = os.stat(p).st_size
-    except OSError:
-        return f"{p} (missing)"
-    return f"{p} ({size} bytes)"
+    """Collective. Every rank names the same data (one path or a list of them) with the same
+    label, else one error line naming the ranks and their files, exit 2 on every rank
+    (:func:`~mdloader_plugin.store.load.check_same_data`)."""
+    check_same_data(world, list(path) if _several(path) else [path], label)
 
 
 def _several(path) -> bool:

@@ -28,6 +28,23 @@ from ..sampling.order import order_class, resolve
 from ..sources.multi import ID_KEY
 from .index import bound_bytes
 
+#: A rank reads and encodes its block this many bytes of records at a time (bounds of
+#: :func:`load_chunk`): the chunk's arrays as read, and ADIOS2's staging of them.
+CHUNK_MIN = 4 << 10
+CHUNKS = 32  # a block is read in about this many chunks (between the two bounds)
+CHUNK_MAX = 32 << 20
+#: Chunks' worth of memory a load holds beside the records and the index (a chunk's arrays as
+#: read, a row of ``edge_index`` in ADIOS2's buffer and ours, heap not yet returned); ``bench/load_peak.py`` measures the peak against this bound.
+LOAD_CHUNKS = 4
+#: Bytes a sample of the block the load holds until the index is built (sizes, offsets).
+LOAD_BYTES_A_SAMPLE = 24
+#: Bytes a load holds whatever the block's size (the progress bar's and the reader's modules
+#: and buffers first used by a large block, heap not yet returned)
+LOAD_FIXED_BYTES = 0
+#: Samples whose count arrays are read at a time to size records (8 bytes a sample a read).
+SIZES_CHUNK = 1 << 20
+
+
 def header_bytes(info, keys) -> int:
     """Codec header of one record holding `keys` (the same for every sample)."""
     return codec.record_size(_empty(info, keys))
@@ -44,11 +61,15 @@ def _row_bytes(k) -> int:
 
 
 def record_sizes(f, info, keys, start: int, stop: int) -> np.ndarray:
-    """Exact record size of each of samples ``start..stop-1`` (reads only the count arrays)."""
+    """Exact record size of each of samples ``start..stop-1`` (reads only the count arrays, at
+    most ``SIZES_CHUNK`` samples a read: the load's memory beside the sizes stays bounded)."""
     sizes = np.full(stop - start, header_bytes(info, keys), dtype=np.int64)
-    for key in keys:
-        cnt, _ = f.read_extents(info.label, key, start, stop)
-        sizes += (cnt * _row_bytes(info.keys[key]) + 7) // 8 * 8
+    for lo in range(start, stop, SIZES_CHUNK):
+        hi = min(lo + SIZES_CHUNK, stop)
+        part = sizes[lo - start:hi - start]
+        for key in keys:
+            part += (f.read_counts(info.label, key, lo, hi) * _row_bytes(info.keys[key]) + 7) \
+                // 8 * 8
     return sizes
 
 
@@ -76,9 +97,11 @@ def per_rank_bytes(sizes: np.ndarray, shards: int, digests: bool = False, *,
                    kind: str = "compact", ranks_sharing: int = 1) -> int:
     """The store's size on its fullest rank when records of `sizes` (every sample, in id order)
     are sharded over `shards` ranks as the store does (``block_bounds``): records + index
-    (`kind`, and `ranks_sharing` ranks a node-shared copy: :func:`index_bytes`)."""
-    return block_records_bytes(sizes, shards) + \
-        index_bytes(len(sizes), digests, kind=kind, ranks_sharing=ranks_sharing)
+    (`kind`, and `ranks_sharing` ranks a node-shared copy: :func:`index_bytes`) at the load's
+    peak (:func:`load_peak`), the figure the load's own check compares."""
+    return load_peak(block_records_bytes(sizes, shards),
+                     index_bytes(len(sizes), digests, kind=kind, ranks_sharing=ranks_sharing),
+                     -(-len(sizes) // shards))
 
 
 def block_records_bytes(sizes: np.ndarray, shards: int) -> int:
@@ -97,10 +120,19 @@ def fewest_ranks(sizes: np.ndarray, budget: int, digests: bool = False, *,
     room = budget - index_bytes(len(sizes), digests, **idx)
     if room <= 0 or int(np.max(sizes)) > room:
         return None
-    n = max(1, -(-int(np.sum(sizes)) // room))
-    while per_rank_bytes(sizes, n, digests, **idx) > budget:  # uneven records: a few more
-        n += 1
-    return n
+    fits = lambda n: per_rank_bytes(sizes, n, digests, **idx) <= budget  # noqa: E731
+    lo = max(1, -(-int(np.sum(sizes)) // room))  # never enough below this
+    if fits(lo):
+        return lo
+    hi = lo + 1  # uneven records and the load's buffers: more, found by doubling
+    while not fits(hi):
+        if hi >= len(sizes):
+            return None
+        lo, hi = hi, min(2 * hi, len(sizes))
+    while hi - lo > 1:  # fits(hi), not fits(lo)
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi
 
 
 def predict_total(info, keys) -> int:
@@ -130,31 +162,73 @@ def scale_bytes(num_samples: int, *, index: str = "compact", index_share: str = 
             "order": order_class(resolve(order, num_samples), shuffle).bytes_for(num_samples)}
 
 
-def ranks_needed(total_records: int, num_samples: int, budget: int, digests: bool) -> int | None:
-    """Fewest ranks whose even share of `total_records` plus the index fits `budget` (None:
-    the index alone does not fit)."""
-    room = budget - index_bytes(num_samples, digests)
-    if room <= 0:
-        return None
-    return max(1, -(-total_records // room))
+def load_chunk(records_bytes: int, chunk: int | None = None) -> int:
+    """Bytes of records a rank reads and encodes at a time while loading: `chunk` when given,
+    else ``1 / CHUNKS`` of its records between ``CHUNK_MIN`` and ``CHUNK_MAX``."""
+    if chunk is not None:
+        return max(int(chunk), 1)
+    return int(min(max(records_bytes // CHUNKS, CHUNK_MIN), CHUNK_MAX))
 
 
-def check_block(path, info, keys, rank: int, size: int, block_bytes: int, budget: int | None,
-                digests: bool = False, kind: str = "compact", ranks_sharing: int = 1) -> None:
-    """Raise :class:`MemoryBudgetError` if this rank's block and the index (`kind`, a
-    node-shared copy counted ``1 / ranks_sharing``) exceed `budget`."""
+def load_peak(records_bytes: int, index: int, local_samples: int,
+              chunk: int | None = None) -> int:
+    """The bound of a rank's memory while it loads its block: the records (the window) and the
+    index, plus what the load holds besides (``LOAD_CHUNKS`` chunks of :func:`load_chunk`, and
+    ``LOAD_BYTES_A_SAMPLE`` for the block's sizes and offsets, and ``LOAD_FIXED_BYTES``). ``bench/load_peak.py``
+    measures the peak against it (docs/how-it-works.md, "Memory")."""
+    extra = LOAD_CHUNKS * min(load_chunk(records_bytes, chunk), records_bytes)
+    return int(records_bytes + index + extra + LOAD_BYTES_A_SAMPLE * local_samples +
+               LOAD_FIXED_BYTES)
+
+
+def check(what: str, rank: int, ranks: int, records_bytes: int, local_samples: int,
+          num_samples: int, budget: int | None, *, digests: bool = False,
+          kind: str = "compact", ranks_sharing: int = 1, chunk: int | None = None,
+          total_records: int | None = None) -> None:
+    """The budget check: raise :class:`MemoryBudgetError` (one line: the load peak, the budget
+    and what to change) when this rank's load peak (:func:`load_peak` of its block and the
+    index) exceeds `budget`. `total_records`: all ranks' records (default: `ranks` blocks like
+    this one), for the number of ranks that would fit."""
     if budget is None:
         return
-    idx = index_bytes(info.ndata, digests, kind=kind, ranks_sharing=ranks_sharing)
-    if block_bytes + idx <= budget:
+    idx = index_bytes(num_samples, digests, kind=kind, ranks_sharing=ranks_sharing)
+    peak = load_peak(records_bytes, idx, local_samples, chunk)
+    if peak <= budget:
         return
-    where = f"{path} [{info.label}]: rank {rank} needs {human(block_bytes + idx)} " \
-            f"({human(block_bytes)} of records + {human(idx)} of index) but " \
-            f"max_memory_per_rank is {human(budget)}"
-    need = ranks_needed(predict_total(info, keys), info.ndata, budget, digests)
-    if need is None:
+    where = (f"{what}: rank {rank} needs {human(peak)} while loading ({human(records_bytes)} "
+             f"of records + {human(idx)} of index + {human(peak - records_bytes - idx)} of load "
+             f"buffers) but max_memory_per_rank is {human(budget)}")
+    total = ranks * records_bytes if total_records is None else int(total_records)
+    need = _ranks_to_fit(total, num_samples, idx, budget, chunk)
+    if need is None and idx >= budget:
+        share = "" if kind != "compact" or ranks_sharing > 1 else \
+            ", or share one index a node (--index-share node)"
         raise MemoryBudgetError(f"{where}; the index alone takes {human(idx)} "
-                                f"({idx // info.ndata} B a sample): raise max_memory_per_rank")
-    raise MemoryBudgetError(f"{where}; the data set is about "
-                            f"{human(predict_total(info, keys))}: run with at least "
-                            f"{max(need, size + 1)} ranks or raise max_memory_per_rank")
+                                f"({idx // max(num_samples, 1)} B a sample): raise "
+                                f"max_memory_per_rank{share}")
+    if need is None:
+        floor = load_peak(-(-total // max(num_samples, 1)), idx, 1, chunk)
+        raise MemoryBudgetError(f"{where}; even one sample a rank would need {human(floor)} "
+                                "while loading: raise max_memory_per_rank")
+    raise MemoryBudgetError(f"{where}; the data set is about {human(total)}: run with at least "
+                            f"{max(need, ranks + 1)} ranks, a larger group_size (fewer replica "
+                            "groups), --index-share node (one index a node), or raise "
+                            "max_memory_per_rank")
+
+
+def _ranks_to_fit(total: int, num_samples: int, idx: int, budget: int,
+                  chunk: int | None) -> int | None:
+    """Fewest ranks whose even share of `total` bytes of records loads within `budget` (None:
+    not even one sample a rank does)."""
+    def fits(n):
+        return load_peak(-(-total // n), idx, -(-num_samples // n), chunk) <= budget
+
+    if not fits(max(num_samples, 1)):
+        return None
+    lo, hi = 0, 1  # fits(hi), not fits(lo)
+    while not fits(hi):
+        lo, hi = hi, min(2 * hi, max(num_samples, 1))
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi

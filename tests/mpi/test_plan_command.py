@@ -103,3 +103,16 @@ def test_plan_on_a_file_not_in_hydragnn_layout(tmp_path):
 def test_plan_bad_job_shape_is_one_line(split_file):
     p = plan(split_file, "--ranks", 6, "--ranks-per-node", 4)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--ranks 6" in p.stderr
+
+
+def test_plan_refuses_a_budget_below_the_load_peak(split_file):
+    """Records + index fit the budget, the load's peak does not: the job would be killed while
+    loading, so the plan says it does not fit (before the load's own check would stop it)."""
+    doc = json.loads(plan(split_file, "--ranks", 2, "--ranks-per-node", 2, "--json").stdout)
+    steady = doc["per_rank"]["records_bytes"] + doc["per_rank"]["index_bytes"]
+    assert doc["load_peak_bytes"] > steady
+    budget = (steady + doc["load_peak_bytes"]) // 2
+    p = plan(split_file, "--ranks", 2, "--ranks-per-node", 2, "--max-memory-per-rank", budget)
+    assert p.returncode == 1, p.stdout + p.stderr
+    last = p.stdout.strip().splitlines()[-1]
+    assert "below the load's peak" in last and "--index-share node" in last, last

@@ -19,7 +19,9 @@ with abort_on_error(world.comm):
                        max_memory_per_rank=None if budget == "none" else budget,
                        index_share=share)
     sharing = store.group.local_size if share == "node" else 1
-    real = store.buffer.nbytes + mem.index_bytes(store.num_samples, ranks_sharing=sharing)
+    lo, hi = store.local_range  # the load's peak over this rank's real block (what auto sizes)
+    real = mem.load_peak(store.buffer.nbytes,
+                         mem.index_bytes(store.num_samples, ranks_sharing=sharing), hi - lo)
     fullest = world.comm.allreduce(real, op=max)
     predicted = mem.per_rank_bytes(store.nbytes, store.group.size, ranks_sharing=sharing)
     with MDLoader(store, batch_size=batch, backend="auto", collate=len) as loader:

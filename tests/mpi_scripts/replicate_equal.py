@@ -1,7 +1,9 @@
-"""Read-once-and-copy against every group reading: ``replicate_equal.py FILE W [multi]`` loads the
-store with ``replicate="read"`` and ``"copy"`` (group size W), asserts on every rank that the
-record buffers, index and digests are byte-identical, and prints the bytes read from the file by
-all ranks in each mode. With ``multi`` the file is loaded as two data sets (``from_files``)."""
+"""Read-once-and-copy against every group reading: ``replicate_equal.py FILE W [multi]
+[chunk=BYTES]`` loads the store with ``replicate="read"`` and ``"copy"`` (group size W), asserts
+on every rank that the record buffers, index and digests are byte-identical, and prints the bytes
+read from the file by all ranks in each mode. With ``multi`` the file is loaded as two data sets
+(``from_files``); with ``chunk=BYTES`` both loads stream chunks of at most BYTES and must equal a
+load with the default chunk."""
 
 import hashlib
 import sys
@@ -13,15 +15,16 @@ from mdloader_plugin.mpi.world import World, abort_on_error
 from checks import check
 
 path, w = sys.argv[1], int(sys.argv[2])
-multi = len(sys.argv) > 3 and sys.argv[3] == "multi"
+multi = "multi" in sys.argv[3:]
+chunk = next((int(a[6:]) for a in sys.argv[3:] if a.startswith("chunk=")), None)
 world = World.detect()
 
 
-def load(mode):
+def load(mode, chunk=chunk):
+    kw = dict(group_size=w, digests=True, replicate=mode, load_chunk_bytes=chunk)
     if multi:
-        return ShardStore.from_files(world, [f"a={path}", f"b={path}"], group_size=w,
-                                     digests=True, replicate=mode)
-    return ShardStore.from_file(world, path, group_size=w, digests=True, replicate=mode)
+        return ShardStore.from_files(world, [f"a={path}", f"b={path}"], **kw)
+    return ShardStore.from_file(world, path, **kw)
 
 
 def fingerprint(store):
@@ -42,6 +45,10 @@ with abort_on_error(world.comm):
     check(fp_copy == fp_read, f"rank {world.rank}: copied store differs from the read one")
     check(copy.buffer.nbytes > 0, "copied store is empty")
     copy.close()
+    if chunk is not None:
+        whole = load("read", None)
+        check(fingerprint(whole) == fp_read, f"rank {world.rank}: chunks of {chunk} B differ")
+        whole.close()
     same = world.comm.allgather(fp_copy[0])
     if world.rank == 0:
         print(f"equal ranks={world.size} W={w} read_bytes={read_bytes} copy_bytes={copy_bytes} "

@@ -169,8 +169,9 @@ def test_read_once_and_copy_fills_byte_identical_stores(mols, multi):
     in total instead of once per group."""
     from mpirun import mpirun
 
-    r = mpirun(4, ["tests/mpi_scripts/replicate_equal.py", mols, 2] + (["multi"] if multi else []),
-               timeout=240)
+    # several files: streamed in chunks of 2,000 bytes, equal to the default chunk too
+    r = mpirun(4, ["tests/mpi_scripts/replicate_equal.py", mols, 2] +
+               (["multi", "chunk=2000"] if multi else []), timeout=240)
     assert r.returncode == 0, r.stderr[-3000:]
     m = re.search(r"equal ranks=4 W=2 read_bytes=(\d+) copy_bytes=(\d+) distinct_buffers=(\d+)",
                   r.stdout)

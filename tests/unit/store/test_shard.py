@@ -3,6 +3,8 @@ the memory report adds up, close is idempotent and a closed store refuses reads.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ from mdloader_plugin.core.errors import DataError, MemoryBudgetError
 from mdloader_plugin.records import codec
 from mdloader_plugin.sources import synth
 from mdloader_plugin.sources.adios import write_graphs
+from mdloader_plugin.store import budget
 from mdloader_plugin.store.shard import ShardStore
 
 from mpirun import mpirun
@@ -82,13 +85,18 @@ def test_from_file_keys_subset(mols):
     check_one_rank(st, graphs)
 
 
-def test_budget_names_how_many_ranks_would_fit(mols):
+def test_budget_names_how_many_ranks_would_fit(mols, monkeypatch):
+    monkeypatch.setattr(budget, "LOAD_FIXED_BYTES", 0)  # a tiny file: the arithmetic alone
     with pytest.raises(MemoryBudgetError) as e:
         ShardStore.from_file(None, str(mols), max_memory_per_rank="100KiB")
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith(f"{mols} [trainset]: rank 0 needs ")
     assert "max_memory_per_rank is 100.0 KiB" in msg, msg
-    assert msg.endswith(": run with at least 3 ranks or raise max_memory_per_rank"), msg
+    assert re.search(r"while loading \(.* of records \+ .* of index \+ .* of load buffers\)",
+                     msg), msg
+    assert re.search(r": run with at least \d+ ranks, a larger group_size \(fewer replica "
+                     r"groups\), --index-share node \(one index a node\), or raise "
+                     r"max_memory_per_rank$", msg), msg
 
 
 def test_unknown_label_is_a_data_error(mols):
