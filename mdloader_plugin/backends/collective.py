@@ -26,7 +26,7 @@ one job, a shared and loaded 2-core machine): one rank a host, 1.15-1.57x faster
 300mbit, 3 hosts at 500mbit, molecules and OC20 slabs, batch 2-64); 3 ranks a host at 100mbit,
 0.90-1.11x (link-bound). Not the 2x an earlier run saw, but real where ranks are few a host: on
 across nodes by default. The backend ``auto`` does not serve holds no lease on the poller
-(:meth:`set_active`).
+(:meth:`CollectiveBackend.set_active`).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class CollectiveBackend(Backend):
 
     def _pack(self, wanted: np.ndarray, dest: np.ndarray):
         """This rank's records the others take (`wanted`, grouped by destination `dest`, in
-        their plan order: :meth:`StepPlan.sends`), packed, and the bytes for each rank."""
+        their plan order: :meth:`~mdloader_plugin.sampling.plan.StepPlan.sends`), packed, and the bytes for each rank."""
         st = self.store
         nb = st.nbytes[wanted]
         sendbuf = self._sends.take(int(nb.sum()))

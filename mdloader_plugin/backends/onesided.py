@@ -50,7 +50,7 @@ def wants_progress_thread(world, setting) -> bool:
 
 def start_progress_thread(world, setting="auto") -> Lease | None:
     """A :class:`~..mpi.progress.Lease` on the process's poller if :func:`wants_progress_thread`
-    says so (see :func:`.progress.start`), or None."""
+    says so (see :func:`mdloader_plugin.mpi.progress.start`), or None."""
     return _progress.start(world, wants_progress_thread(world, setting), "one-sided",
                            "so Gets complete while owners compute",
                            "a Get from a rank busy outside MPI (e.g. in a gloo or NCCL "
@@ -80,7 +80,7 @@ class OneSidedBackend(Backend):
 
     def set_active(self, active: bool) -> None:
         """Let go of the process's poller while another backend serves the steps (see
-        :mod:`.progress`: a running one would speed up the other backend's probe)."""
+        :mod:`mdloader_plugin.mpi.progress`: a running one would speed up the other backend's probe)."""
         if self._progress is not None:
             (self._progress.resume if active else self._progress.pause)()
 

@@ -3,7 +3,7 @@
 A rank's store is its records end to end plus the global index (:mod:`.index`; the budget
 counts its bound before the sizes are known: 12 bytes a sample up to 4M samples, 4.125 above,
 +8 with digests). A record's size follows from its arrays' shapes and dtypes alone
-(:mod:`.codec`: a header of fixed size for a given set of keys, then each array padded to 8 bytes), and the shapes
+(:mod:`mdloader_plugin.records.codec`: a header of fixed size for a given set of keys, then each array padded to 8 bytes), and the shapes
 follow from the file's ``variable_count`` entries and the variables' global shapes. So
 :func:`predict_block` gives the *exact* size of this rank's records after reading only the count
 arrays (16 bytes a sample a key), and a job that would not fit stops before any rank reads its

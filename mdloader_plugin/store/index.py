@@ -130,7 +130,7 @@ class FullIndex:
 
 
 class CompactIndex:
-    """Coded sizes plus offset checkpoints (see the module doc). Build with :func:`build_index`.
+    """Coded sizes plus offset checkpoints (see the module doc). Build with :func:`~mdloader_plugin.store.index_build.build_index`.
 
     Args:
         block_starts: ``[P + 1]`` first id of every rank's block.

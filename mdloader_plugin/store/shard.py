@@ -128,7 +128,7 @@ class ShardStore:
         write them, then exchange the index.
 
         Every rank must pass the sizes of exactly its block (``block_bounds`` over its group;
-        `group_size`: an int, None for all ranks, or a :class:`~.groups.Group`). `index`:
+        `group_size`: an int, None for all ranks, or a :class:`~mdloader_plugin.mpi.groups.Group`). `index`:
         ``"compact"`` or ``"full"``; `index_share`: ``"rank"`` or ``"node"`` (one compact copy a
         node in shared memory), see :mod:`.index`. The options may come as one
         :class:`~.options.StoreOptions` (`options`); keywords given replace its fields."""

@@ -7,8 +7,8 @@ targets, data set id: :meth:`.upstream_reader.AdiosDataset.describe`) and builds
 store over the files, each rank reading its block once (no graph-by-graph copy as upstream's
 ``DistDataset`` makes). The data set the samplers see is upstream's: with ``local=True`` the
 ranks' subsets joined in rank order, otherwise the one data set every rank passed
-(:mod:`mdloader_plugin.sampling.chunks`). ``ddstore_width=W`` becomes replica groups of ``W``
-ranks (:mod:`mdloader_plugin.groups`): each group holds the whole store, so a rank fetches only
+(:mod:`mdloader_plugin.sampling.mixes.chunks`). ``ddstore_width=W`` becomes replica groups of ``W``
+ranks (:mod:`mdloader_plugin.mpi.groups`): each group holds the whole store, so a rank fetches only
 inside its group. Upstream's DDStore with ``local=True`` and ``W`` below the ranks lets each group
 sample only its own ranks' subsets; MDLoader's batches do not depend on ``W`` (they are
 upstream's with one DDStore group), which costs ``N / W`` records a rank instead of about
@@ -20,7 +20,7 @@ accepted and do nothing: MDLoader's fetches need no fence.
 loaders (:class:`UpstreamLoader`) that deal what upstream's samplers deal: ``DistributedSampler``
 with seed 0 and the given shuffle flags over the communicator of `group` (a torch sub-group, an
 mpi4py communicator, or the world), or with ``oversampling=True`` ``num_samples[i]`` draws a rank
-(:class:`~mdloader_plugin.sampling.chunks.ChunksMix`), or with ``batching`` in
+(:class:`~mdloader_plugin.sampling.mixes.chunks.ChunksMix`), or with ``batching`` in
 ``node_budget`` mode upstream's cost-aware batches (:mod:`mdloader_plugin.sampling.node_budget`).
 Otherwise upstream's own function runs. ``HYDRAGNN_MAX_NUM_BATCH`` caps the steps MDLoader fetches
 an epoch (upstream stops its loop there; the steps past it are never exchanged).
