@@ -14,8 +14,9 @@ pick, by replaying the measured step series through the real ``estimator.online.
 logic is scored on measured distributions, stalls included. Two scores: the *strict* one (the
 faster median wins, however close) and the *tie-aware* one (:func:`resolve`: a stratified
 Mann-Whitney test over the interleaved rounds at ``ALPHA``; a configuration whose two series do
-not differ is a tie, either pick right; where they differ the pick must be the faster). ``--auto-real`` also runs a real
-``backend="auto"`` loader per configuration and reports its pick beside the replay.
+not differ is a tie, either pick right; where they differ the pick must be the faster).
+``--auto-real`` also runs a real ``backend="auto"`` loader per configuration and reports its pick
+beside the replay.
 
 Halves: clusters (shape x rate) alternate between a *tune* and a *held-out* half. The online
 check's ``margin``, ``close`` and ``alpha`` (its rank test) are chosen on the tune half only

@@ -196,7 +196,8 @@ def main(job: dict) -> None:
             t0 = time.perf_counter()
             load0 = os.getloadavg()  # system-wide (not namespaced): the machine's load
             row = {"dist": dist, "batch": batch, "ranks": world.size,
-                   "hosts": world.num_nodes, "ranks_per_host": int(np.bincount(world.node_of).max()),
+                   "hosts": world.num_nodes,
+                   "ranks_per_host": int(np.bincount(world.node_of).max()),
                    "mean_bytes": float(np.mean(sizes)), "std_bytes": float(np.std(sizes)),
                    "round_sizes": {}}
             row["steps_s"] = (run_arms(world, store, job, batch, row["round_sizes"])

@@ -259,7 +259,8 @@ def markdown(res: dict) -> str:
                      f"{r['epoch_start_s']:.3f} | {r['load_s']:.2f} | {r['index_equal_full']} |")
     lines += ["", "EXTRAPOLATED (formulas of docs/scale.md from the per-sample figures above; "
               "not measured), P = 2048; `after-shared` with 8 ranks a node; records for these "
-              "tiny records (for molecules, ~5 KB a record, multiply by ~70); feistel epoch start = one step's plan at N = 1e9, P = 2048, "
+              "tiny records (for molecules, ~5 KB a record, multiply by ~70); feistel epoch "
+              "start = one step's plan at N = 1e9, P = 2048, "
               f"B = {BATCH}, measured on one process:", "",
               "| N | config | index GiB/rank | order GiB/rank | records GiB/rank | "
               "epoch start s |", "|---:|---|---:|---:|---:|---:|"]

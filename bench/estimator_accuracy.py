@@ -92,7 +92,8 @@ def mpiexec(n: int, args: list[str], timeout: float) -> None:
     env = {**os.environ, **ENV, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     r = subprocess.run(cmd, env=env, cwd=ROOT, timeout=timeout, capture_output=True, text=True)
     if r.returncode:
-        sys.exit(f"estimator_accuracy: {' '.join(args[:3])} on {n} ranks failed:\n{r.stderr[-2000:]}")
+        sys.exit(f"estimator_accuracy: {' '.join(args[:3])} on {n} ranks failed:\n"
+                 f"{r.stderr[-2000:]}")
 
 
 def measure(ranks: list[int], batches: list[int], steps: int) -> list[dict]:
@@ -184,7 +185,8 @@ def main() -> None:
     estimator_plots.crossover_map(get_profile("perlmutter"),
                                   ROOT / "bench" / "estimator_crossover_perlmutter.png")
     print(json.dumps(result["summary"], indent=1))
-    print(f"wrote {out}, bench/estimator_pred_vs_meas.png, bench/estimator_crossover_perlmutter.png")
+    print(f"wrote {out}, bench/estimator_pred_vs_meas.png, "
+          "bench/estimator_crossover_perlmutter.png")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,10 @@
 ``bench/results/`` (one function a figure, ``FIGURES``: key -> function).
 
 A page quotes a figure as ``<!-- figure: KEY -->VALUE<!-- /figure -->``; ``python
-tools/docs_figures.py`` rewrites every ``VALUE`` from the JSON and ``tests/integration/test_bench_report.py``
-fails when a quoted value differs from what its function gives, so a number read on two pages
-is one number, and a re-run that moves it moves it everywhere. Add a figure: a function below
-and a line in ``FIGURES``.
+tools/docs_figures.py`` rewrites every ``VALUE`` from the JSON and
+``tests/integration/test_bench_report.py`` fails when a quoted value differs from what its
+function gives, so a number read on two pages is one number, and a re-run that moves it moves it
+everywhere. Add a figure: a function below and a line in ``FIGURES``.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ the trainer stand-in's data-wait at 1 and 2 ms steps, compiled kernels against t
 
     python bench/gil_free.py [--steps 200] [--repeats 2] [--rounds 3] [--ranks 1,2]
 
-Runs ``bench/probes/producer_cost.py --kernels auto,off`` (thread CPU time, robust to other jobs' load)
-and ``bench/gpu_rate.py`` at 1 and 2 ms steps with ``MDLOADER_KERNELS=auto`` and ``off`` (one
+Runs ``bench/probes/producer_cost.py --kernels auto,off`` (thread CPU time, robust to other jobs'
+load) and ``bench/gpu_rate.py`` at 1 and 2 ms steps with ``MDLOADER_KERNELS=auto`` and ``off`` (one
 ``mpiexec`` job a setting and rank count; the thread producer; the process producer, removed
 since, and the hand-off before today's are in the results of 2026-12-06), then
 ``bench/report.py``. JSON: ``bench/results/producer_cost.json``,

@@ -23,7 +23,8 @@ from __future__ import annotations
 import itertools
 
 MDL = ("collective", "onesided", "auto")
-LOADERS = MDL + ("onesided-process", "auto-process", "pyg-nw0", "pyg-nw2", "hydragnn", "hydragnn-preload", "ddstore-real")
+LOADERS = MDL + ("onesided-process", "auto-process", "pyg-nw0", "pyg-nw2", "hydragnn",
+                 "hydragnn-preload", "ddstore-real")
 
 
 def make(name: str, store, path: str, world, batch: int, local_samples: list):

@@ -3,10 +3,10 @@ ranks, and its predicted step against W = P (MODEL OUTPUT, nothing measured).
 
 For each shipped machine profile (``perlmutter``: 4 ranks a GPU node of 256 GB; ``frontier``: 8
 ranks a node of 512 GB; published figures, see the profiles' ``source`` fields), each data set
-and each batch size, :func:`mdloader_plugin.estimator.group_size.layout_from_mean` weighs every valid
-``W`` x backend exactly as ``mdloader estimate --group-size auto`` does (and as the Slurm recipe
-comments quote): memory a rank ``ceil(N / W)`` mean records plus the index, the budget half of
-the node's memory over its ranks, the fastest fitting candidate wins (ties within 2% to the
+and each batch size, :func:`mdloader_plugin.estimator.group_size.layout_from_mean` weighs every
+valid ``W`` x backend exactly as ``mdloader estimate --group-size auto`` does (and as the Slurm
+recipe comments quote): memory a rank ``ceil(N / W)`` mean records plus the index, the budget half
+of the node's memory over its ranks, the fastest fitting candidate wins (ties within 2% to the
 larger ``W``). The data sets:
 
 - ``oc20-2m``: OC20-2M-sized, 2,000,000 slabs of ~70 KB +- 20 KB a record (~140 GB);
@@ -90,7 +90,8 @@ def table(res: dict) -> list[str]:
     out += ["", "Memory a rank of the pick at 2048 ranks, batch 32 (budget: half the node's "
             "memory over its ranks): " + "; ".join(
                 f"{p} {d}: {r['memory_per_rank'] / 2**30:.2f} GiB of "
-                f"{r['budget_per_rank'] / 2**30:.1f} GiB" for (p, d), r in sorted(mem.items())) + "."]
+                f"{r['budget_per_rank'] / 2**30:.1f} GiB"
+                for (p, d), r in sorted(mem.items())) + "."]
     return out
 
 

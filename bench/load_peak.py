@@ -4,8 +4,9 @@ the records + index that ``max_memory_per_rank`` counts.
 For every (kind, graphs, ranks) cell a synthetic file (``mdloader synth --kind KIND``; written
 once under ``--tmp``, reused when present) is loaded by ``mpiexec -n RANKS`` ranks. Each rank
 first loads a 64-graph file of the same kind and closes it (imports, ADIOS2's engine, MPI's first
-window and collectives: costs a process pays once, whatever the data's size), then resets its peak resident size (``/proc/self/clear_refs`` = 5) just before ``from_file``, reads
-``VmRSS`` before and ``VmHWM`` (the peak since the reset) and ``VmRSS`` after, and reports:
+window and collectives: costs a process pays once, whatever the data's size), then resets its peak
+resident size (``/proc/self/clear_refs`` = 5) just before ``from_file``, reads ``VmRSS`` before and
+``VmHWM`` (the peak since the reset) and ``VmRSS`` after, and reports:
 
 * ``peak_ratio``: (VmHWM - VmRSS before) / (records + index), the load peak over what the
   budget counts (the store's ``memory_report()``);
@@ -85,7 +86,8 @@ def worker(path: str, chunk: int | None, warm: str | None) -> None:
 
 
 def machine() -> str:
-    return (f"{platform.node()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
+    return (f"{platform.node()}, {os.cpu_count()} cores, "
+            f"{platform.processor() or platform.machine()}"
             f", load average {os.getloadavg()[0]:.2f} at start")
 
 

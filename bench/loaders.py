@@ -5,11 +5,12 @@ OC20-like slabs) and, for every batch size, drives every loader over the SAME st
 sampler, same seed): MDLoader ``collective``, ``onesided`` and ``auto``; the DDStore-style
 per-sample lock/Get/unlock loader; ORNL's real DDStore (``pyddstore``, MPI and
 libfabric methods, graphs stored as HydraGNN's ``DistDataset`` stores them; rows skipped with a
-note when ``tools/build_ddstore.sh`` has not built it); HydraGNN's file-per-sample reads; full preload; a PyG
-DataLoader over the rank's own block (see ``bench/baselines.py``). A step is timed from "give me
-the next batch" to a collated ``Batch`` on every rank (prefetch off, so the number is the work,
-not hidden behind a model), synchronised before each step and reduced with MAX over ranks (the
-slowest rank sets the pace of a data-parallel step). ``fetch`` is the part that moves the bytes.
+note when ``tools/build_ddstore.sh`` has not built it); HydraGNN's file-per-sample reads; full
+preload; a PyG DataLoader over the rank's own block (see ``bench/baselines.py``). A step is timed
+from "give me the next batch" to a collated ``Batch`` on every rank (prefetch off, so the number is
+the work, not hidden behind a model), synchronised before each step and reduced with MAX over ranks
+(the slowest rank sets the pace of a data-parallel step). ``fetch`` is the part that moves the
+bytes.
 
 Reported per configuration: step and fetch time (median, p95), samples/s, per-rank peak RSS
 (``VmHWM``, reset before each loader) and peak PSS above the process baseline (RSS counts every
@@ -151,9 +152,9 @@ def run_steps(world, stepper, steps: int, budget: float) -> dict:
     Peak PSS is sampled after every ``PSS_EVERY``-th step (and every warm-up step), and the step
     right after a sample is run but not timed: reading ``/proc/self/smaps_rollup`` walks every
     mapping and leaves caches and TLB cold, which tripled the next fetch at small batches
-    (0.05 -> 0.16 ms, MDLoader and the real DDStore alike; bench/probes/fetch_profile.py, 2026-12-04).
-    Steady-state memory is the same step after step, so the peak is kept. ``--pss-every 1``
-    restores the old harness (a sample after every step, every step timed)."""
+    (0.05 -> 0.16 ms, MDLoader and the real DDStore alike; bench/probes/fetch_profile.py,
+    2026-12-04). Steady-state memory is the same step after step, so the peak is kept.
+    ``--pss-every 1`` restores the old harness (a sample after every step, every step timed)."""
     from mpi4py import MPI
 
     comm = world.comm

@@ -34,7 +34,8 @@ NOTES = [
     "page-cached local file (it reads each sample's slices of every key on demand).",
     "- **Fetch vs the memcpy floor**: the floor is one unshared core copying contiguous bytes "
     "(measured on the same loaded machine). OC20 batch 256 (18-19 MB a step) meets it on 2 "
-    "ranks (and on 4 in some runs); molecules (1.3 MB a step) do not: a fetch has ~0.4 ms of fixed cost (plan, owner "
+    "ranks (and on 4 in some runs); molecules (1.3 MB a step) do not: a fetch has ~0.4 ms of "
+    "fixed cost (plan, owner "
     "grouping, datatype creation, `Flush_all`, local copies) against a ~0.2 ms floor. With 8 "
     "ranks on 2 cores each rank gets a quarter of a core.",
     "- **auto on one host**: auto runs one-sided everywhere, the faster backend in all or all "
@@ -46,7 +47,8 @@ NOTES = [
     "benchmark (many steps, both backends measured in one job) shows auto's regret ~0%.",
     "- **auto across hosts**: since the one-sided backend runs its own progress thread across "
     "nodes (and leaves Open MPI's TCP progress thread off), a 4-molecule fetch across hosts "
-    "takes ~3 ms instead of ~23 ms: one-sided is the faster backend at batch 4, collective at batch "
+    "takes ~3 ms instead of ~23 ms: one-sided is the faster backend at batch 4, collective at "
+    "batch "
     ">= 32. auto (the probe is never skipped when a multi-node job uses a profile calibrated on "
     "one node) was -0.3% at 1gbit and +0.4% at 200mbit with 16 measured steps x 3 rounds. Single "
     "configurations differ by up to +14%: between two loaders that ran the same backend (noise "

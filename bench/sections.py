@@ -7,8 +7,8 @@ returning Markdown lines (``data``: ``{file name: parsed JSON or Markdown text}`
 script record a ``date`` (``YYYY-MM-DD HH:MM UTC``) in its JSON: the section's header shows it.
 Then ``python bench/report.py`` and commit ``RESULTS.md`` and ``bench/README.md`` with the JSON.
 A result that a page quotes but that has no section goes in ``OTHER_RESULTS``; a superseded one
-goes to ``bench/results/archive/`` (``tests/integration/test_bench_report.py`` checks that every file under
-``bench/results/`` is one of these).
+goes to ``bench/results/archive/`` (``tests/integration/test_bench_report.py`` checks that every
+file under ``bench/results/`` is one of these).
 """
 
 from __future__ import annotations

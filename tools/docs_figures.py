@@ -5,7 +5,8 @@
 
 ``KEY`` is a function of ``bench/figures.py`` (``FIGURES``) that computes the value from
 ``bench/results/``. The markers are HTML comments, invisible on GitHub and on the site, so a page
-reads as plain prose with the number in it. ``tests/integration/test_bench_report.py`` runs the check.
+reads as plain prose with the number in it. ``tests/integration/test_bench_report.py`` runs the
+check.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ Below a ``generated``/``api`` marker a page may carry the committed text of its 
 ``<!-- end generated -->`` (``tools/gen_reference.py`` writes it, for readers on GitHub); the
 site replaces marker and committed text together.
 
-``bench/*.png`` are published at ``bench/`` in the site. ``tests/integration/test_docs.py`` imports this
-module to check that the generated references cover every option and command.
+``bench/*.png`` are published at ``bench/`` in the site. ``tests/integration/test_docs.py`` imports
+this module to check that the generated references cover every option and command.
 """
 
 from __future__ import annotations
@@ -175,7 +175,8 @@ def config_reference() -> str:
     r = config_rows()
     return "\n\n".join([
         "## Python: `MDLoader(store, ...)`",
-        "Keyword arguments of `mdloader_plugin.loader.loader.MDLoader` (signature and `Args:` of its "
+        "Keyword arguments of `mdloader_plugin.loader.loader.MDLoader` (signature and `Args:` of "
+        "its "
         "docstring).",
         _table(r["mdloader"], ("argument", "default", "meaning")),
         "## HydraGNN config: MDLoader's keys",

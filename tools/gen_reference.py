@@ -9,7 +9,8 @@ script writes the text right below it, up to ``<!-- end generated -->``: the con
 CLI tables exactly as the site shows them, and for the API pages every public class and function
 with its signature and docstring (from the source, by griffe, without importing the package).
 On the site the MkDocs hook replaces marker and block with its own expansion (mkdocstrings for
-the API). ``tests/integration/test_docs.py`` fails when a committed page is not what this script writes.
+the API). ``tests/integration/test_docs.py`` fails when a committed page is not what this script
+writes.
 """
 
 from __future__ import annotations

@@ -78,7 +78,8 @@ def main() -> None:
     rows, t0 = [], time.perf_counter()
     for spec in a.shapes.split(","):
         h, r, rate = parse_shape(spec)
-        with Cluster.up(hosts=h, ranks_per_host=r, rate=rate, name=f"cp{os.getpid() % 10000}") as cl:
+        with Cluster.up(hosts=h, ranks_per_host=r, rate=rate,
+                        name=f"cp{os.getpid() % 10000}") as cl:
             job = {"out": str(RESULTS / f".coll-progress-{os.getpid()}.json"),
                    "dists": a.dists.split(","), "batches": [int(b) for b in a.batches.split(",")],
                    "rounds": a.rounds, "steps": a.steps, "arms": ARMS}

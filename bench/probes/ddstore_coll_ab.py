@@ -4,8 +4,9 @@ path, and the numpy path it replaced at <= 64 records) against DDStore 954ef59's
 once, order rotated), every read checked. Fetch only: the backend's ``fetch`` of the step's plan
 (its sends included) and DDStore's row ids + ``get_batch``. A step: Barrier, fetch, MAX over ranks.
 
-    PYTHONPATH=build/ddstore-954ef59 mpiexec -n 2 python -m mpi4py bench/probes/ddstore_coll_ab.py \\
-        --dataset hydragnn --batches 4,32 --steps 300 --out bench/results/ddstore_coll_ab_n2.json
+    PYTHONPATH=build/ddstore-954ef59 mpiexec -n 2 python -m mpi4py \\
+        bench/probes/ddstore_coll_ab.py --dataset hydragnn --batches 4,32 --steps 300 \\
+        --out bench/results/ddstore_coll_ab_n2.json
 
 Reports per variant the median, p10 (steps no rank was descheduled in: the machine's load
 shows in the median, not there) and p95, and the median over steps of the per-step ratio of
@@ -77,7 +78,8 @@ def main() -> None:
 
         variants = {"mdl_collective": lambda k: mdl(k, True),
                     "mdl_collective_numpy": lambda k: mdl(k, False),
-                    "dds_coll_pad": lambda k: dd(k, "pad"), "dds_coll_rows": lambda k: dd(k, "rows")}
+                    "dds_coll_pad": lambda k: dd(k, "pad"),
+                    "dds_coll_rows": lambda k: dd(k, "rows")}
         names = list(variants)
         times = {n: [] for n in names}
         bad = 0

@@ -59,6 +59,8 @@ for ds in ("hydragnn", "oc20"):
 if rank == 0:
     for r in rows:
         r["floor"] = memcpy_floor(r["step_bytes_median"]) if os.environ.get("FLOOR") else 0.0
-    json.dump({"tree": tree, "argv": sys.argv, "loadavg": os.getloadavg(), "date": time.strftime("%H:%M:%S"), "rows": rows}, open(out, "w"))
-    print(" ".join(f"{r['dataset'][:3]}/{r['batch']}={r['fetch']*1e6:.0f}us(fl {r['floor']*1e6:.0f})" for r in rows), flush=True)
+    json.dump({"tree": tree, "argv": sys.argv, "loadavg": os.getloadavg(),
+               "date": time.strftime("%H:%M:%S"), "rows": rows}, open(out, "w"))
+    print(" ".join(f"{r['dataset'][:3]}/{r['batch']}={r['fetch']*1e6:.0f}us"
+                   f"(fl {r['floor']*1e6:.0f})" for r in rows), flush=True)
 world.close()

@@ -208,7 +208,8 @@ def main():
                 a.steps, rows, ds)
     if world.rank == 0:
         Path(a.out).write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M %Z"),
-                                           "loadavg": os.getloadavg(), "between": a.between, "small_step": a.small_step,
+                                           "loadavg": os.getloadavg(), "between": a.between,
+                                           "small_step": a.small_step,
                                            "rows": rows}, indent=1))
     world.close()
 

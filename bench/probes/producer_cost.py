@@ -11,8 +11,8 @@ trainer's Python). ``--kernels auto,off`` measures the compiled path and the num
 alternated round by round (one subprocess a round and setting), and writes
 ``bench/results/producer_cost.json`` (``--out``).
 
-    python bench/probes/producer_cost.py [--cases hydragnn:32,hydragnn:128,oc20:8,oc20:32] [--steps 200]
-        [--kernels auto,off] [--rounds 3]
+    python bench/probes/producer_cost.py [--cases hydragnn:32,hydragnn:128,oc20:8,oc20:32]
+        [--steps 200] [--kernels auto,off] [--rounds 3]
     python bench/probes/producer_cost.py --before REV [--rounds 5]   # A/B: REV's tree vs this one,
                                                               # alternated round by round
     python bench/probes/producer_cost.py --producer process  # the helper-process producer (removed
@@ -202,7 +202,8 @@ def main() -> None:
         info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
         res = {"machine": info, "steps": a.steps, "rounds": a.rounds, "producer": a.producer,
                "graphs": graphs, "cases": cases}
-        out = Path(a.out or lb.RESULTS / f"producer_cost{'' if a.producer == 'thread' else '_' + a.producer}.json")
+        out = Path(a.out or lb.RESULTS / (
+            f"producer_cost{'' if a.producer == 'thread' else '_' + a.producer}.json"))
         out.write_text(json.dumps(res, indent=1))
         print("\n".join(tables(res)))
         print(f"wrote {out}")

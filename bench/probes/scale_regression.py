@@ -145,7 +145,8 @@ def training_table(pre: list[dict], cur: list[dict]) -> list[str]:
              "now | data-wait share before | now |", "|---|---:|---:|---:|---:|---:|---:|"]
     for v in bc[0]:
         if v in bp[0]:
-            share = lambda runs: " / ".join(f"{r[v]['data_wait_share']:.1%}" for r in runs)  # noqa: E731,E501
+            share = lambda runs: " / ".join(  # noqa: E731
+                f"{r[v]['data_wait_share']:.1%}" for r in runs)
             lines.append(f"| {v} | {fmt(bp, v, 'epoch_s')} | {fmt(bc, v, 'epoch_s')} | "
                          f"{fmt(bp, v, 'ratio')} | {fmt(bc, v, 'ratio')} | {share(bp)} | "
                          f"{share(bc)} |")
@@ -247,7 +248,8 @@ def ab_tables(folder: Path) -> tuple[list[str], dict]:
     sw = {k: [json.loads(q.read_text()) for q in sorted(folder.glob(f"{k}_*.json"))]
           for k in ("numpy", "small")}
     if sw["numpy"] and sw["small"]:  # this tree with --onesided-numpy and without, alternated
-        ms_of = lambda runs: [r["step_median_s"] * 1e3 for d in runs for r in d["rows"]]  # noqa: E731,E501
+        ms_of = lambda runs: [  # noqa: E731
+            r["step_median_s"] * 1e3 for d in runs for r in d["rows"]]
         a, b = ms_of(sw["numpy"]), ms_of(sw["small"])
         out["switch"] = {"numpy_ms": a, "small_ms": b, "shift_ms": hodges_lehmann(a, b)}
         lines += ["", "The current tree's one-sided path switched (`bench/loaders.py "

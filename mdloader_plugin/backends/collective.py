@@ -5,11 +5,12 @@ step) and so are all record sizes (the global index): send and receive counts ar
 locally, there is no request round. A rank never builds the world's ``[P, b]`` table: its sends
 (which of its own samples each rank takes this step) come from the epoch order's inverse over
 its block (:mod:`mdloader_plugin.sampling.plan`), ``O(b)`` a step; the only ``O(P)`` arrays are
-the counts and displacements ``Alltoallv`` itself needs, built by ``bincount``/``cumsum``. Owners pack the records each destination needs (a memcpy a
-record), one Alltoallv moves them, and the receiver reads its records in place, grouped by owner.
-A pair message over ``MDLOADER_MPI_MAX_COUNT / P`` bytes (2 GiB / P by default) travels point to
-point beside it, in pieces (:func:`~mdloader_plugin.mpi.collectives.alltoallv_big`), so no count
-or displacement passes ``2**31`` on an MPI-3.1 library.
+the counts and displacements ``Alltoallv`` itself needs, built by ``bincount``/``cumsum``. Owners
+pack the records each destination needs (a memcpy a record), one Alltoallv moves them, and the
+receiver reads its records in place, grouped by owner. A pair message over
+``MDLOADER_MPI_MAX_COUNT / P`` bytes (2 GiB / P by default) travels point to point beside it, in
+pieces (:func:`~mdloader_plugin.mpi.collectives.alltoallv_big`), so no count or displacement passes
+``2**31`` on an MPI-3.1 library.
 
 Cost: ``t_sync(P) + (P - 1) * t_peer + max_rank_bytes / bw`` — it grows with the number of ranks
 (every rank takes part, even with nothing to send) and is bound by the most loaded rank, so it wins
@@ -22,10 +23,10 @@ reach the exchange at different times (each packs, decodes and collates on its o
 thread the early ranks' data waits in socket buffers while the late ones compute. The same
 process's poller (:mod:`~..mpi.progress`) the one-sided backend uses keeps reading them. Measured on
 the emulated cluster (``bench/probes/coll_progress.py``, step to a ready batch, interleaved in
-one job, a shared and loaded 2-core machine): one rank a host, 1.15-1.57x faster with the thread (4 hosts at
-300mbit, 3 hosts at 500mbit, molecules and OC20 slabs, batch 2-64); 3 ranks a host at 100mbit,
-0.90-1.11x (link-bound). Not the 2x an earlier run saw, but real where ranks are few a host: on
-across nodes by default. The backend ``auto`` does not serve holds no lease on the poller
+one job, a shared and loaded 2-core machine): one rank a host, 1.15-1.57x faster with the thread (4
+hosts at 300mbit, 3 hosts at 500mbit, molecules and OC20 slabs, batch 2-64); 3 ranks a host at
+100mbit, 0.90-1.11x (link-bound). Not the 2x an earlier run saw, but real where ranks are few a
+host: on across nodes by default. The backend ``auto`` does not serve holds no lease on the poller
 (:meth:`CollectiveBackend.set_active`).
 """
 
@@ -104,7 +105,8 @@ class CollectiveBackend(Backend):
 
     def _pack(self, wanted: np.ndarray, dest: np.ndarray):
         """This rank's records the others take (`wanted`, grouped by destination `dest`, in
-        their plan order: :meth:`~mdloader_plugin.sampling.plan.StepPlan.sends`), packed, and the bytes for each rank."""
+        their plan order: :meth:`~mdloader_plugin.sampling.plan.StepPlan.sends`), packed, and the
+        bytes for each rank."""
         st = self.store
         nb = st.nbytes[wanted]
         sendbuf = self._sends.take(int(nb.sum()))

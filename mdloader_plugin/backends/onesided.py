@@ -14,12 +14,12 @@ Progress guarantee: a passive-target Get must complete even while the owner's ma
 blocked outside MPI (e.g. in torch's gloo allreduce). With Open MPI's ``Win.Allocate`` on one node
 the window is shared memory and a Get is a direct load (osc/sm); across nodes the owner's
 progress engine must run, so the process's poller (:mod:`~..mpi.progress`) pokes MPI every
-0.5 ms on every rank from the loader's first fetch until it is closed (measured on the emulated cluster: a Get across
-hosts to a busy target took 2.7 s with no progress thread and 0.4-22 ms with this one). Open
-MPI's own ``btl_tcp_progress_thread`` is no substitute and is left off: alone, one run in 6-8 of
-``tests/mpi_scripts/blocked_target.py`` hung for good in ``Win_flush_all``; beside this thread,
-OC20-sized steps across hosts stalled for 0.8-12 s at p95 in each of 4 runs; with this thread
-alone, p95 stayed within 2x of the median at 1gbit in 3 of 4 runs (once 8x, at batch 32), and
+0.5 ms on every rank from the loader's first fetch until it is closed (measured on the emulated
+cluster: a Get across hosts to a busy target took 2.7 s with no progress thread and 0.4-22 ms with
+this one). Open MPI's own ``btl_tcp_progress_thread`` is no substitute and is left off: alone, one
+run in 6-8 of ``tests/mpi_scripts/blocked_target.py`` hung for good in ``Win_flush_all``; beside
+this thread, OC20-sized steps across hosts stalled for 0.8-12 s at p95 in each of 4 runs; with this
+thread alone, p95 stayed within 2x of the median at 1gbit in 3 of 4 runs (once 8x, at batch 32), and
 one 8.4 s p95 is left at 200mbit, batch 256, on a saturated link. See :func:`wants_progress_thread`.
 """
 
@@ -80,7 +80,8 @@ class OneSidedBackend(Backend):
 
     def set_active(self, active: bool) -> None:
         """Let go of the process's poller while another backend serves the steps (see
-        :mod:`mdloader_plugin.mpi.progress`: a running one would speed up the other backend's probe)."""
+        :mod:`mdloader_plugin.mpi.progress`: a running one would speed up the other backend's
+        probe)."""
         if self._progress is not None:
             (self._progress.resume if active else self._progress.pause)()
 

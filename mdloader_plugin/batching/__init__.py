@@ -10,4 +10,5 @@ from .pyg import (  # noqa: F401  (the package's face)
     pyg_sample, pyg_collate, ColumnTransform, cat_axis, ColumnCollate, build_batch,
 )
 
-__all__ = ["pyg_sample", "pyg_collate", "ColumnTransform", "cat_axis", "ColumnCollate", "build_batch"]
+__all__ = ["pyg_sample", "pyg_collate", "ColumnTransform", "cat_axis", "ColumnCollate",
+           "build_batch"]

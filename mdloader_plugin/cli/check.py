@@ -9,7 +9,8 @@ from ..core.errors import ConfigError
 EPILOG = """\
 examples:
   mpiexec -n 3 mdloader check data/mols.bp --batch-size 7 --epochs 2
-  mpiexec -n 4 mdloader check data/oc20.bp --batch-size 32 --backends onesided,collective --drop-last
+  mpiexec -n 4 mdloader check data/oc20.bp --batch-size 32 --backends onesided,collective \\
+      --drop-last
   mpiexec -n 4 mdloader check data/mols.bp --group-size 1,2,4   # replica groups: same batches
   mpiexec -n 4 mdloader check mols=data/gfm/molecules.bp slabs=data/gfm/slabs.bp \\
       --sampling temperature:temperature=2 --batch-size 8     # several data sets
@@ -136,7 +137,8 @@ def run(args) -> int:
             first, served, traffic, store = _check_one(world, args, backends, w, log)
             if first is None and ref is not None:
                 first = compare_served(ref, served, world.rank, f"group_size {w or world.size} "
-                                       f"served other bytes than group_size {sizes[0] or world.size}")
+                                       f"served other bytes than group_size "
+                                       f"{sizes[0] or world.size}")
             ref = ref if ref is not None else served
             firsts = world.comm.allgather(None if first is None else str(first))
             moved = {k: world.comm.allreduce(v) for k, v in traffic.items()}

@@ -5,8 +5,8 @@ login node in seconds. From them it knows every sample's exact record size, henc
 ``P`` ranks, ``K`` a node: the records, index and epoch order a rank holds (the store's own
 sharding, :func:`~mdloader_plugin.store.budget.per_rank_bytes`, and the load's peak:
 :func:`~mdloader_plugin.store.budget.load_peak`; the index as
-:func:`~mdloader_plugin.store.index_build.build_index` builds it), the step buffers and prefetch queue, a
-node's total, the load time, and the predicted step time of every backend and replica-group
+:func:`~mdloader_plugin.store.index_build.build_index` builds it), the step buffers and prefetch
+queue, a node's total, the load time, and the predicted step time of every backend and replica-group
 size on a machine profile (:func:`~mdloader_plugin.estimator.group_size.choose_layout`, the same
 choice ``group_size: auto`` makes at run time). When nothing fits the budget it says what to
 change. Every split of the file is planned (HydraGNN's driver loads ``trainset``, ``valset`` and

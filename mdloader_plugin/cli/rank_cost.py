@@ -169,7 +169,8 @@ def read_sizes(paths: list[str], label: str | None = None):
 
     from ..core.errors import DataError
 
-    fix = "give HydraGNN-layout .bp file(s), a .npy of integers or a text file of one integer a line"
+    fix = ("give HydraGNN-layout .bp file(s), a .npy of integers or a text file of one integer "
+           "a line")
     for path in paths:
         if not os.path.exists(path):
             raise DataError(f"--sizes {path}: no such file; {fix}")

@@ -38,7 +38,8 @@ def register(sub) -> None:
                         "EMT-labelled structures, one file each; gfm: several data sets in "
                         "upstream HydraGNN's multi-data-set layout (x = Z, pos, forces; "
                         "edge_index, edge_attr, pos, energy, energy_per_atom, forces, y and the "
-                        "SC26 scripts' extra keys; dataset_name and pna_deg attributes), molecules and bulk crystals in turn, one file a "
+                        "SC26 scripts' extra keys; dataset_name and pna_deg attributes), molecules "
+                        "and bulk crystals in turn, one file a "
                         "number in --num-graphs (default: hydragnn)")
     p.add_argument("--num-graphs", required=True,
                    help="number of graphs in all (several kinds: one number a kind, e.g. 60,40)")

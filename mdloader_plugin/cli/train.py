@@ -34,6 +34,7 @@ def register(sub) -> None:
                 continue  # that integration is not in this tree
             raise
         q = fw.add_parser(name, help=f"train with {name}",
-                          description=(driver.__doc__ or "").strip().splitlines()[0].replace("``", ""))
+                          description=(driver.__doc__ or "").strip().splitlines()[0]
+                          .replace("``", ""))
         driver.add_arguments(q)
         q.set_defaults(func=driver.main)

@@ -1,8 +1,8 @@
 """User-facing errors: one line naming the file, key or rank and what to do.
 
 `MDLoaderError` is what bad input raises. The CLI prints ``mdloader: error: <message>`` and exits 2;
-under MPI, :func:`mdloader_plugin.mpi.abort.abort_on_error` turns any error on any rank into an abort
-of the whole communicator so no rank is left waiting in a collective or a Get.
+under MPI, :func:`mdloader_plugin.mpi.abort.abort_on_error` turns any error on any rank into an
+abort of the whole communicator so no rank is left waiting in a collective or a Get.
 """
 
 from __future__ import annotations

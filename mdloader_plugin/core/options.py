@@ -4,7 +4,8 @@ The configuration reference of the documentation is generated from these tables 
 integrations' own tables: ``integrations/hydragnn/config.py``, the fairchem ``loader`` group
 ``recipes/fairchem/loader/mdloader.yaml``), so a setting and its documentation cannot drift apart.
 Code reads an environment variable through :func:`env`, which refuses a name that has no row
-here; ``tests/integration/test_docs.py`` also checks that every ``MDLOADER_*`` name in the package has one.
+here; ``tests/integration/test_docs.py`` also checks that every ``MDLOADER_*`` name in the package
+has one.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ SCALE = (
            "4,194,304 samples, feistel above). Several data sets: `auto` or `torch`. See scale."),
     Option("index", "compact",
            "Global index: `compact` (record sizes as 1-2 B codes plus offsets: every offset kept "
-           "up to 4,194,304 samples, 9-10 B a sample; one in 64 above, 1.1-2.1 B a sample) or `full` (int64 offset and length, 16 B a sample: the "
+           "up to 4,194,304 samples, 9-10 B a sample; one in 64 above, 1.1-2.1 B a sample) or "
+           "`full` (int64 offset and length, 16 B a sample: the "
            "representation before the compact index). Same batches, byte for byte."),
     Option("index_share", "rank",
            "`rank`: every rank keeps its own copy of the index; `node`: one copy a node in an "

@@ -29,7 +29,8 @@ class Decision:
 
     def log_line(self) -> str:
         """The one line that records this decision."""
-        return (f"MDLOADER-BACKEND backend={self.backend} switched={'yes' if self.switched else 'no'}"
+        return (f"MDLOADER-BACKEND backend={self.backend} "
+                f"switched={'yes' if self.switched else 'no'}"
                 f" predicted_s={_fmt(self.predicted_s)} measured_s={_fmt(self.measured_s)}"
                 f' reason="{self.reason}"')
 

@@ -2,9 +2,9 @@
 
 Timings span four orders of magnitude (a 2 µs flush, a 20 ms bulk exchange), so the fit
 minimises *relative* error (every row divided by its measured time) and keeps every
-parameter non-negative (NNLS, greedy active set): a negative latency would be a better fit and a worse model.
-Columns the data cannot identify (all zero, e.g. inter-node terms on one node) come back as
-``None`` so the caller can fill them from another measurement and say so in the profile.
+parameter non-negative (NNLS, greedy active set): a negative latency would be a better fit and a
+worse model. Columns the data cannot identify (all zero, e.g. inter-node terms on one node) come
+back as ``None`` so the caller can fill them from another measurement and say so in the profile.
 
 Bounds: a coefficient may be given a floor (``lower``): a per-byte cost of at least
 ``1 / (plausible bandwidth)``. Without one, a fit that puts a slow link's time into the latency

@@ -7,12 +7,13 @@ only inside its group: the step is the backend's cost model evaluated for a job 
 ranks is one node). Every valid ``W`` (:func:`~mdloader_plugin.mpi.groups.valid_sizes`) and every
 backend is a candidate; :func:`choose_layout` keeps those whose memory fits the budget and
 picks the fastest predicted step; candidates within ``TIE`` (2%) of it count as tied, below the
-models' resolution, and a tie goes to the larger ``W`` (less memory for the same speed). Each candidate and the verdict are logged (``MDLOADER-LAYOUT`` lines).
+models' resolution, and a tie goes to the larger ``W`` (less memory for the same speed). Each
+candidate and the verdict are logged (``MDLOADER-LAYOUT`` lines).
 
 A profile calibrated on one node knows nothing of the network (its inter-node figures copy the
 intra-node ones), so for a job that spans nodes it would rate groups across nodes as cheap as
-groups inside one: :func:`~.online.blind_to_network` tells, and then fitting groups inside a node are
-preferred (``node_local``); if none fits, the smallest fitting ``W`` (the fewest nodes spanned).
+groups inside one: :func:`~.online.blind_to_network` tells, and then fitting groups inside a node
+are preferred (``node_local``); if none fits, the smallest fitting ``W`` (the fewest nodes spanned).
 
 The budget is ``max_memory_per_rank`` when given, else :func:`detect_budget`: ``SHARE`` (half)
 of the memory the node can still hand out (the smaller of ``MemAvailable`` in ``/proc/meminfo``
@@ -141,8 +142,8 @@ def layout_from_mean(ranks: int, ranks_per_node: int, batch_size: int, mean_byte
     profile's node memory (``provenance.node_memory_bytes``) over its ranks, else this node's
     (:func:`detect_budget`). `group_size` ``"auto"`` weighs every valid ``W``; an int weighs it
     against ``W = P`` only. `fixed_bytes`: what a rank holds whatever ``W`` (index + order for
-    the scale options chosen, :func:`~mdloader_plugin.store.budget.scale_bytes`); default the compact
-    index's bound."""
+    the scale options chosen, :func:`~mdloader_plugin.store.budget.scale_bytes`); default the
+    compact index's bound."""
     import numpy as np
 
     prof = get_profile(profile)

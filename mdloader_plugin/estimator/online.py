@@ -31,8 +31,9 @@ The rank test is off by default: tuned on the measured half of ``bench/backend_c
 (2 hosts x 3 ranks, 100mbit, molecules batch 256: recurring 1-4 s collective stalls, and the
 longer probe it asked for let them decide). Up to ``max_rounds``, or ``cheap_rounds`` while the
 counted steps took less than ``probe_budget_s`` in all (cheap steps buy statistical power for
-almost nothing). A switch needs the other backend faster by more than ``margin``. A probe is skipped when the model predicts the other
-backend more than ``skip_ratio`` times slower (not when the profile never saw a network the job
+almost nothing). A switch needs the other backend faster by more than ``margin``. A probe is skipped
+when the model predicts the other backend more than ``skip_ratio`` times slower (not when the
+profile never saw a network the job
 spans: :func:`blind_to_network`), and abandoned once two counted steps are *each* more than
 ``abandon_ratio`` times slower (one stall is no reason; no re-check then). Every decision is one
 ``MDLOADER-BACKEND`` log line (:meth:`OnlineCheck.pop_events`; the loader logs them).
@@ -125,7 +126,8 @@ class OnlineCheck:
         # rounds come in ABBA pairs after the first, so a drift cancels: a limit of 3 means 4
         max_rounds += max_rounds > 1 and max_rounds % 2
         self.cheap_rounds += self.cheap_rounds > 1 and self.cheap_rounds % 2
-        self.max_rounds, self.recheck_after, self.stall_factor = max_rounds, recheck_after, stall_factor
+        self.max_rounds, self.recheck_after, self.stall_factor = (max_rounds, recheck_after,
+                                                                  stall_factor)
         self.current = decision.backend
         others = sorted(k for k in decision.predicted_s if k != self.current)
         self.other = min(others, key=decision.predicted_s.__getitem__) if others else None
@@ -206,7 +208,8 @@ class OnlineCheck:
         # A decision is taken after round 1 (AB: far from close) or after a whole ABBA pair,
         # never after a trailing odd round (ABBAAB): there the probe's steps sit later on
         # average than the kept backend's, and a drift of the machine's speed biases the ratio
-        # (+2% at 1%/step; tests/unit/estimator/test_online.py::test_abba_rounds_cancel_a_linear_drift).
+        # (+2% at 1%/step;
+        # tests/unit/estimator/test_online.py::test_abba_rounds_cancel_a_linear_drift).
         unpaired = self.rounds > 1 and self.rounds % 2
         if self.result is None and (unpaired or (self.rounds < self._cap() and (
                 abs(ratio - 1) < self.close or not self._told_apart(keep, probe)))):

@@ -1,4 +1,5 @@
-"""One rank's real per-step loader work for a job of P ranks, in one process (``mdloader rank-cost``).
+"""One rank's real per-step loader work for a job of P ranks, in one process
+(``mdloader rank-cost``).
 
 What runs is the loader's own code for one rank (by default the middle rank, ``P // 2``): the
 sampler and its order (``auto``: torch up to 4M samples, feistel above), the rank's plans

@@ -78,13 +78,14 @@ class MDLoader:
             of 16 ranks x 4 columns, ``sampling.balance``); the samples of a step and of an
             epoch do not change.
         device: move every batch there (e.g. ``"cuda"``); the producer thread starts the copy
-            on a side CUDA stream so it overlaps the trainer's compute (:mod:`mdloader_plugin.batching.device`).
-            Default ``None``: batches stay on the host.
+            on a side CUDA stream so it overlaps the trainer's compute
+            (:mod:`mdloader_plugin.batching.device`). Default ``None``: batches stay on the host.
         pin_memory: page-locked host batches (default: on when ``device`` is CUDA; without an
             accelerator it warns once and does nothing, as PyTorch's DataLoader does).
-        sampling: how the store's data sets share an epoch (:mod:`mdloader_plugin.sampling.mixes`): a type name,
-            ``"TYPE:key=value,..."`` or a mapping ``{type: temperature, temperature: 2}``;
-            default ``proportional`` (every sample once, the single-file order).
+        sampling: how the store's data sets share an epoch (:mod:`mdloader_plugin.sampling.mixes`):
+            a type name, ``"TYPE:key=value,..."`` or a mapping
+            ``{type: temperature, temperature: 2}``; default ``proportional`` (every sample once,
+            the single-file order).
         producer: ``"thread"`` (the default; the deprecated ``"process"`` is accepted with a
             one-line warning and runs the thread: see ``docs/gil-free-batches.md``).
         batches: a batch plan that replaces the sampler (``steps_in``, ``plan(epoch, step)``:
@@ -193,8 +194,8 @@ class MDLoader:
             self.epoch, self._step = int(epoch), 0
 
     def state_dict(self) -> dict:
-        """Resume state: the next batch to serve is ``step`` of ``epoch`` (counted on
-        ``world_size`` ranks with ``batch_size``; ``offset`` see :mod:`mdloader_plugin.sampling.sampler`)."""
+        """Resume state: the next batch to serve is ``step`` of ``epoch`` (counted on ``world_size``
+        ranks with ``batch_size``; ``offset`` see :mod:`mdloader_plugin.sampling.sampler`)."""
         core = self.sampler_core
         return SamplerState(core.seed, self.epoch, self._step, self.size, self.batch_size,
                             core.offset_of(self.epoch), core.order).to_dict()

@@ -1,18 +1,18 @@
 """Where the data set lives: resolve ``group_size`` (``auto`` asks the estimator), then load.
 
 :func:`open_store` is what the integrations and the CLI call instead of
-:meth:`ShardStore.from_file <mdloader_plugin.store.shard.ShardStore.from_file>` when the group size may
-be ``auto``, one file or several (:meth:`ShardStore.from_files
-<mdloader_plugin.store.shard.ShardStore.from_files>`). ``auto`` needs the record sizes before any data is
-read: rank 0 reads them from the file's count arrays (:func:`~mdloader_plugin.store.budget.record_sizes`,
-16 bytes a sample a key; with several files every file's, in global id order, each record with its
-``dataset_name`` tag: :func:`~mdloader_plugin.store.budget.multi_record_sizes`, so the sizing is the sum
-over the files' records plus the one index), every
-rank detects its node's budget (the smallest wins), rank 0 runs
+:meth:`ShardStore.from_file <mdloader_plugin.store.shard.ShardStore.from_file>` when the group size
+may be ``auto``, one file or several (:meth:`ShardStore.from_files
+<mdloader_plugin.store.shard.ShardStore.from_files>`). ``auto`` needs the record sizes before any
+data is read: rank 0 reads them from the file's count arrays
+(:func:`~mdloader_plugin.store.budget.record_sizes`, 16 bytes a sample a key; with several files
+every file's, in global id order, each record with its ``dataset_name`` tag:
+:func:`~mdloader_plugin.store.budget.multi_record_sizes`, so the sizing is the sum over the files'
+records plus the one index), every rank detects its node's budget (the smallest wins), rank 0 runs
 :func:`~mdloader_plugin.estimator.group_size.choose_layout` with its own profile and logs every
 candidate (a rank that read another profile is named in one ``MDLOADER-AGREE`` warning line),
-and the chosen ``W`` is broadcast; then every rank reads its block of ``W``. An explicit ``W`` (or none: all
-ranks) skips all of that. First of all, every rank must name the same data files
+and the chosen ``W`` is broadcast; then every rank reads its block of ``W``. An explicit ``W`` (or
+none: all ranks) skips all of that. First of all, every rank must name the same data files
 (:func:`same_data`: the same absolute paths and sizes, else one error line naming the ranks).
 """
 
@@ -44,8 +44,8 @@ def open_store(world, path, label: str = "trainset", *, group_size=None,
     `group_size` ``None``/``"all"`` (all ranks), an int, or ``"auto"`` (needs `batch_size`).
     `path` is one file, or a list of data sets (what ``ShardStore.from_files`` takes; `required`:
     keys every file must have); `index` and `index_share` as :meth:`ShardStore.from_records
-    <mdloader_plugin.store.shard.ShardStore.from_records>` takes them; `replicate`: how the groups get
-    their copies (:mod:`~mdloader_plugin.store.replicate`)."""
+    <mdloader_plugin.store.shard.ShardStore.from_records>` takes them; `replicate`: how the groups
+    get their copies (:mod:`~mdloader_plugin.store.replicate`)."""
     same_data(world, path, label)
     w = agree(world, groups.parse, group_size)
     if w == "auto":

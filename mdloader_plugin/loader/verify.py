@@ -1,4 +1,5 @@
-"""End-to-end check: every backend serves the same bytes, and every sample the right number of times.
+"""End-to-end check: every backend serves the same bytes, and every sample the right number of
+times.
 
 For each epoch, step and rank the checker fetches the batch through a real :class:`MDLoader`
 (prefetch thread and all) with each backend, re-encodes every decoded sample (encoding is
@@ -7,12 +8,13 @@ digest with the owner's digest of that sample id; backends are compared with eac
 step. Across ranks, the ids served in an epoch must cover the data set exactly once (``drop_last``:
 at most once, ``P * floor(N / P)`` in all) or, with padding, every sample at least once and
 ``P * ceil(N / P)`` in all; that count is exact and ``O(N / P)`` a rank (:func:`coverage`: ids
-routed to the rank counting their block of the id space). With replica groups (:mod:`mdloader_plugin.mpi.groups`) the same holds for every group
-size, and ``mdloader check --group-size 1,2,4`` compares the batches of the group sizes with each
-other (``served``) and reports the bytes that crossed a node (``traffic``). With several data sets
-and a sampling rule (``sampling``) the epoch is the rule's expanded list (:mod:`mdloader_plugin.sampling.mixes`): every
-sample must be served exactly as many times as that list holds it (each repeat counted), plus the
-padding or minus the dropped tail.
+routed to the rank counting their block of the id space). With replica groups
+(:mod:`mdloader_plugin.mpi.groups`) the same holds for every group size, and
+``mdloader check --group-size 1,2,4`` compares the batches of the group sizes with each other
+(``served``) and reports the bytes that crossed a node (``traffic``). With several data sets and a
+sampling rule (``sampling``) the epoch is the rule's expanded list
+(:mod:`mdloader_plugin.sampling.mixes`): every sample must be served exactly as many times as that
+list holds it (each repeat counted), plus the padding or minus the dropped tail.
 """
 
 from __future__ import annotations
@@ -56,8 +58,8 @@ def run_check(store, backends: list[str], *, batch_size: int, epochs: int, seed:
 
     `served`, if given, receives this rank's per-step digests under ``(epoch, backend)``;
     `traffic` adds up the bytes the backends received on and off this rank's node; `sampling`
-    is the data-set mix (:mod:`mdloader_plugin.sampling.mixes`) of a store over several files; `order` the epoch
-    permutation (:mod:`mdloader_plugin.sampling.order`)."""
+    is the data-set mix (:mod:`mdloader_plugin.sampling.mixes`) of a store over several files;
+    `order` the epoch permutation (:mod:`mdloader_plugin.sampling.order`)."""
     world = store.world
     rank = 0 if world is None else world.rank
     loaders = {b: MDLoader(store, batch_size=batch_size, shuffle=shuffle, seed=seed,
@@ -128,7 +130,8 @@ def _exactly_once(store, loader, epoch, rank) -> Mismatch | None:
 
 def coverage(world, core, epoch: int, rank: int, served: np.ndarray) -> Mismatch | None:
     """Collective: do the ids every rank `served` in `epoch` cover the data set as `core` (a
-    :class:`~mdloader_plugin.sampling.sampler.GlobalSampler`) defines? The same answer on every rank.
+    :class:`~mdloader_plugin.sampling.sampler.GlobalSampler`) defines? The same answer on every
+    rank.
 
     Exact, and ``O(N / P)`` a rank: the id space is cut into ``P`` blocks (as the store's), each
     rank sends every id it served to the rank counting that id's block (one ``Alltoallv`` of

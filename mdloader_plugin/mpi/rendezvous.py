@@ -1,4 +1,5 @@
-"""torch.distributed's rendezvous from MPI: rank 0 picks an address and a port, every rank gets them.
+"""torch.distributed's rendezvous from MPI: rank 0 picks an address and a port, every rank gets
+them.
 
 MDLoader's drivers start ``torch.distributed`` (gloo or NCCL) beside MPI; the address and port
 travel by one MPI broadcast, so no file system or batch-system variable is needed.

@@ -11,10 +11,10 @@ One step. For every label (``trainset``, ``valset``, ``testset``) and key (``x``
 * global attributes ``total_ndata`` and optionally ``dataset_name``, ``pna_deg``,
   ``minmax_node_feature``, ``minmax_graph_feature`` (kept as they are).
 
-Reading cost model (measured on the PyPI adios2 2.12 wheel): a per-graph column slice of a ``[2, E]`` array reads the
-whole span (~200 ms a graph) while a bulk box read costs about its bytes. So a rank reads its whole
-contiguous block of graphs with one box selection per key and splits it in memory; it never reads
-graph by graph.
+Reading cost model (measured on the PyPI adios2 2.12 wheel): a per-graph column slice of a
+``[2, E]`` array reads the whole span (~200 ms a graph) while a bulk box read costs about its bytes.
+So a rank reads its whole contiguous block of graphs with one box selection per key and splits it in
+memory; it never reads graph by graph.
 """
 
 from __future__ import annotations

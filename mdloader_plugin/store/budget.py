@@ -3,13 +3,13 @@
 A rank's store is its records end to end plus the global index (:mod:`.index`; the budget
 counts its bound before the sizes are known: 12 bytes a sample up to 4M samples, 4.125 above,
 +8 with digests). A record's size follows from its arrays' shapes and dtypes alone
-(:mod:`mdloader_plugin.records.codec`: a header of fixed size for a given set of keys, then each array padded to 8 bytes), and the shapes
-follow from the file's ``variable_count`` entries and the variables' global shapes. So
-:func:`predict_block` gives the *exact* size of this rank's records after reading only the count
-arrays (16 bytes a sample a key), and a job that would not fit stops before any rank reads its
-data, with the number of ranks that would fit. The total over all ranks comes from the
-variables' global sizes with the padding bound (7 bytes an array), so the suggested number of
-ranks is an upper bound for evenly sized samples, never too small.
+(:mod:`mdloader_plugin.records.codec`: a header of fixed size for a given set of keys, then each
+array padded to 8 bytes), and the shapes follow from the file's ``variable_count`` entries and the
+variables' global shapes. So :func:`predict_block` gives the *exact* size of this rank's records
+after reading only the count arrays (16 bytes a sample a key), and a job that would not fit stops
+before any rank reads its data, with the number of ranks that would fit. The total over all ranks
+comes from the variables' global sizes with the padding bound (7 bytes an array), so the suggested
+number of ranks is an upper bound for evenly sized samples, never too small.
 
 Budgets are bytes (``4294967296``) or strings with a unit: ``"4GiB"``, ``"512 MiB"``, ``"8GB"``,
 ``"100k"`` (``k``/``M``/``G``/``T`` are powers of 1000, ``KiB``/``MiB``/``GiB``/``TiB`` of 1024).
@@ -34,7 +34,8 @@ CHUNK_MIN = 4 << 10
 CHUNKS = 32  # a block is read in about this many chunks (between the two bounds)
 CHUNK_MAX = 32 << 20
 #: Chunks' worth of memory a load holds beside the records and the index (a chunk's arrays as
-#: read, a row of ``edge_index`` in ADIOS2's buffer and ours, heap not yet returned); ``bench/load_peak.py`` measures the peak against this bound.
+#: read, a row of ``edge_index`` in ADIOS2's buffer and ours, heap not yet returned);
+#: ``bench/load_peak.py`` measures the peak against this bound.
 LOAD_CHUNKS = 4
 #: Bytes a sample of the block the load holds until the index is built (sizes, offsets).
 LOAD_BYTES_A_SAMPLE = 24
@@ -174,8 +175,8 @@ def load_peak(records_bytes: int, index: int, local_samples: int,
               chunk: int | None = None) -> int:
     """The bound of a rank's memory while it loads its block: the records (the window) and the
     index, plus what the load holds besides (``LOAD_CHUNKS`` chunks of :func:`load_chunk`, and
-    ``LOAD_BYTES_A_SAMPLE`` for the block's sizes and offsets, and ``LOAD_FIXED_BYTES``). ``bench/load_peak.py``
-    measures the peak against it (docs/how-it-works.md, "Memory")."""
+    ``LOAD_BYTES_A_SAMPLE`` for the block's sizes and offsets, and ``LOAD_FIXED_BYTES``).
+    ``bench/load_peak.py`` measures the peak against it (docs/how-it-works.md, "Memory")."""
     extra = LOAD_CHUNKS * min(load_chunk(records_bytes, chunk), records_bytes)
     return int(records_bytes + index + extra + LOAD_BYTES_A_SAMPLE * local_samples +
                LOAD_FIXED_BYTES)

@@ -130,7 +130,8 @@ class FullIndex:
 
 
 class CompactIndex:
-    """Coded sizes plus offset checkpoints (see the module doc). Build with :func:`~mdloader_plugin.store.index_build.build_index`.
+    """Coded sizes plus offset checkpoints (see the module doc). Build with
+    :func:`~mdloader_plugin.store.index_build.build_index`.
 
     Args:
         block_starts: ``[P + 1]`` first id of every rank's block.
@@ -280,8 +281,9 @@ def bound_bytes(num_samples: int, digests: bool = False, kind: str = "compact",
 def exact_bytes(sizes: np.ndarray, shards: int, kind: str = "compact",
                 ranks_sharing: int = 1) -> int:
     """The bytes of the index one rank holds when records of `sizes` (every sample, in id
-    order) are sharded over `shards` ranks: what ``store.index_build.build_index`` builds, from the sizes
-    alone (``mdloader plan``; :func:`bound_bytes` is the figure before the sizes are known)."""
+    order) are sharded over `shards` ranks: what ``store.index_build.build_index`` builds, from the
+    sizes alone (``mdloader plan``; :func:`bound_bytes` is the figure before the sizes are
+    known)."""
     sizes = np.asarray(sizes, dtype=np.int64)
     n, small = int(sizes.size), 8 * (int(shards) + 1)
     if kind == "full":

@@ -41,7 +41,8 @@ class StoreOptions:
     @classmethod
     def of(cls, options: "StoreOptions | None" = None, **kw) -> "StoreOptions":
         """`options` (default: all defaults) with the keywords given replacing its fields (None
-        means not given, as in the constructors' signatures); an unknown keyword is a TypeError naming the known ones, as a signature would raise."""
+        means not given, as in the constructors' signatures); an unknown keyword is a TypeError
+        naming the known ones, as a signature would raise."""
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(kw) - names)
         if unknown:

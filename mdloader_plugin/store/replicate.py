@@ -1,8 +1,8 @@
 """How the replica groups get their copies: every group reads the file, or it is read once and
 copied across groups in memory.
 
-With ``P / W`` replica groups (:mod:`mdloader_plugin.mpi.groups`) every group holds the whole data set, so block
-``i`` (of ``W``) lives on rank ``i`` of every group. Two ways to fill them:
+With ``P / W`` replica groups (:mod:`mdloader_plugin.mpi.groups`) every group holds the whole data
+set, so block ``i`` (of ``W``) lives on rank ``i`` of every group. Two ways to fill them:
 
 - ``read``: every rank reads its block from the file; the file is read ``P / W`` times in all.
 - ``copy``: the file is read once in total: block ``i`` is read by rank ``i`` of group

@@ -5,7 +5,8 @@ holds their codec records end to end in one uint8 buffer. The global index — f
 its owner rank, offset in the owner's buffer and record length — is the same on every rank, so a
 backend can fetch any sample without asking anyone where it is.
 
-With replica groups (:mod:`~mdloader_plugin.mpi.groups`, ``group_size`` W < P) all of this holds inside each group of
+With replica groups (:mod:`~mdloader_plugin.mpi.groups`, ``group_size`` W < P) all of this holds
+inside each group of
 W ranks: blocks, owners and the window are the group's, ``owner_of`` answers a rank of the group,
 and every group holds the whole data set: each rank reads its block of W from the file (the file
 is read P / W times in all), or with ``replicate="copy"`` the file is read once and the blocks
@@ -118,7 +119,8 @@ class ShardStore:
 
     # -- construction ----------------------------------------------------------------------
     @classmethod
-    def from_records(cls, world, sizes: Sequence[int], fill: Callable[[np.ndarray, np.ndarray], None],
+    def from_records(cls, world, sizes: Sequence[int],
+                     fill: Callable[[np.ndarray, np.ndarray], None],
                      num_samples: int, meta: Mapping | None = None, digests: bool | None = None,
                      max_memory_per_rank: int | None = None,
                      group_size=None, index: str | None = None,
@@ -128,9 +130,9 @@ class ShardStore:
         write them, then exchange the index.
 
         Every rank must pass the sizes of exactly its block (``block_bounds`` over its group;
-        `group_size`: an int, None for all ranks, or a :class:`~mdloader_plugin.mpi.groups.Group`). `index`:
-        ``"compact"`` or ``"full"``; `index_share`: ``"rank"`` or ``"node"`` (one compact copy a
-        node in shared memory), see :mod:`.index`. The options may come as one
+        `group_size`: an int, None for all ranks, or a :class:`~mdloader_plugin.mpi.groups.Group`).
+        `index`: ``"compact"`` or ``"full"``; `index_share`: ``"rank"`` or ``"node"`` (one compact
+        copy a node in shared memory), see :mod:`.index`. The options may come as one
         :class:`~.options.StoreOptions` (`options`); keywords given replace its fields."""
         opts = StoreOptions.of(options, digests=digests, max_memory_per_rank=max_memory_per_rank,
                                group_size=group_size, index=index, index_share=index_share)

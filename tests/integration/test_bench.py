@@ -124,7 +124,8 @@ def test_dataset_scale_bench_reduced(tmp_path: Path):
 
 def test_scale_step_and_regression_tables(tmp_path: Path):
     """bench/scale_step.py (one process, tiny) measures every index kind and order at every
-    batch; bench/probes/scale_regression.py compares runs cell by cell (a run against itself: 1.00)."""
+    batch; bench/probes/scale_regression.py compares runs cell by cell (a run against itself:
+    1.00)."""
     step = tmp_path / "step.json"
     r = subprocess.run([sys.executable, str(BENCH / "scale_step.py"), "--rounds", "1",
                         "--sizes", "4096", "--out", str(step)], capture_output=True, text=True,

@@ -6,7 +6,8 @@ for 2 epochs on synthetic OC20-like slabs several times, through the MPI launche
 ``loader: fairchem``, fairchem's own ASE-LMDB loader over the same structures. Importing
 fairchem once per job keeps this affordable on 2 cores. The 3-rank job is the case where a
 one-sided Get targets a rank sitting in gloo's gradient allreduce (a deadlock seen before
-with a one-sided loader inside fairchem training on 3 MPICH ranks); it must finish and match the collective backend step for step.
+with a one-sided loader inside fairchem training on 3 MPICH ranks); it must finish and match the
+collective backend step for step.
 """
 
 from __future__ import annotations

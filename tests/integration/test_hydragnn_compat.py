@@ -213,7 +213,7 @@ def test_fp64_runs_keep_float64():
     assert graphs.make_to_sample(None, None)(g).pos.dtype == torch.float32
 
 
-# -- statistics update_config needs -----------------------------------------------------------------
+# -- statistics update_config needs ----------------------------------------------------------
 @pytest.mark.parametrize("mpnn", ["PNA", "PNAPlus", "PNAEq"])
 def test_pna_family_gets_the_whole_train_sets_histogram(small_file, mpnn):
     from mpi4py import MPI
@@ -256,7 +256,7 @@ def test_mlip_synthetic_forces_are_minus_the_energy_gradient():
     assert g["energy"][0] == pytest.approx(pair_energy(pos), rel=1e-6)
 
 
-# -- continue / startfrom ---------------------------------------------------------------------------
+# -- continue / startfrom --------------------------------------------------------------------
 class _Sampler:
     def __init__(self):
         self.seen = []

@@ -1,12 +1,13 @@
 """HydraGNN training on 4 real MPI ranks: loader switch, identical losses, no hang on errors.
 
 Everything runs against HydraGNN 3.0, 5.0 and main (:mod:`hydragnn_versions`; main527's
-named-schema configs: test_hydragnn_main527_mpi.py). One mpiexec job (this file run as a script) trains the demo GIN four times on a 600-graph set —
-``loader: mdloader`` with the one-sided and the collective backend, ``loader: hydragnn`` with and
-without preload — through the same entry point the CLI uses, and then drives HydraGNN's own
-graph-size scan (``check_if_graph_size_variable``, which abandons iteration at a data-dependent
-batch) directly on collective-backend MDLoaders, followed by a full epoch. Importing HydraGNN
-once per job keeps this affordable on 2 cores; the tests assert on the job's JSON summary.
+named-schema configs: test_hydragnn_main527_mpi.py). One mpiexec job (this file run as a script)
+trains the demo GIN four times on a 600-graph set — ``loader: mdloader`` with the one-sided and
+the collective backend, ``loader: hydragnn`` with and without preload — through the same entry
+point the CLI uses, and then drives HydraGNN's own graph-size scan
+(``check_if_graph_size_variable``, which abandons iteration at a data-dependent batch) directly on
+collective-backend MDLoaders, followed by a full epoch. Importing HydraGNN once per job keeps this
+affordable on 2 cores; the tests assert on the job's JSON summary.
 """
 
 from __future__ import annotations

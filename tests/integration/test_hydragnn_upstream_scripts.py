@@ -176,7 +176,8 @@ def test_single_data_set_script_with_ddstore_equals_upstreams_own_loader(single)
         assert res.returncode == 0, _ok(res)
     ours = losses(single["work"], "mdloader")
     assert len(ours) == 2 and ours == losses(single["work"], "upstream")
-    assert "create_dataloaders -> MDLoader (backend collective," in single["runs"]["mdloader"].stderr
+    assert ("create_dataloaders -> MDLoader (backend collective,"
+            in single["runs"]["mdloader"].stderr)
 
 
 # -- bad input ------------------------------------------------------------------------------------

@@ -157,7 +157,8 @@ def test_site_dry_run_prints_the_exact_srun_line_and_environment(tmp_path, site)
                         "FI_CXI_DEFAULT_CQ_SIZE=131072", "FI_CXI_DEFAULT_TX_SIZE=2048",
                         "FI_CXI_DISABLE_HOST_REGISTER=1", "HSA_FORCE_FINE_GRAIN_PCIE=1",
                         f"MIOPEN_USER_DB_PATH=/tmp/miopen-{os.environ.get('USER', 'mdloader')}",
-                        f"MIOPEN_CUSTOM_CACHE_DIR=/tmp/miopen-{os.environ.get('USER', 'mdloader')}"]}
+                        f"MIOPEN_CUSTOM_CACHE_DIR="
+                        f"/tmp/miopen-{os.environ.get('USER', 'mdloader')}"]}
     srun = ["srun", "--kill-on-bad-exit=1", "--nodes={n}", f"--ntasks={{t}}",
             f"--ntasks-per-node={gpus}", f"--cpus-per-task={cpus}",
             f"--cpu-bind={CPU_BIND[site]}", f"--gpus-per-node={gpus}", "--gpu-bind=none",
@@ -181,7 +182,8 @@ def test_site_dry_run_prints_the_exact_srun_line_and_environment(tmp_path, site)
         ["cd", str(scratch / "runs")],
         launch(2) + ["calibrate", "--out", str(profile)],
         ["export", f"MDLOADER_PROFILE={profile}"],
-        launch(2) + ["train", "hydragnn", "--config", str(ROOT / "recipes/hydragnn/perlmutter.yaml"),
+        launch(2) + ["train", "hydragnn",
+                     "--config", str(ROOT / "recipes/hydragnn/perlmutter.yaml"),
                      "--set", "loader=mdloader", "--set", f"mdloader.profile={profile}",
                      "--set", f"run_name=hydragnn-{site}-42-mdloader"],
     ]

@@ -7,8 +7,9 @@ session's one synthetic data set (truncated, corrupted, wrong dtypes, missing va
 too-small splits), bad arguments and bad configs/profiles. The assertions are the contract, not
 timings: the job ends (``mpiexec`` returns only when every rank has exited) with a non-zero code,
 and the output holds exactly one ``mdloader: error:`` line, matching what the case expects.
-``tests/unit/loader/test_verify.py`` covers further cases of the same contract (batch size 0, unknown backend,
-negative epochs, more ranks than samples, a missing file); they are not repeated here.
+``tests/unit/loader/test_verify.py`` covers further cases of the same contract (batch size 0,
+unknown backend, negative epochs, more ranks than samples, a missing file); they are not repeated
+here.
 """
 
 from __future__ import annotations

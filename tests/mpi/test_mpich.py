@@ -104,8 +104,8 @@ def test_openmpi_mpi4py_under_mpich_launcher_stops_every_rank(synth_file):
     wheel, so each is a world of one. Every rank exits 2; one line names both sizes."""
     cmd = [launcher("mpich"), "-n", "3", sys.executable, "-m", "mpi4py", "-m",
            "mdloader_plugin", "check", str(synth_file)]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=mpi_env(family="openmpi"),
-                       cwd=ROOT)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                       env=mpi_env(family="openmpi"), cwd=ROOT)
     assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-3000:]
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("mdloader: error:")]
     assert len(errors) == 1 and errors[0].startswith(

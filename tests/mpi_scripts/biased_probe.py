@@ -54,7 +54,8 @@ def timed(backend, alone: float, beside: float):
 timed(onesided, 0.015, 0.015)
 timed(auto._backends["collective"], 0.040, 0.004)
 auto._online.check = OnlineCheck(Decision("onesided", {"onesided": 1e-3, "collective": 1.05e-3},
-                                          "forced near-tie for the test"), window=4, recheck_after=6)
+                                          "forced near-tie for the test"),
+                              window=4, recheck_after=6)
 for epoch in range(3):
     auto.set_epoch(epoch)
     for _ in auto:

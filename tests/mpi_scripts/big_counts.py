@@ -8,9 +8,10 @@ The communicator and window the library uses are wrapped so that every ``Allgath
 ``Bcast``, ``Alltoallv``, ``Isend``/``Irecv`` and ``Get`` is checked: no count, displacement or
 message above the limit (in elements and in bytes). Checked: the index exchange (compact, full,
 digests), the node-shared index across two emulated nodes, the broadcasts of the replica copy
-(``replicate: copy``: records and record sizes), the fairchem atom counts, the one-sided Gets (one record larger than the limit, and an
-owner's run of records over it) and the collective exchange (pair messages over ``limit / P``),
-each equal to the result of the full index's store and loaders built with no limit."""
+(``replicate: copy``: records and record sizes), the fairchem atom counts, the one-sided Gets (one
+record larger than the limit, and an owner's run of records over it) and the collective exchange
+(pair messages over ``limit / P``), each equal to the result of the full index's store and loaders
+built with no limit."""
 
 import os
 import sys

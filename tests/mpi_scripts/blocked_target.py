@@ -3,8 +3,8 @@
 Rank 0 (on several nodes: every rank of node 0) takes its first batch, as a trainer does, then
 enters a gloo all_reduce (its gradients) and stays there until every other rank has iterated a
 whole epoch of batches, many of whose samples live on the blocked ranks — the situation that
-deadlocked one-sided loaders inside real training at step 1 (fairchem, 3 MPICH ranks). (A rank's progress
-poller runs from its loader's first fetch, mpi/progress.py.)
+deadlocked one-sided loaders inside real training at step 1 (fairchem, 3 MPICH ranks). (A rank's
+progress poller runs from its loader's first fetch, mpi/progress.py.)
 Prints "blocked-target ok" on rank 0 when all is done.
 """
 
@@ -52,7 +52,8 @@ else:
             check(keys == {"x", "pos", "edge_index", "edge_attr", "y", "y_loc"},
                   f"sample {i}: keys {sorted(keys)}")
         seen += len(batch)
-    check(seen == loader.sampler_core.per_rank, f"{seen} samples, expected {loader.sampler_core.per_rank}")
+    check(seen == loader.sampler_core.per_rank,
+          f"{seen} samples, expected {loader.sampler_core.per_rank}")
     dist.all_reduce(t)
 check(t.item() == world.size, f"allreduce gave {t.item()}, expected {world.size}")
 for batch in loader:  # then a normal epoch on every rank

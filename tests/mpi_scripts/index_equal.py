@@ -49,7 +49,8 @@ for name, kind, share, dense in [("compact-dense", "compact", "rank", True),
                                  ("shared-dense", "compact", "node", True),
                                  ("shared-2nodes", "compact", "node", False)]:
     idx.DENSE_UP_TO = N if dense else 0
-    st = ShardStore.from_samples(two_nodes if "2nodes" in name else world, samples, N, index=kind, index_share=share, digests=True)
+    st = ShardStore.from_samples(two_nodes if "2nodes" in name else world, samples, N, index=kind,
+                                 index_share=share, digests=True)
     check(st.index.every == (1 if dense else 64), st.index.every)
     for key, fn in (("offsets", lambda: st.offsets[ids]), ("nbytes", lambda: st.nbytes[ids]),
                     ("owner", lambda: st.owner_of(ids))):
@@ -60,7 +61,8 @@ for name, kind, share, dense in [("compact-dense", "compact", "rank", True),
         check(batches(st, backend) == want_batches, (name, backend))
     if name == "compact-k64":  # the feistel order through real loaders: every id once
         got = [s for b in batches(st, "onesided", order="feistel") for s in b]
-        check(all(pos == ref_pos[i] for i, pos in got), "feistel positions differ from the reference")
+        check(all(pos == ref_pos[i] for i, pos in got),
+              "feistel positions differ from the reference")
         ids_all = sorted(i for part in world.comm.allgather([i for i, _ in got]) for i in part)
         pad = -(-N // world.size) * world.size - N
         check(sorted(set(ids_all)) == list(range(N)) and len(ids_all) == N + pad,

@@ -69,7 +69,8 @@ for backend in ("onesided", "collective", "auto"):
             break
     loader.set_epoch(2)
     full = list(loader)
-    check(len(full) == len(loader), f"{len(full)} batches after an abandoned epoch, len() {len(loader)}")
+    check(len(full) == len(loader),
+          f"{len(full)} batches after an abandoned epoch, len() {len(loader)}")
 
     # resume mid-epoch from the state dict: exactly the remaining batches
     loader.set_epoch(4)
@@ -83,8 +84,10 @@ for backend in ("onesided", "collective", "auto"):
     loader.set_epoch(0)
     loader.set_epoch(4)
     whole = list(loader)
-    check(len(first) + len(rest) == len(whole), f"resumed {len(first)} + {len(rest)} batches, whole epoch {len(whole)}")
-    check(all(same(a, b) for a, b in zip(first + rest, whole)), "resumed batches differ from the whole epoch's")
+    check(len(first) + len(rest) == len(whole),
+          f"resumed {len(first)} + {len(rest)} batches, whole epoch {len(whole)}")
+    check(all(same(a, b) for a, b in zip(first + rest, whole)),
+          "resumed batches differ from the whole epoch's")
     resumed.close()
     loader.close()
 

@@ -1,6 +1,7 @@
 """One decision for the job: ``one_decision.py FILE BATCH BUDGET [INDEX_SHARE]`` opens the
-store with ``group_size auto`` (and ``index_share``, default ``rank``) and serves one epoch with ``backend auto``; rank 0 prints every rank's group
-size and first backend (``decided W=... backend=...``, rank order) and the samples served."""
+store with ``group_size auto`` (and ``index_share``, default ``rank``) and serves one epoch with
+``backend auto``; rank 0 prints every rank's group size and first backend
+(``decided W=... backend=...``, rank order) and the samples served."""
 
 import sys
 

@@ -41,7 +41,8 @@ with abort_on_error(world.comm):
     read.close()
     copy = load("copy")
     fp_copy, copy_bytes = fingerprint(copy), copy.meta["bytes_read_all_ranks"]
-    check(copy.meta["replicate"] == ("copy" if w < world.size else "read"), (w, copy.meta["replicate"]))
+    check(copy.meta["replicate"] == ("copy" if w < world.size else "read"),
+          (w, copy.meta["replicate"]))
     check(fp_copy == fp_read, f"rank {world.rank}: copied store differs from the read one")
     check(copy.buffer.nbytes > 0, "copied store is empty")
     copy.close()

@@ -6,8 +6,8 @@ Usage: watchdog_hang.py hang|off
 collective fetch waits for the last rank, which stops its own process (SIGSTOP: there, but no
 sign of life, as a rank on a lost node), so the rank watching it must abort the job with one
 line naming it and the ranks its fetch waited for. (A rank that merely sleeps is alive: the
-watchdog leaves it alone, tests/mpi_scripts/watchdog_stall.py.) ``off`` (``MDLOADER_FETCH_TIMEOUT=0``):
-every rank runs one epoch and no watchdog thread is started.
+watchdog leaves it alone, tests/mpi_scripts/watchdog_stall.py.) ``off``
+(``MDLOADER_FETCH_TIMEOUT=0``): every rank runs one epoch and no watchdog thread is started.
 """
 
 import os

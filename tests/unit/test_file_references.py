@@ -13,7 +13,8 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PATH = re.compile(r"(?<![\w/.-])((?:mdloader_plugin|tests|bench|tools|docs|slurm|recipes|requirements)"
+PATH = re.compile(r"(?<![\w/.-])"
+                  r"((?:mdloader_plugin|tests|bench|tools|docs|slurm|recipes|requirements)"
                   r"/[\w./-]*\w\.(?:py|md|sh|json|yaml|yml|sbatch|txt|png|c|cfg|toml))")
 TEXT = (".py", ".md", ".sh", ".sbatch", ".yaml", ".yml", ".c", ".cfg", ".toml", "Makefile")
 # Placeholders in how-to text, files a command writes, and upstream HydraGNN's own docs page.

@@ -1,11 +1,12 @@
-"""The package's layout is its architecture (docs/how-it-works.md, Layers): one layer a folder, imports
-pointing down (the layer list that opens ``mdloader_plugin/__init__.py``), module sizes
+"""The package's layout is its architecture (docs/how-it-works.md, Layers): one layer a folder,
+imports pointing down (the layer list that opens ``mdloader_plugin/__init__.py``), module sizes
 bounded, PyG only where it belongs. Read from the code's own imports
 (every import, function-local ones too), so a change that breaks a rule fails here."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,30 @@ def test_no_mpi_below_the_mpi_layer():
             if any(m.split(".")[0] == "mpi4py" for m in mods):
                 found.append(f"{path.relative_to(PKG.parent)}:{node.lineno}")
     assert not found, "MPI imported below the mpi layer: " + ", ".join(sorted(found))
+
+
+MAX_COLUMNS = 100  # setup.cfg's [flake8] max-line-length
+CHECKED = ("mdloader_plugin", "tests", "bench", "tools")
+
+
+def _tracked_python() -> list[Path]:
+    """The tracked ``*.py`` files of the folders flake8's limit holds for (every ``*.py`` under
+    them when git or the checkout is not there, as in an unpacked sdist)."""
+    root = PKG.parent
+    try:
+        out = subprocess.run(["git", "ls-files", "--", *(f"{d}/*.py" for d in CHECKED)],
+                             cwd=root, capture_output=True, text=True)
+    except OSError:
+        out = None
+    if out is None or out.returncode != 0:
+        return sorted(p for d in CHECKED for p in (root / d).rglob("*.py")
+                      if "__pycache__" not in p.parts)
+    return [root / name for name in out.stdout.splitlines()]
+
+
+def test_no_line_over_100_columns():
+    long = [f"{p.relative_to(PKG.parent)}:{i} ({len(line)} columns)"
+            for p in _tracked_python() if p.is_file()
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if len(line) > MAX_COLUMNS]
+    assert not long, f"over {MAX_COLUMNS} columns:\n" + "\n".join(long)

@@ -224,8 +224,8 @@ class Cluster:
             env: dict | None = None, capture_output: bool = False, family: str = "openmpi",
             **kwargs) -> subprocess.CompletedProcess:
         """Run `cmd` as an MPI job of `family` on the cluster (like :func:`subprocess.run`;
-        `env` adds to :meth:`env`). The job's pid is recorded so ``down`` can end it; on timeout (raises
-        :class:`subprocess.TimeoutExpired`) or interrupt the job is killed."""
+        `env` adds to :meth:`env`). The job's pid is recorded so ``down`` can end it; on timeout
+        (raises :class:`subprocess.TimeoutExpired`) or interrupt the job is killed."""
         if capture_output:
             kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         proc = subprocess.Popen(self.mpiexec_argv(n, family) + list(cmd),

@@ -103,8 +103,9 @@ def wants_node_stage(node_of: np.ndarray) -> bool:
 
 
 def _node_world(world):
-    """Collective. A World-like view of this rank's node (a :class:`~mdloader_plugin.mpi.groups.Group` on a
-    communicator split by node, ranks in world order)."""
+    """Collective. A World-like view of this rank's node (a
+    :class:`~mdloader_plugin.mpi.groups.Group` on a communicator split by node, ranks in world
+    order)."""
     me = int(world.node_of[world.rank])
     comm = world.comm.Split(color=me, key=world.rank)
     n = comm.Get_size()

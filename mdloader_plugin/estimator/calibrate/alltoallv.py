@@ -91,9 +91,9 @@ def _a2a_slopes(p, intra, inter, m, y, mem_bw: float | None) -> "dict[str, float
     each sub-communicator: the secant ``(t2 - t1) / (m2 - m1)`` is what one more byte a pair
     costs once the links, not their buffers, set the pace, whatever the latency. Those slopes
     (one a size p, over its ``intra`` and ``inter`` peers) are fitted by least absolute
-    relative error (:func:`~mdloader_plugin.estimator.fit.lad_relative`: on 4 emulated hosts x 1 rank at 200mbit the
-    3-rank exchange reached 22 MB/s a rank, the 2- and 4-rank ones 12, and 12 is what the
-    backends' steps see; a least-squares fit of the three said 18); a
+    relative error (:func:`~mdloader_plugin.estimator.fit.lad_relative`: on 4 emulated hosts x 1
+    rank at 200mbit the 3-rank exchange reached 22 MB/s a rank, the 2- and 4-rank ones 12, and 12 is
+    what the backends' steps see; a least-squares fit of the three said 18); a
     level no row has comes back None (filled from the other by the caller). None when no size
     has two messages measured."""
     slope_rows = []

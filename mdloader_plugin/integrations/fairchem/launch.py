@@ -1,11 +1,11 @@
 """Run fairchem 2.x training on ranks started by ``mpiexec -n P`` or ``srun --mpi=pmi2 -n P``.
 
 fairchem-core 2.23 and 2.24 start their own ranks: LOCAL mode with ``ranks_per_node > 1`` spawns
-workers through torch elastic, with ``ranks_per_node == 1`` it overwrites ``RANK=0``; SLURM mode submits a
-new job through submitit and refuses to run inside one. Each process that builds the config also
-draws its own random ``timestamp_id`` (its own run directory). So ``mpiexec -n 4 fairchem -c
-cfg.yaml`` silently trains four separate one-rank jobs, and MDLoader's one-sided backend, which
-needs MPI ranks, cannot run under fairchem's launcher at all.
+workers through torch elastic, with ``ranks_per_node == 1`` it overwrites ``RANK=0``; SLURM mode
+submits a new job through submitit and refuses to run inside one. Each process that builds the
+config also draws its own random ``timestamp_id`` (its own run directory). So ``mpiexec -n 4
+fairchem -c cfg.yaml`` silently trains four separate one-rank jobs, and MDLoader's one-sided
+backend, which needs MPI ranks, cannot run under fairchem's launcher at all.
 
 This module is the other way round: MPI owns the ranks and fairchem is told about them.
 

@@ -1,10 +1,10 @@
 """``loader: mdloader`` for fairchem: an MDLoader that looks like fairchem's train DataLoader.
 
 ``build_loader`` is the Hydra ``_target_`` of ``recipes/fairchem/loader/mdloader.yaml``. It loads
-one label of an ADIOS2 file into a :class:`~mdloader_plugin.store.shard.ShardStore` (each rank reads its
-own block once), and returns :class:`FairchemMDLoader`, which yields ``AtomicData`` batches built
-by :class:`~.data.ToAtomicData` and collated by the ``collate_fn`` of the config (fairchem's own
-``MTCollater`` via ``mt_collater_adapter``), i.e. the same batch objects fairchem's DataLoader
+one label of an ADIOS2 file into a :class:`~mdloader_plugin.store.shard.ShardStore` (each rank reads
+its own block once), and returns :class:`FairchemMDLoader`, which yields ``AtomicData`` batches
+built by :class:`~.data.ToAtomicData` and collated by the ``collate_fn`` of the config (fairchem's
+own ``MTCollater`` via ``mt_collater_adapter``), i.e. the same batch objects fairchem's DataLoader
 would give. The wrapper adds what fairchem's ``MLIPTrainEvalUnit`` calls on a loader:
 ``batch_sampler.set_epoch_and_start_iteration`` (epoch and mid-epoch resume), ``len``, and
 ``epoch_stats`` for the epoch-time callback.
@@ -97,7 +97,8 @@ class _Dataset:
 
 
 class FairchemMDLoader:
-    """An :class:`~mdloader_plugin.loader.loader.MDLoader` with the surface fairchem's trainer uses."""
+    """An :class:`~mdloader_plugin.loader.loader.MDLoader` with the surface fairchem's trainer
+    uses."""
 
     def __init__(self, loader, dataset_names: list[str]):
         self.loader = loader

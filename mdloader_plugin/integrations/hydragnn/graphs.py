@@ -104,7 +104,8 @@ class HydraSample(ColumnTransform):
     ``edge_index`` as int64; a uint8 key (a string, as HydraGNN's writer stores one) as ``str``;
     every other key kept. With graph heads only, each key's map works the same on one graph's
     array and on a batch's joined one, so MDLoader runs it once a batch
-    (:mod:`mdloader_plugin.batching.pyg`); node heads need each graph's x, so they go graph by graph.
+    (:mod:`mdloader_plugin.batching.pyg`); node heads need each graph's x, so they go graph by
+    graph.
     """
 
     def __init__(self, node_features: Sequence[int] | None,

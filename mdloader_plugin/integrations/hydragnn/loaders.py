@@ -1,12 +1,12 @@
 """The ``loader:`` switch: a registry of functions that build (train, val, test) loaders.
 
-``mdloader`` puts each split in a :class:`~mdloader_plugin.store.shard.ShardStore` (every rank reads its
-block of the file once; with ``mdloader.group_size`` its block of its replica group, ``auto``
-chosen by the estimator on the train split and kept for the others) and serves batches with :class:`~mdloader_plugin.loader.loader.MDLoader`;
-``hydragnn`` is HydraGNN's own DataLoader path (:mod:`.baseline`). Both take the same
-``to_sample``, and MDLoader shuffles every split as HydraGNN's ``create_dataloaders`` does
-(DistributedSampler, shuffle on, same seed): its sampler deals the same order, so the two
-loaders feed the model the same batches and give the same losses.
+``mdloader`` puts each split in a :class:`~mdloader_plugin.store.shard.ShardStore` (every rank reads
+its block of the file once; with ``mdloader.group_size`` its block of its replica group, ``auto``
+chosen by the estimator on the train split and kept for the others) and serves batches with
+:class:`~mdloader_plugin.loader.loader.MDLoader`; ``hydragnn`` is HydraGNN's own DataLoader path
+(:mod:`.baseline`). Both take the same ``to_sample``, and MDLoader shuffles every split as
+HydraGNN's ``create_dataloaders`` does (DistributedSampler, shuffle on, same seed): its sampler
+deals the same order, so the two loaders feed the model the same batches and give the same losses.
 Several files (``Dataset.path`` a list): one store over all of them
 (:meth:`~mdloader_plugin.store.shard.ShardStore.from_files`), the train split sampled as
 ``mdloader.sampling`` says; the baseline is HydraGNN's loader over the concatenation of its

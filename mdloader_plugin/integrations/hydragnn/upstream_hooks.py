@@ -264,7 +264,8 @@ def log_line() -> str | None:
         parts.append(f"DistDataset -> MDLoader store ({nfiles} file{'s' * (nfiles > 1)}, "
                      f"{size} ranks, replica groups of {w})")
     parts.append(f"create_dataloaders -> MDLoader (backend {ld['backend']}, "
-                 f"batch {ld['batch_size']}, shuffle train/val/test {'/'.join('yes' if s else 'no' for s in ld['shuffle'])}"
+                 f"batch {ld['batch_size']}, shuffle train/val/test "
+                 f"{'/'.join('yes' if s else 'no' for s in ld['shuffle'])}"
                  f", sampler over {ld['group']} of {ld['world']} ranks)")
     if "ddstore_group" in upstream_data.REPORT:
         w, size = upstream_data.REPORT["ddstore_group"]

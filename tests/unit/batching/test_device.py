@@ -1,5 +1,5 @@
-"""pin_memory and the device copy (mdloader_plugin.batching.device): shapes, dtypes and values survive;
-what needs CUDA is skipped on CPU-only torch, never faked."""
+"""pin_memory and the device copy (mdloader_plugin.batching.device): shapes, dtypes and values
+survive; what needs CUDA is skipped on CPU-only torch, never faked."""
 
 import numpy as np
 import pytest

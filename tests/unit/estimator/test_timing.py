@@ -1,4 +1,5 @@
-"""Calibration's clock (``estimator/timing.py``): a stage that overran leaves the later ones less."""
+"""Calibration's clock (``estimator/timing.py``): a stage that overran leaves the later ones
+less."""
 
 import pytest
 
@@ -22,7 +23,8 @@ def test_an_overrun_is_taken_from_the_later_stages():
     plan = Plan(budget_s=45.0).for_stage("alltoallv", before_get + 30.0)
     total_later = sum(plan.clock(s, None).limit for s in ("alltoallv", "backends"))
     assert total_later == pytest.approx(left)
-    assert plan.point_budget("alltoallv", 4) == pytest.approx(plan.clock("alltoallv", None).limit / 4)
+    assert plan.point_budget("alltoallv", 4) == pytest.approx(
+        plan.clock("alltoallv", None).limit / 4)
 
 
 def test_a_spent_budget_leaves_nothing_and_never_more_than_the_share():

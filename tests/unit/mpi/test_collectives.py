@@ -57,7 +57,8 @@ def test_allgatherv_windows_give_each_rank_its_share_once(counts):
                                    [L - 1, 1, 1, L, 0, 2 * L]])
 def test_split_runs_cover_every_byte_once_within_the_limit(sizes):
     srcs = [1000 * i + 3 for i in range(len(sizes))]
-    want = [(s + k) for n, s in zip(sizes, srcs) for k in range(n)]  # source byte of each landing byte
+    # source byte of each landing byte
+    want = [(s + k) for n, s in zip(sizes, srcs) for k in range(n)]
     got, at = [], 0
     for start, sz, sr in coll.split_runs(sizes, srcs, L):
         assert start == at and 0 < sum(sz) <= L or sum(sz) == 0

@@ -45,7 +45,8 @@ def test_torch_load_is_always_weights_only():
 
 
 def test_sample_bytes_never_go_through_pickle():
-    for rel in ("records/codec.py", *[f"backends/{p.name}" for p in (PKG / "backends").glob("*.py")]):
+    for rel in ("records/codec.py",
+                *[f"backends/{p.name}" for p in (PKG / "backends").glob("*.py")]):
         hits = OBJECT_MPI.findall((PKG / rel).read_text())
         assert not hits, f"{rel} uses pickle-based mpi4py calls: {hits}"
 

@@ -20,7 +20,8 @@ def oc20_like(n: int, seed: int = 0) -> np.ndarray:
 
 
 def fairchem_batches(natoms, max_atoms, ranks, rank, seed, epoch, **kw):
-    sampler_mod = pytest.importorskip("fairchem.core.datasets.samplers.max_atom_distributed_sampler")
+    sampler_mod = pytest.importorskip(
+        "fairchem.core.datasets.samplers.max_atom_distributed_sampler")
 
     class Dataset:
         def __len__(self):

@@ -79,7 +79,8 @@ def test_auto_order_is_torch_up_to_4m_samples_then_feistel():
         GlobalSampler(10, 2, 3, order="random")
 
 
-@pytest.mark.parametrize("kw,msg", [({"num_samples": 0}, "empty"), ({"batch_size": 0}, "batch_size"),
+@pytest.mark.parametrize("kw,msg", [({"num_samples": 0}, "empty"),
+                                    ({"batch_size": 0}, "batch_size"),
                                     ({"world_size": 0}, "world_size")])
 def test_bad_arguments(kw, msg):
     args = {"num_samples": 10, "world_size": 2, "batch_size": 3, **kw}

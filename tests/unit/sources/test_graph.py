@@ -43,6 +43,7 @@ def test_sorted_by_centre_then_distance():
 def test_empty_and_degenerate():
     ei, s, d = radius_graph(np.zeros((0, 3)), 1.0)
     assert ei.shape == (2, 0) and s.shape == (0, 3) and d.shape == (0,)
-    with pytest.raises(ValueError, match=r"^the cell is degenerate \(zero volume\) but pbc is set$"):
+    with pytest.raises(ValueError,
+                       match=r"^the cell is degenerate \(zero volume\) but pbc is set$"):
         image_shifts(np.zeros((3, 3)), np.array([True, False, False]), 1.0)
     assert image_shifts(np.eye(3), np.zeros(3, bool), 5.0).tolist() == [[0, 0, 0]]

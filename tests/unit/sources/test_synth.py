@@ -41,7 +41,8 @@ def test_unknown_kind_names_the_choices():
 
 
 @pytest.mark.parametrize("n, fractions, want", [
-    (100, (0.8, 0.1, 0.1), [80, 10, 10]), (7, (0.5, 0.5), [4, 3]), (3, (0.9, 0.05, 0.05), [3, 0, 0]),
+    (100, (0.8, 0.1, 0.1), [80, 10, 10]), (7, (0.5, 0.5), [4, 3]),
+    (3, (0.9, 0.05, 0.05), [3, 0, 0]),
 ])
 def test_split_counts(n, fractions, want):
     assert synth.split_counts(n, fractions) == want and sum(want) == n

@@ -15,7 +15,8 @@ PROFILES = ["perlmutter", "frontier", "local"]
 @pytest.mark.parametrize("prof", PROFILES)
 def test_collective_grows_with_ranks(prof):
     p = get_profile(prof).params
-    times = [predict("collective", Workload(P, 32, 12000, 4000, 4), p) for P in (4, 16, 64, 256, 2048)]
+    times = [predict("collective", Workload(P, 32, 12000, 4000, 4), p)
+             for P in (4, 16, 64, 256, 2048)]
     assert all(a < b for a, b in zip(times, times[1:]))
 
 
