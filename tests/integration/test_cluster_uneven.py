@@ -18,7 +18,7 @@ import pytest
 from mdloader_plugin.devtools.cluster import Cluster, ClusterError, check_ranks_per_host
 from mdloader_plugin.devtools.cluster.launch import hostfile_text
 from mdloader_plugin.estimator.profile import PROFILE_DIR
-from test_cluster import MDLOADER, ROOT, SKIP, _name, assert_gone, needs_netns
+from test_cluster import MDLOADER, ROOT, SKIP, _name, assert_gone, family_or_skip, needs_netns
 
 SCRIPT = ROOT / "tests" / "mpi_scripts" / "one_decision.py"
 
@@ -49,9 +49,11 @@ def split_profile() -> dict:
 @pytest.mark.mpi
 @needs_netns
 @pytest.mark.timeout(600)
-def test_uneven_hosts_run_one_backend(tmp_path):
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_uneven_hosts_run_one_backend(tmp_path, family):
     if SKIP:
         pytest.skip(SKIP)
+    family = family_or_skip(family)
     name = _name("u")
     up = subprocess.run([sys.executable, "-m", "mdloader_plugin", "cluster", "up", "--hosts", "2",
                          "--ranks-per-host", "3,1", "--rate", "1gbit", "--name", name],
@@ -68,7 +70,7 @@ def test_uneven_hosts_run_one_backend(tmp_path):
         # 1 MiB a rank fits a quarter of the 400 records (W = 4), not all of them (W = 1)
         res = cl.run([sys.executable, "-m", "mpi4py", str(SCRIPT), str(data), "8", "1MiB"],
                      env={"MDLOADER_PROFILE": str(prof), "MDLOADER_FETCH_TIMEOUT": "20"},
-                     timeout=400, capture_output=True, text=True, cwd=ROOT)
+                     timeout=400, capture_output=True, text=True, cwd=ROOT, family=family)
         out = res.stdout + res.stderr
         assert res.returncode == 0, out[-3000:]
         assert "decided W=4,4,4,4 backend=onesided,onesided,onesided,onesided served=400" \
@@ -80,7 +82,7 @@ def test_uneven_hosts_run_one_backend(tmp_path):
         # communicator, MPI_ERR_ARG)
         res = cl.run([sys.executable, "-m", "mpi4py", str(SCRIPT), str(data), "8", "1MiB", "node"],
                      env={"MDLOADER_PROFILE": str(prof), "MDLOADER_FETCH_TIMEOUT": "20"},
-                     timeout=400, capture_output=True, text=True, cwd=ROOT)
+                     timeout=400, capture_output=True, text=True, cwd=ROOT, family=family)
         assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
         assert "served=400" in res.stdout, res.stdout[-2000:]
     finally:
