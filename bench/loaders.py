@@ -181,9 +181,9 @@ def run_steps(world, stepper, steps: int, budget: float) -> dict:
         if sampled:
             peak_pss = max(peak_pss, pss())
         k += 1
-    from mdloader_plugin.store.shard import _trim_heap
+    from mdloader_plugin.store.load import trim_heap
 
-    _trim_heap()  # what is left once the allocator hands its free blocks back to the OS
+    trim_heap()  # what is left once the allocator hands its free blocks back to the OS
     return {"step": t_step, "fetch": t_fetch, "nodes": nodes, "warm": warm, "pss": peak_pss,
             "live_pss": pss()}
 
