@@ -23,10 +23,14 @@ predecessor watches it, fetching or not). The cost does not grow with the job: p
 period, one local store and one 24-byte Get; arming a fetch is two local stores; no collective
 on the hot path.
 
-Trade-offs: a rank whose process is alive but hung (its trainer deadlocked in a gloo/NCCL
-collective, or exchanges that never match) is not aborted: the watchdog watches processes, and
-those collectives have their own timeouts. A process stopped (SIGSTOP) or one that holds the GIL
-in C code for the whole timeout looks dead. Where MPI was started without
+A backstop for jobs whose ranks are all alive but stuck (exchanges that never match, a rank
+stalled outside the loader for an hour): a fetch in progress for :data:`STUCK_FACTOR` times the
+timeout (an hour by default) aborts the job too, with a line that says so; a stall between steps
+shorter than that never does.
+
+Trade-offs: a rank whose trainer is deadlocked in a gloo/NCCL collective is left to those
+collectives' own timeouts when no fetch of its peers waits on it. A process stopped (SIGSTOP)
+or one that holds the GIL in C code for the whole timeout looks dead. Where MPI was started without
 ``MPI_THREAD_MULTIPLE`` the thread cannot read others' words, and the watchdog falls back to a
 deadline on the fetch itself (the fetch in progress aborts after the timeout, as before: such a
 job should set a timeout above its longest stall).
@@ -44,6 +48,8 @@ from ..core.options import env, env_default
 from ..core.errors import ConfigError
 
 ENV_VAR = "MDLOADER_FETCH_TIMEOUT"
+#: a fetch in progress this many timeouts long aborts even while every rank beats (stuck ranks)
+STUCK_FACTOR = 6
 DEFAULT_TIMEOUT_S = float(env_default(ENV_VAR))
 
 
@@ -138,6 +144,8 @@ class FetchWatchdog:
                 if watching and time.monotonic() - since > self.timeout:
                     self._fire_gone(None if req is not None else seen.tolist())
                     return
+                if self._stuck(now):
+                    return
         finally:
             words[0] = -1  # closed: whoever watches this rank stops
             win.Sync()
@@ -145,6 +153,22 @@ class FetchWatchdog:
             while req is not None and not req.Test() and time.monotonic() < end:
                 time.sleep(0.01)  # a Get in flight at close (its target is alive or closed)
             win.Unlock_all()
+
+    def _stuck(self, now: float) -> bool:
+        """The backstop (module doc): a fetch armed :data:`STUCK_FACTOR` timeouts ago aborts."""
+        with self._lock:
+            late = (self._deadline is not None
+                    and now > self._deadline + (STUCK_FACTOR - 1) * self.timeout)
+            what = self._what
+        if late:
+            epoch, step, backend, waiting_for = what
+            ranks = waiting_for() if callable(waiting_for) else waiting_for
+            self._say(f"step {step} of epoch {epoch}: the {backend} fetch from rank(s) "
+                      f"{_ranks(ranks)} has not completed in {STUCK_FACTOR * self.timeout:g} s "
+                      "although every rank is alive: ranks are stuck (an exchange that never "
+                      "matches, or a rank stalled outside the loader this long): aborting the job "
+                      f"(the limit is {STUCK_FACTOR} x {ENV_VAR})")
+        return late
 
     def _waits(self) -> str:
         with self._lock:

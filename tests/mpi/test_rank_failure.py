@@ -67,6 +67,21 @@ def test_rank_alive_between_steps_past_the_deadline_is_not_aborted(family):
     assert out.count("stall ok") == 3, out[-3000:]
 
 
+def test_ranks_alive_but_stuck_past_the_backstop_are_aborted():
+    """Every rank alive, yet a fetch that never completes (rank 0 stalls for longer than the
+    backstop, STUCK_FACTOR timeouts): the job is aborted with the line that says so, not left
+    hanging (the heartbeat alone would wait forever)."""
+    from mdloader_plugin.loader.watchdog import STUCK_FACTOR
+
+    script = ROOT / "tests" / "mpi_scripts" / "watchdog_stall.py"
+    r = mpirun(3, [script, 4 * STUCK_FACTOR * 2], timeout=150,
+               env={"MDLOADER_FETCH_TIMEOUT": "4"})
+    out = r.stdout + r.stderr
+    assert r.returncode != 0 and "stall ok" not in out, out[-3000:]
+    assert f"has not completed in {STUCK_FACTOR * 4} s although every rank is alive" in out, \
+        out[-3000:]
+
+
 def test_epoch_begun_on_4_ranks_resumes_on_3_exactly_once(tmp_path):
     state, out = tmp_path / "state.json", tmp_path / "out.json"
     script = ROOT / "tests" / "mpi_scripts" / "resume_remap.py"
