@@ -10,6 +10,7 @@ from mdloader_plugin.core.epochlog import parse_epoch_lines
 from mdloader_plugin.core.errors import ConfigError
 from mdloader_plugin.integrations.hydragnn import compat, config, epochs
 from test_hydragnn import DEMO, _Loader, hydragnn_log
+from test_hydragnn_compat import _Sampler
 
 NAMED = DEMO.parent / "named.yaml"
 
@@ -39,17 +40,6 @@ def test_positional_form_on_main527_is_one_line():
     assert compat.train_config({"NeuralNetwork": 1, "Variables": 2}, "main527") == {
         "NeuralNetwork": 1, "Variables": 2}
     assert compat.train_config({"NeuralNetwork": 1}, "main") == 1
-
-
-class _Sampler:
-    def __init__(self):
-        self.seen = []
-
-    def set_epoch(self, epoch):
-        self.seen.append(epoch)
-
-    def __len__(self):
-        return 3
 
 
 def test_upstream_loader_is_timed_only_after_set_epoch(tmp_path):
