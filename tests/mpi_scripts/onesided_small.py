@@ -14,27 +14,15 @@ import numpy as np
 from mdloader_plugin.backends import onesided
 from mdloader_plugin.backends.onesided import OneSidedBackend
 from mdloader_plugin.core.blocks import block_bounds
-from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
 from checks import check
+from small_store import small_store
 
 N = int(sys.argv[1])
 world = World.detect()
 bounds = block_bounds(N, world.size)
 lo, hi = bounds[world.rank:world.rank + 2]
-rng = np.random.default_rng(11)
-natoms = rng.integers(1, 90, N)
-samples = [{"sid": np.array([i]), "pos": np.full((int(natoms[i]), 3), i, np.float32)}
-           for i in range(lo, hi)]
-store = ShardStore.from_samples(world, samples, N, index="full")
-full = np.concatenate(world.comm.allgather(np.asarray(store.buffer)))
-starts = np.concatenate(world.comm.allgather(np.array([store.buffer.size])))
-base = np.concatenate([[0], np.cumsum(starts)[:-1]])
-
-
-def truth(i):
-    o = int(base[store.owner_of(np.array([i]))[0]] + store.offsets[i])
-    return full[o:o + int(store.nbytes[i])]
+store, truth = small_store(world, N)  # variable-size records and their true bytes
 
 
 be = OneSidedBackend(store, world)
