@@ -168,7 +168,7 @@ class GraphWriter:
     def save_part(self, folder: str, meta: Mapping[str, object] | None = None) -> None:
         """Keep the spool as a part (raw data, shapes and ``part.json``) in `folder`, written
         under a temporary name and renamed at the end so a part that exists is complete;
-        :func:`assemble` joins parts into one file. Nothing is written to ``self.path``."""
+        :class:`.assemble.PartAssembler` joins parts into one file. Nothing is written to ``self.path``."""
         import json
 
         info = {"counts": self.counts, "keys": self.keys, "spools": {}, **dict(meta or {})}
@@ -177,7 +177,8 @@ class GraphWriter:
             np.save(spool.path[:-4] + ".shapes.npy", shapes)
             info["spools"][f"{label}/{key}"] = {
                 "file": os.path.basename(spool.path), "dtype": spool.dtype.str,
-                "ndim": spool.ndim, "lo": spool.lo.tolist(), "hi": spool.hi.tolist()}
+                "ndim": spool.ndim, "lo": spool.lo.tolist(), "hi": spool.hi.tolist(),
+                "bytes": os.path.getsize(spool.path)}
         with open(os.path.join(self._dir, "part.json"), "w") as f:
             json.dump(info, f)
         self._spools.clear()
@@ -185,90 +186,11 @@ class GraphWriter:
         os.replace(self._dir, folder)
 
 
-class _JoinedSpool:
-    """One ``(label, key)`` over several parts (see :meth:`GraphWriter.save_part`), read as the
-    concatenation of the parts' spools in order: the interface :func:`_write_key` reads."""
-
-    def __init__(self, pieces: list[tuple[str, dict]], where: str):
-        self.files, shapes = [], []
-        first = pieces[0][1]
-        self.dtype, self.ndim = np.dtype(first["dtype"]), int(first["ndim"])
-        self.lo = np.array(first["lo"], dtype=np.int64)
-        self.hi = np.array(first["hi"], dtype=np.int64)
-        for folder, info in pieces:
-            if np.dtype(info["dtype"]) != self.dtype or int(info["ndim"]) != self.ndim:
-                raise DataError(f"{where} in {info.get('what', folder)}: dtype/rank "
-                                f"{info['dtype']}/{info['ndim']} differs from the first "
-                                f"part's {self.dtype}/{self.ndim}; every graph must store a "
-                                "key with the same dtype and rank")
-            np.minimum(self.lo, info["lo"], out=self.lo)
-            np.maximum(self.hi, info["hi"], out=self.hi)
-            sh = np.load(os.path.join(folder, info["file"][:-4] + ".shapes.npy"))
-            shapes.append(sh)
-            self.files.append((os.path.join(folder, info["file"]), int(sh.prod(axis=1).sum())))
-        self.shapes = np.concatenate(shapes)
-        self.ends = np.cumsum([n for _, n in self.files])
-
-    def finish(self) -> np.ndarray:
-        return self.shapes
-
-    def read(self, lo: int, hi: int) -> np.ndarray:
-        out = np.empty(hi - lo, dtype=self.dtype)
-        f = int(np.searchsorted(self.ends, lo, side="right"))
-        at = lo
-        while at < hi:
-            start = int(self.ends[f - 1]) if f else 0
-            take = min(hi, int(self.ends[f])) - at
-            if take:  # straight into the block: no second copy
-                with open(self.files[f][0], "rb") as fh:
-                    fh.seek((at - start) * self.dtype.itemsize)
-                    view = memoryview(out[at - lo:at - lo + take]).cast("B")
-                    if fh.readinto(view) != view.nbytes:
-                        raise DataError(f"{self.files[f][0]}: shorter than its part.json says; "
-                                        "remove this part's folder and run again")
-            at += take
-            f += 1
-        return out
-
-
-def assemble(path: str, parts: list[str], attributes: Mapping[str, object] | None = None,
-             vdims: Mapping[str, int] | None = None, labels: tuple[str, ...] = (),
-             chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> dict[str, int]:
-    """Write the parts (folders of :meth:`GraphWriter.save_part`) as one file at `path`, graphs
-    in part order: the same arrays a single :class:`GraphWriter` given every graph in that order
-    writes. Memory: one block of ``chunk_bytes`` plus each part's shapes. Returns graphs per
-    label."""
-    import json
-
-    counts: dict[str, int] = {lab: 0 for lab in labels}
-    keys: dict[str, list[str]] = {}
-    pieces: dict[tuple[str, str], list] = {}
-    for folder in parts:
-        with open(os.path.join(folder, "part.json")) as f:
-            info = json.load(f)
-        for label, n in info["counts"].items():
-            counts[label] = counts.get(label, 0) + n
-            if not n:
-                continue
-            keys.setdefault(label, info["keys"][label])
-            if sorted(info["keys"][label]) != sorted(keys[label]):
-                raise DataError(f"{path}: {info.get('what', folder)} has keys "
-                                f"{sorted(info['keys'][label])} in {label} but the first part "
-                                f"has {sorted(keys[label])}")
-            for key in keys[label]:
-                one = dict(info["spools"][f"{label}/{key}"], what=info.get("what", folder))
-                pieces.setdefault((label, key), []).append((folder, one))
-    spools = {lk: _JoinedSpool(p, f"{path}: {lk[0]}/{lk[1]}") for lk, p in pieces.items()}
-    write_step(path, counts, keys, spools, dict(attributes or {}), dict(vdims or {}),
-               max(int(chunk_bytes), 1))
-    return counts
-
-
 def write_step(path: str, counts: Mapping[str, int], keys: Mapping[str, list[str]],
                spools: Mapping[tuple[str, str], object], attributes: Mapping[str, object],
                vdims: Mapping[str, int], chunk_bytes: int) -> None:
     """One ADIOS2 step of HydraGNN's layout at `path` from spooled keys (a :class:`_KeySpool`
-    or a :class:`_JoinedSpool` for every ``(label, key)``), in blocks of ``chunk_bytes``."""
+    for every ``(label, key)``), in blocks of ``chunk_bytes``."""
     import adios2
 
     with adios2.Stream(path, "w") as out:
@@ -329,11 +251,28 @@ def _blocks(shapes: np.ndarray, read: Callable[[int, int], np.ndarray], vdim: in
             if vdim == 0:
                 block = flat.reshape([-1] + shapes[g, 1:].tolist())
             else:
-                cut = np.cumsum(sizes[g:h])[:-1]
-                block = np.concatenate([part.reshape(shape) for part, shape in
-                                        zip(np.split(flat, cut), shapes[g:h])], axis=vdim)
-            yield int(along[g]), np.ascontiguousarray(block)
+                block = _join_along(flat, shapes[g:h], vdim)
+            yield int(along[g]), block
         g = h
+
+
+def _join_along(flat: np.ndarray, shapes: np.ndarray, vdim: int) -> np.ndarray:
+    """Graphs of `shapes`, stored one after another in `flat`, joined along `vdim` (> 0): for
+    each index of the dimensions before `vdim`, one ragged gather of every graph's run (no
+    loop over graphs; e.g. ``edge_index`` ``[2, E]``: two gathers)."""
+    pre = int(np.prod(shapes[0, :vdim]))
+    post = int(np.prod(shapes[0, vdim + 1:]))
+    runs = shapes[:, vdim] * post  # elements of one row of one graph
+    src = np.concatenate([[0], np.cumsum(runs * pre)[:-1]])  # each graph's start in flat
+    dst = np.concatenate([[0], np.cumsum(runs)[:-1]])
+    total = int(runs.sum())
+    out = np.empty((pre, total), dtype=flat.dtype)
+    step = np.arange(total, dtype=np.int64)
+    for p in range(pre):
+        out[p] = flat[np.repeat(src + p * runs - dst, runs) + step]
+    gshape = shapes[0].copy()
+    gshape[vdim] = int(shapes[:, vdim].sum())
+    return out.reshape(gshape.tolist())
 
 
 def write_graphs(path: str | os.PathLike, datasets: Mapping[str, list[Mapping[str, np.ndarray]]],

@@ -5,7 +5,7 @@ structures of one file, of at most ``part_size`` each (default: about 16 a rank,
 structures). Ranks take the parts round-robin, build graphs and spool each part to a folder
 ``OUT.parts/part-NNNNNN`` (written under a temporary name and renamed when complete). Rank 0
 then writes the one output file from the parts, in part order, streaming a block of 64 MB at a
-time (:func:`..writer.assemble`), under ``OUT.parts/out.bp``, renamed to ``OUT`` at the end; the
+time (:func:`..assemble.assemble`), under ``OUT.parts/out.bp``, renamed to ``OUT`` at the end; the
 parts folder is then removed. So the output holds the same arrays, in the same order, with the
 same splits, as one process converting every structure in source order, and no two processes
 ever write one file.
@@ -32,7 +32,8 @@ from itertools import islice
 import numpy as np
 
 from ...core.errors import DataError, MDLoaderError
-from ..writer import GraphWriter, assemble
+from ..assemble import assemble
+from ..writer import GraphWriter
 
 PART_SIZE_MAX = 4096
 PARTS_A_RANK = 16

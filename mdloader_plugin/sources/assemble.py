@@ -1,0 +1,235 @@
+"""One file from parts, written while the parts still arrive: what a parallel conversion's
+rank 0 runs (see :mod:`.convert.parallel`).
+
+A part is a folder :meth:`.writer.GraphWriter.save_part` left: each ``(label, key)``'s raw bytes,
+every graph's shape, ``part.json``. :class:`PartAssembler` takes parts in order (``add``) and
+writes each ``(label, key)``'s global array as soon as about ``chunk_bytes`` of it are waiting,
+at the offset the graphs before it reached; ADIOS2 lets a global array grow within its one step
+(the shape given with a block is the array's shape so far; the last one stands), so the file
+needs no count of the graphs ahead. ``close`` writes what waits, the attributes and ends the
+step. The arrays read back are those one :class:`.writer.GraphWriter` given every graph in the
+same order writes (``variable_count``/``variable_offset`` included), only cut into other blocks.
+
+A key's varying dimension (HydraGNN's rule: the first dimension whose size differs between
+graphs, 0 if none, unless forced) is known early when forced, for 1-d keys, and once dimension
+0 has differed; a key whose graphs all had one shape so far waits (as a list of its parts, no
+data in memory) until it is known or the end. Memory: one block plus a list entry a waiting
+part.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Mapping
+
+import numpy as np
+
+from ..core.errors import DataError
+from .writer import DEFAULT_CHUNK_BYTES, _blocks, _vdim_of
+
+GROUP = 256  # parts written together at most (bounds the shapes held at once)
+
+
+class _JoinedSpool:
+    """One ``(label, key)`` over several parts, read as the concatenation of the parts' spools
+    in order (the ``read(lo, hi)`` that :func:`.writer._blocks` takes)."""
+
+    def __init__(self, pieces: list[tuple[str, dict]]):
+        self.files, shapes = [], []
+        self.dtype = np.dtype(pieces[0][1]["dtype"])
+        for folder, info in pieces:
+            sh = np.load(os.path.join(folder, info["file"][:-4] + ".shapes.npy"))
+            shapes.append(sh)
+            self.files.append((os.path.join(folder, info["file"]), int(sh.prod(axis=1).sum())))
+        self.shapes = np.concatenate(shapes)
+        self.ends = np.cumsum([n for _, n in self.files])
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        out = np.empty(hi - lo, dtype=self.dtype)
+        f = int(np.searchsorted(self.ends, lo, side="right"))
+        at = lo
+        while at < hi:
+            start = int(self.ends[f - 1]) if f else 0
+            take = min(hi, int(self.ends[f])) - at
+            if take:  # straight into the block: no second copy
+                with open(self.files[f][0], "rb") as fh:
+                    fh.seek((at - start) * self.dtype.itemsize)
+                    view = memoryview(out[at - lo:at - lo + take]).cast("B")
+                    if fh.readinto(view) != view.nbytes:
+                        raise DataError(f"{self.files[f][0]}: shorter than its part.json says; "
+                                        "remove this part's folder and run again")
+            at += take
+            f += 1
+        return out
+
+
+class _Key:
+    """One ``(label, key)`` of the file: its parts not yet written, and how far it got."""
+
+    def __init__(self, name: str, info: dict, forced: int | None):
+        self.name, self.forced = name, forced
+        self.dtype, self.ndim = np.dtype(info["dtype"]), int(info["ndim"])
+        self.lo = np.array(info["lo"], dtype=np.int64)
+        self.hi = self.lo.copy()
+        self.waiting: list[tuple[str, dict]] = []
+        self.bytes = 0
+        self.graphs = 0  # graphs written
+        self.along = 0  # extent written along the varying dimension
+
+    def add(self, folder: str, info: dict, path: str) -> None:
+        if np.dtype(info["dtype"]) != self.dtype or int(info["ndim"]) != self.ndim:
+            raise DataError(f"{path}: {self.name} in {info.get('what', folder)}: dtype/rank "
+                            f"{info['dtype']}/{info['ndim']} differs from the first part's "
+                            f"{self.dtype}/{self.ndim}; every graph must store a key with the "
+                            "same dtype and rank")
+        np.minimum(self.lo, info["lo"], out=self.lo)
+        np.maximum(self.hi, info["hi"], out=self.hi)
+        self.waiting.append((folder, info))
+        self.bytes += int(info.get("bytes", 0))
+
+    def vdim(self, final: bool) -> int | None:
+        """The varying dimension, or None while later graphs could still change it."""
+        if self.forced is not None:
+            return self.forced
+        if final or self.ndim == 1 or self.lo[0] != self.hi[0]:
+            return _vdim_of(self.lo, self.hi)
+        return None
+
+    def write(self, out, path: str, chunk_bytes: int, final: bool = False) -> None:
+        """Write the waiting parts if about a block waits (all of them when `final`)."""
+        vdim = self.vdim(final)
+        if vdim is None or not self.waiting or not (
+                final or self.bytes >= chunk_bytes or len(self.waiting) >= GROUP):
+            return
+        if not 0 <= vdim < self.ndim or np.any(np.delete(self.lo, vdim)
+                                                != np.delete(self.hi, vdim)):
+            raise DataError(f"{path}: {self.name} varies in more than one dimension (shapes "
+                            f"from {self.lo.tolist()} to {self.hi.tolist()}); HydraGNN's "
+                            "layout allows one varying dimension")
+        for g in range(0, len(self.waiting), GROUP):
+            spool = _JoinedSpool(self.waiting[g:g + GROUP])
+            self._write(out, spool, vdim, chunk_bytes)
+        self.waiting, self.bytes = [], 0
+
+    def _write(self, out, spool: _JoinedSpool, vdim: int, chunk_bytes: int) -> None:
+        shapes = spool.shapes
+        cnt = shapes[:, vdim].copy()
+        off = self.along + np.concatenate([[0], np.cumsum(cnt[:-1])]).astype(np.int64)
+        gshape = self.lo.copy()
+        for start, block in _blocks(shapes, spool.read, vdim,
+                                    max(chunk_bytes // self.dtype.itemsize, 1)):
+            box = [0] * self.ndim
+            box[vdim] = self.along + start
+            gshape[vdim] = box[vdim] + block.shape[vdim]
+            out.write(self.name, block, gshape.tolist(), box, list(block.shape))
+            out.engine.perform_data_write()
+        n = len(cnt)
+        total = [self.graphs + n]
+        out.write(f"{self.name}/variable_count", cnt, total, [self.graphs], [n])
+        out.write(f"{self.name}/variable_offset", off, total, [self.graphs], [n])
+        self.graphs += n
+        self.along += int(cnt.sum())
+
+    def close(self, out, path: str, chunk_bytes: int) -> None:
+        self.write(out, path, chunk_bytes, final=True)
+        vdim = self.vdim(True)
+        if self.along == 0:  # every graph is empty along vdim: define the empty variable
+            gshape = self.lo.copy()
+            gshape[vdim] = 0
+            out.write(self.name, np.zeros(gshape, dtype=self.dtype), gshape.tolist(),
+                      [0] * self.ndim, gshape.tolist())
+        out.write_attribute(f"{self.name}/variable_dim", np.int64(vdim))
+
+
+class PartAssembler:
+    """Write parts, given in order, as one file at `path` (HydraGNN's layout, one step).
+
+    Args:
+        path: the output (opened at the first part).
+        attributes: global attributes, written at ``close``.
+        vdims: a key's varying dimension, forced (else HydraGNN's rule over every graph).
+        labels: labels written even without graphs (``ndata = 0``), in this order.
+        chunk_bytes: about the size of a block, the memory bound.
+    """
+
+    def __init__(self, path: str, attributes: Mapping[str, object] | None = None,
+                 vdims: Mapping[str, int] | None = None, labels: tuple[str, ...] = (),
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES):
+        self.path = path
+        self.attributes = dict(attributes or {})
+        self.vdims = dict(vdims or {})
+        self.chunk_bytes = max(int(chunk_bytes), 1)
+        self.counts: dict[str, int] = {lab: 0 for lab in labels}
+        self.keys: dict[str, list[str]] = {}
+        self._keys: dict[tuple[str, str], _Key] = {}
+        self._out = None
+        self.parts = 0
+
+    def add(self, folder: str) -> dict:
+        """Append the part `folder` (after every part added before); its ``part.json``."""
+        import adios2
+
+        with open(os.path.join(folder, "part.json")) as f:
+            info = json.load(f)
+        if self._out is None:
+            self._out = adios2.Stream(self.path, "w")
+        for label, n in info["counts"].items():
+            self.counts[label] = self.counts.get(label, 0) + n
+            if not n:
+                continue
+            keys = self.keys.setdefault(label, info["keys"][label])
+            if sorted(info["keys"][label]) != sorted(keys):
+                raise DataError(f"{self.path}: {info.get('what', folder)} has keys "
+                                f"{sorted(info['keys'][label])} in {label} but the first part "
+                                f"has {sorted(keys)}")
+            for key in keys:
+                one = dict(info["spools"][f"{label}/{key}"], what=info.get("what", folder))
+                k = self._keys.get((label, key))
+                if k is None:
+                    k = self._keys[(label, key)] = _Key(f"{label}/{key}", one,
+                                                        self.vdims.get(key))
+                k.add(folder, one, self.path)
+                k.write(self._out, self.path, self.chunk_bytes)
+        self.parts += 1
+        return info
+
+    def close(self) -> dict[str, int]:
+        """Write what waits and the attributes; end the file. Graphs per label."""
+        import adios2
+
+        out = self._out if self._out is not None else adios2.Stream(self.path, "w")
+        self._out = None
+        with out:
+            for label, n in self.counts.items():
+                out.write_attribute(f"{label}/ndata", np.int64(n))
+                if n:
+                    out.write_attribute(f"{label}/keys", list(self.keys[label]))
+                    for key in self.keys[label]:
+                        self._keys[(label, key)].close(out, self.path, self.chunk_bytes)
+            out.write_attribute("total_ndata", np.int64(sum(self.counts.values())))
+            for name, val in self.attributes.items():
+                out.write_attribute(name, val if isinstance(val, (str, list))
+                                    else np.asarray(val))
+        return dict(self.counts)
+
+    def discard(self) -> None:
+        """Stop without finishing the file (the caller removes it)."""
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+
+def assemble(path: str, parts: list[str], attributes: Mapping[str, object] | None = None,
+             vdims: Mapping[str, int] | None = None, labels: tuple[str, ...] = (),
+             chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> dict[str, int]:
+    """Write the parts (folders of :meth:`.writer.GraphWriter.save_part`) as one file at
+    `path`, graphs in part order. Returns graphs per label."""
+    asm = PartAssembler(path, attributes, vdims, labels, chunk_bytes)
+    try:
+        for folder in parts:
+            asm.add(folder)
+    except BaseException:
+        asm.discard()
+        raise
+    return asm.close()

@@ -1,0 +1,79 @@
+"""Parts written into one file while they arrive (:class:`PartAssembler`) give the arrays one
+:class:`GraphWriter` writes from every graph: in small blocks, with keys whose varying
+dimension shows only late (a key constant in the first parts that varies later in dimension 0,
+or only in dimension 1), forced dimensions and graphs without edges."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdloader_plugin.core.errors import DataError
+from mdloader_plugin.sources.assemble import PartAssembler, assemble
+from mdloader_plugin.sources.writer import GraphWriter
+
+
+def contents(path) -> dict:
+    import adios2
+
+    out = {}
+    with adios2.FileReader(str(path)) as f:
+        for name in sorted(f.available_variables()):
+            a = f.read(name)
+            out[name] = (a.dtype.str, a.shape, a.tobytes())
+        for name in sorted(f.available_attributes()):
+            out["@" + name] = repr(f.read_attribute(name))
+    return out
+
+
+def graphs(n: int, seed: int = 0) -> list[tuple[str, dict]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        atoms = 4 if i < n // 2 else int(rng.integers(1, 6))  # constant, then varying
+        edges = int(rng.integers(0, 7)) if i % 5 else 0
+        width = 2 if i < 2 * n // 3 else int(rng.integers(1, 4))  # dim 1 varies late
+        out.append(("trainset" if i % 4 else "valset", {
+            "pos": rng.normal(size=(atoms, 3)).astype(np.float32),
+            "edge_index": rng.integers(0, 9, size=(2, edges)),
+            "cell": rng.normal(size=(3, 3)),
+            "wide": rng.normal(size=(1, width)).astype(np.float32),
+            "energy": np.array([rng.normal()])}))
+    return out
+
+
+@pytest.mark.parametrize("part_size,chunk", [(1, 64), (3, 200), (7, 1 << 20)])
+def test_parts_in_blocks_equal_one_writer(tmp_path, part_size, chunk):
+    items = graphs(40)
+    vdims = {"edge_index": 1}
+    with GraphWriter(tmp_path / "one.bp", {"dataset_name": "t"}, vdims,
+                     labels=("trainset", "valset", "testset")) as w:
+        for label, g in items:
+            w.add(label, g)
+    folders = []
+    for at in range(0, len(items), part_size):
+        w = GraphWriter(tmp_path / "p.out", labels=("trainset", "valset", "testset"))
+        for label, g in items[at:at + part_size]:
+            w.add(label, g)
+        folders.append(str(tmp_path / f"part-{at}"))
+        w.save_part(folders[-1])
+    counts = assemble(str(tmp_path / "parts.bp"), folders, {"dataset_name": "t"}, vdims,
+                      ("trainset", "valset", "testset"), chunk_bytes=chunk)
+    assert counts == {"trainset": 30, "valset": 10, "testset": 0}
+    ref = contents(tmp_path / "one.bp")
+    assert ref["@valset/wide/variable_dim"] == repr(np.int64(1))
+    assert contents(tmp_path / "parts.bp") == ref
+
+
+def test_a_second_varying_dimension_is_refused(tmp_path):
+    folders = []
+    for i, shape in enumerate([(2, 3), (3, 3), (3, 4)]):
+        w = GraphWriter(tmp_path / "p.out")
+        w.add("trainset", {"a": np.zeros(shape)})
+        folders.append(str(tmp_path / f"part-{i}"))
+        w.save_part(folders[-1])
+    asm = PartAssembler(str(tmp_path / "x.bp"), chunk_bytes=8)
+    with pytest.raises(DataError, match="trainset/a varies in more than one dimension"):
+        for f in folders:
+            asm.add(f)
+    asm.discard()
