@@ -27,7 +27,8 @@ examples:
       x and y columns: node-level targets such as forces are columns of x)
 
 parallel: under mpiexec/srun the ranks share the work (files and ranges of structures) and
-rank 0 writes the one output file; it is the same file one process writes. An interrupted run
+rank 0 writes the one output file while they convert; it is the same file one process writes.
+Without MPI, --jobs K runs K processes on this machine the same way. An interrupted run
 leaves OUT.parts/: the same command again converts only what is missing."""
 
 
@@ -65,6 +66,9 @@ def register(sub) -> None:
     p.add_argument("--part-size", type=int, default=None, metavar="N",
                    help="structures a part, the unit ranks share and a resume keeps (default: "
                         "about 16 parts a rank, at most 4096 structures)")
+    p.add_argument("--jobs", type=int, default=1, metavar="K",
+                   help="processes on this machine without MPI (K - 1 forked workers beside "
+                        "this one; the same file); under mpiexec the ranks share the work")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -80,6 +84,8 @@ def run(args) -> int:
         raise ConfigError("--radius and --max-neighbours must be >= 0")
     if args.part_size is not None and args.part_size < 1:
         raise ConfigError("--part-size must be >= 1")
+    if args.jobs < 1:
+        raise ConfigError("--jobs must be >= 1")
     src = _sources(args.src)
     x = [k for k in args.x.split(",") if k.strip()]
     y = [k for k in args.y.split(",") if k.strip()]
@@ -93,11 +99,14 @@ def run(args) -> int:
     t0 = time.perf_counter()
     bar = []
 
+    procs = max(world.Get_size(), args.jobs)
+    what = f"{procs} rank{'s' * (procs > 1)}" if args.jobs == 1 else f"{args.jobs} jobs"
+
     def progress(total, done):
         from tqdm import tqdm
 
         bar.append(tqdm(total=total, initial=done, unit="structure", disable=args.quiet,
-                        desc=f"convert ({world.Get_size()} rank{'s' * (world.Get_size() > 1)})",
+                        desc=f"convert ({what})",
                         smoothing=0.1, mininterval=1.0))
         return bar[0].update
 
@@ -105,7 +114,8 @@ def run(args) -> int:
         counts = convert.convert(src, args.out, kind=args.kind, split=split, seed=args.seed,
                                  radius=args.radius, max_neighbours=args.max_neighbours or None,
                                  float64=args.float64, progress=progress, x=x, y=y, comm=comm,
-                                 overwrite=args.overwrite, part_size=args.part_size)
+                                 overwrite=args.overwrite, part_size=args.part_size,
+                                 jobs=args.jobs)
     finally:
         for b in bar:
             b.close()
@@ -115,8 +125,7 @@ def run(args) -> int:
     n = sum(counts.values())
     print(f"wrote {args.out}: {n} graphs "
           f"({', '.join(f'{k} {v}' for k, v in counts.items())}) in {dt:.1f} s "
-          f"({n / max(dt, 1e-9):.0f} structures/s on {world.Get_size()} "
-          f"rank{'s' * (world.Get_size() > 1)})")
+          f"({n / max(dt, 1e-9):.0f} structures/s on {what})")
     if x or y:
         _print_config(args.out, x, y)
     return 0

@@ -11,7 +11,7 @@ after = int(sys.argv[1])
 real = parallel.run_parts
 
 
-def dying(comm, work, plan, todo, convert_part, progress=None):
+def dying(comm, work, plan, todo, convert_part, *rest, **kw):
     done = []
 
     def part(p, folder):
@@ -19,7 +19,7 @@ def dying(comm, work, plan, todo, convert_part, progress=None):
             os._exit(9)
         convert_part(p, folder)
         done.append(folder)
-    return real(comm, work, plan, todo, part, progress)
+    return real(comm, work, plan, todo, part, *rest, **kw)
 
 
 parallel.run_parts = dying

@@ -21,6 +21,7 @@ Floats are stored as float32 unless ``float64=True``; integers as int64; bools a
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from typing import Callable, Iterator, Sequence
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from ...core.errors import ConfigError, DataError
 from ..graph import radius_graph
+from ..assemble import PartAssembler
 from ..synth import split_counts
 from ..writer import GraphWriter
 
@@ -94,7 +96,7 @@ def convert(path, out: str, *, kind: str | None = None,
             radius: float = 6.0, max_neighbours: int | None = 50, float64: bool = False,
             progress: Callable[[int, int], Callable[[int], None]] | None = None,
             x: Sequence[str] = (), y: Sequence[str] = (), comm=None, overwrite: bool = False,
-            part_size: int | None = None) -> dict[str, int]:
+            part_size: int | None = None, jobs: int = 1) -> dict[str, int]:
     """Convert `path` into the ADIOS2 file `out`; returns graphs per label.
 
     `path`: one input, split by `split` and `seed`; or a mapping ``{label: input}`` (labelled
@@ -104,12 +106,17 @@ def convert(path, out: str, *, kind: str | None = None,
     side by side, ``y`` the listed per-structure fields; every other field is kept as well.
     `comm`: an MPI communicator whose ranks share the work (every rank calls this; default: this
     process alone); the file is the same whatever the number of ranks (see :mod:`.parallel`).
-    `progress(total, done)`: called once on rank 0, returns a function given the structures
-    finished after each round. `part_size`: structures a part (default: about 16 parts a rank).
+    `jobs`: processes on this machine without MPI (``jobs - 1`` forked workers beside this one;
+    the same file). `progress(total, done)`: called once on rank 0, returns a function given
+    the structures of each part finished. `part_size`: structures a part (default: about 16
+    parts a rank or job).
     """
     from . import parallel as par
 
     comm = comm if comm is not None else par.Serial()
+    if jobs > 1 and comm.size > 1:
+        raise ConfigError("--jobs is for one process without MPI; under mpiexec the ranks "
+                          "share the work")
     inputs = par._guard(comm, _inputs, path, kind, split)
     if os.path.exists(out) and not overwrite:
         par.agree(comm, DataError(f"{out} exists: pass --overwrite to replace it, or choose "
@@ -126,7 +133,7 @@ def convert(path, out: str, *, kind: str | None = None,
         name = ",".join(f"{lab}={mod.NAME}:{os.path.basename(os.path.normpath(src))}"
                         for lab, src, mod in inputs)
     total = sum(totals)
-    size = part_size or min(max(-(-total // (comm.size * par.PARTS_A_RANK)), 1),
+    size = part_size or min(max(-(-total // (max(comm.size, jobs) * par.PARTS_A_RANK)), 1),
                             par.PART_SIZE_MAX)
     options = {"kind": kind, "split": list(split), "seed": seed, "radius": radius,
                "max_neighbours": max_neighbours, "float64": float64, "x": list(x),
@@ -194,15 +201,22 @@ def convert(path, out: str, *, kind: str | None = None,
         finally:
             w.discard()
 
-    update = None
-    if progress is not None and comm.rank == 0:
-        left = sum(parts[i]["stop"] - parts[i]["start"] for i in todo)
-        update = progress(total, total - left)
-    par.run_parts(comm, work, plan, todo, convert_part, update)
-    attrs = {"dataset_name": name}
-    vdims = {"edge_index": 1, "x": 0, "y": 0}  # HydraGNN's layout, also when sizes never vary
-    counts, dropped = par.finish(comm, work, out, len(parts), overwrite, attributes=attrs,
-                                 vdims=vdims, labels=names)
+    update, asm = None, None
+    if comm.rank == 0:
+        if progress is not None:
+            left = sum(parts[i]["stop"] - parts[i]["start"] for i in todo)
+            update = progress(total, total - left)
+        tmp = os.path.join(work, "out.bp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        vdims = {"edge_index": 1, "x": 0, "y": 0}  # HydraGNN's layout, also when never varying
+        asm = PartAssembler(tmp, {"dataset_name": name}, vdims, names)
+    try:
+        par.run_parts(comm, work, plan, todo, convert_part, update, asm, jobs=jobs)
+    except BaseException:
+        if asm is not None:
+            asm.discard()
+        raise
+    counts, dropped = par.finish(comm, work, out, asm, len(parts), overwrite)
     if dropped and comm.rank == 0:
         where = path if not isinstance(path, dict) else ", ".join(map(str, path.values()))
         print(f"mdloader: warning: {where}: fields {', '.join(dropped)} are missing from "

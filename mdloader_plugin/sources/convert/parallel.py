@@ -32,7 +32,6 @@ from itertools import islice
 import numpy as np
 
 from ...core.errors import DataError, MDLoaderError
-from ..assemble import assemble
 from ..writer import GraphWriter
 
 PART_SIZE_MAX = 4096
@@ -190,44 +189,212 @@ def part_dir(work: str, i: int) -> str:
     return os.path.join(work, f"part-{i:06d}")
 
 
-def run_parts(comm, work: str, plan: dict, todo: list[int], convert_part, progress=None):
-    """Convert the parts of `todo` round-robin over the ranks; agree after every round."""
-    mine = todo[comm.rank::comm.size]
-    rounds = -(-len(todo) // comm.size)
-    parts = plan["parts"]
-    for r in range(rounds):
-        p = parts[mine[r]] if r < len(mine) else None
-        if p is not None:
-            _guard(comm, convert_part, p, part_dir(work, mine[r]))
+def run_parts(comm, work: str, plan: dict, todo: list[int], convert_part, progress=None,
+              assembler=None, jobs: int = 1):
+    """Convert the parts of `todo`, each taken by the first rank free (:class:`Claims`); rank 0
+    meanwhile feeds the finished parts, in order, to `assembler` (and converts only when no
+    finished part waits). Every rank then agrees on whether any failed. ``jobs > 1`` (one
+    process, no MPI): ``jobs - 1`` forked workers convert beside this process."""
+    import time
+
+    run = comm.bcast(f"{os.getpid()}-{time.time_ns()}" if comm.rank == 0 else None, root=0)
+    claims_dir = os.path.join(work, f"claims-{run}")
+    rank, size = comm.rank, comm.size
+    if jobs > 1:
+        rank, size = 0, jobs
+    if rank == 0:
+        os.makedirs(os.path.join(claims_dir, "failed"), exist_ok=True)
+    comm.Barrier()
+    parts, workers, err = plan["parts"], [], None
+
+    def work_as(r: int) -> None:  # a forked worker's life
+        mine = Claims(claims_dir, len(todo), r, jobs)
+        try:
+            _claim_loop(mine, parts, todo, work, convert_part)
+        except Exception as exc:  # noqa: BLE001 - reported through the claims folder
+            if not isinstance(exc, MDLoaderError):
+                traceback.print_exc()
+            mine.fail(exc)
+
+    claims = Claims(claims_dir, len(todo), rank, size)
+    try:
+        if jobs > 1:
+            workers = claims.workers = fork_workers(jobs, work_as)
+        if rank == 0:
+            _root_loop(claims, parts, todo, work, convert_part, progress, assembler)
         else:
-            agree(comm, None)
-        done = 0 if p is None else p["stop"] - p["start"]
-        total = comm.allreduce(done) if comm.size > 1 else done
-        if progress is not None:
-            progress(total)
+            _claim_loop(claims, parts, todo, work, convert_part)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - agreed on below
+        err = exc
+        claims.fail(exc)
+    finally:
+        for w in workers:
+            w.join()
+    if err is None and workers:
+        err = claims.failure()
+    _wait(comm)
+    agree(comm, err)
 
 
-def finish(comm, work: str, out: str, nparts: int, overwrite: bool, **write) -> tuple:
-    """Rank 0 writes `out` from the parts (under a temporary name, renamed at the end) and
-    removes `work`; every rank gets ``(counts, dropped fields)``."""
+class Claims:
+    """Which rank converts which part, agreed through the file system: a part is taken by the
+    rank that creates its claim file (``O_EXCL``, atomic on local and parallel file systems),
+    so MPI ranks, forked workers and one process share one rule. A rank first tries the part
+    one round (`size`) after its last, then the next free one, then any it skipped; a failure
+    leaves ``failed-RANK`` (its one line), after which no rank takes a part."""
+
+    def __init__(self, folder: str, n: int, rank: int, size: int):
+        self.folder, self.n, self.rank, self.size = folder, n, rank, size
+        self.known = bytearray(n)  # parts this rank knows are taken
+        self.at = rank
+
+    def take(self, below: int | None = None) -> int | None:
+        """A part index (into the to-do list) now this rank's, or None when none is left (or
+        none below `below`, or a rank failed)."""
+        while not self.failed():
+            j = self.known.find(b"\0", min(self.at, self.n))
+            j = self.known.find(b"\0") if j < 0 else j
+            if j < 0 or (below is not None and j >= below):
+                return None
+            self.known[j] = 1
+            try:
+                os.close(os.open(os.path.join(self.folder, f"{j:06d}"),
+                                 os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                self.at = j + 1
+                continue
+            self.at = j + self.size
+            return j
+        return None
+
+    workers: list = []  # forked workers (``--jobs``): one that died is a failure
+
+    def failed(self) -> bool:
+        return bool(os.listdir(os.path.join(self.folder, "failed"))) or any(
+            w.exitcode not in (None, 0) for w in self.workers)
+
+    def fail(self, exc: BaseException) -> None:
+        """Leave this rank's one line; no rank takes a part after it."""
+        code = getattr(exc, "exit_code", 1) if isinstance(exc, MDLoaderError) else 1
+        msg = (str(exc) if isinstance(exc, MDLoaderError)
+               else f"unexpected {type(exc).__name__}: {exc}")
+        path = os.path.join(self.folder, "failed", f"{self.rank:06d}")
+        with open(path + ".tmp", "w") as f:
+            json.dump([msg, code], f)
+        os.replace(path + ".tmp", path)
+
+    def failure(self) -> DataError | None:
+        """The lowest failed rank's error (forked workers report through here), or a line
+        for a worker that died without one."""
+        folder = os.path.join(self.folder, "failed")
+        names = sorted(f for f in os.listdir(folder) if not f.endswith(".tmp"))
+        if not names:
+            dead = [w.exitcode for w in self.workers if w.exitcode not in (None, 0)]
+            return DataError(f"a conversion worker died (exit code {dead[0]}); run the "
+                             "command again to resume") if dead else None
+        with open(os.path.join(folder, names[0])) as f:
+            msg, code = json.load(f)
+        out = DataError(msg)
+        out.exit_code = code
+        return out
+
+
+def _claim_loop(claims: Claims, parts, todo, work, convert_part) -> None:
+    """Take and convert parts until none is left (or a rank failed)."""
+    while True:
+        j = claims.take()
+        if j is None:
+            return
+        convert_part(parts[todo[j]], part_dir(work, todo[j]))
+
+
+def _root_loop(claims, parts, todo, work, convert_part, progress, assembler) -> None:
+    """Rank 0: assemble every finished part in order; convert one when none waits (leaving
+    the last `size - 1` parts to the others); wait for the others' last parts."""
+    import time
+
+    nxt = assembler.parts if assembler is not None else len(parts)
+    pending = set(todo)
+    below = len(todo) - (claims.size - 1) if claims.size > 1 else None
+    more = True
+    while True:
+        fed = 0
+        while nxt < len(parts) and os.path.isdir(part_dir(work, nxt)):
+            assembler.add(part_dir(work, nxt))
+            if progress is not None and nxt in pending:
+                progress(parts[nxt]["stop"] - parts[nxt]["start"])
+            nxt, fed = nxt + 1, fed + 1
+        if claims.failed():
+            return
+        if more and not fed:
+            j = claims.take(below)
+            if j is not None:
+                convert_part(parts[todo[j]], part_dir(work, todo[j]))
+                if assembler is None and progress is not None:
+                    progress(parts[todo[j]]["stop"] - parts[todo[j]]["start"])
+                continue
+            more = False
+        if nxt >= len(parts) or (assembler is None and not more):
+            return
+        if not fed:
+            time.sleep(0.005)
+
+
+def _wait(comm) -> None:
+    """Every rank here, without spinning a core in MPI while rank 0 still assembles."""
+    import time
+
+    if comm.size == 1:
+        return
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(0.005)
+
+
+def fork_workers(k: int, loop) -> list:
+    """``k - 1`` forked processes running ``loop(rank)`` for ranks ``1..k-1`` (``--jobs``)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=_worker, args=(loop, r), daemon=True) for r in range(1, k)]
+    for p in procs:
+        p.start()
+    return procs
+
+
+def _worker(loop, rank: int) -> None:
+    try:
+        loop(rank)
+    except KeyboardInterrupt:
+        os._exit(130)
+
+
+def finish(comm, work: str, out: str, assembler, nparts: int, overwrite: bool) -> tuple:
+    """Rank 0 adds the parts `assembler` has not taken yet, ends the file (written under a
+    temporary name), renames it to `out` and removes `work`; every rank gets ``(counts,
+    dropped fields)``."""
     def write_out():
-        folders = [part_dir(work, i) for i in range(nparts)]
-        tmp = os.path.join(work, "out.bp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        counts = assemble(tmp, folders, **write)
+        try:
+            while assembler.parts < nparts:
+                assembler.add(part_dir(work, assembler.parts))
+            counts = assembler.close()
+        except BaseException:
+            assembler.discard()
+            raise
         dropped = set()
-        for folder in folders:
-            with open(os.path.join(folder, "part.json")) as f:
+        for i in range(nparts):
+            with open(os.path.join(part_dir(work, i), "part.json")) as f:
                 dropped.update(json.load(f).get("dropped", []))
         if os.path.exists(out):
             if not overwrite:
                 raise DataError(f"{out} appeared while converting; pass --overwrite to replace it")
             shutil.rmtree(out) if os.path.isdir(out) else os.remove(out)
-        os.replace(tmp, out)
+        os.replace(assembler.path, out)
         shutil.rmtree(work, ignore_errors=True)
         return counts, sorted(dropped)
 
-    comm.Barrier()
     result = _guard(comm, write_out) if comm.rank == 0 else _guard(comm, lambda: None)
     return comm.bcast(result, root=0)
 

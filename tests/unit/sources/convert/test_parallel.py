@@ -97,21 +97,21 @@ def test_interrupted_run_resumes_without_redoing_parts(tmp_path, monkeypatch):
     out = tmp_path / "out.bp"
     real, calls = parallel.run_parts, []
 
-    def interrupted(comm, work, plan, todo, convert_part, progress=None):
+    def interrupted(comm, work, plan, todo, convert_part, *rest, **kw):
         def part(p, folder):
             if len(calls) == 3:
                 raise KeyboardInterrupt  # what Ctrl-C raises
             calls.append(p["first"])
             convert_part(p, folder)
-        return real(comm, work, plan, todo, part, progress)
+        return real(comm, work, plan, todo, part, *rest, **kw)
 
     monkeypatch.setattr(parallel, "run_parts", interrupted)
     with pytest.raises(KeyboardInterrupt):
         convert.convert(str(src), str(out), part_size=2)
     assert not out.exists() and len(os.listdir(str(out) + ".parts")) >= 4  # plan + 3 parts
     seen = []
-    monkeypatch.setattr(parallel, "run_parts", lambda comm, work, plan, todo, cp, pr=None:
-                        seen.extend(todo) or real(comm, work, plan, todo, cp, pr))
+    monkeypatch.setattr(parallel, "run_parts", lambda comm, work, plan, todo, *rest, **kw:
+                        seen.extend(todo) or real(comm, work, plan, todo, *rest, **kw))
     convert.convert(str(src), str(out), part_size=2)
     assert seen == [3, 4]  # 5 parts (shards of 3, 2, 4 structures by 2): 3 were done
     assert bp_contents(out) == bp_contents(ref)
@@ -157,3 +157,36 @@ def test_bad_input_one_line_and_no_output(tmp_path):
     with pytest.raises(DataError, match=r"data\.0000\.aselmdb.*not an \(extended\) XYZ"):
         convert.convert(str(src / "data.0000.aselmdb"), str(out), kind="extxyz")
     assert not out.exists()
+
+
+def test_two_jobs_write_the_one_process_file(tmp_path, monkeypatch):
+    """``jobs=2`` (``--jobs 2``): a forked worker converts parts beside this process; the file
+    one process writes; a bad structure stops both with its one line and no output."""
+    src = tmp_path / "train"
+    write_shards(src, (3, 2, 4))
+    opts = dict(split=(0.6, 0.2, 0.2), seed=5, x=["atomic_numbers", "forces"], y=["energy"],
+                part_size=1)
+    one, two = tmp_path / "one.bp", tmp_path / "two.bp"
+    convert.convert(str(src), str(one), **opts)
+    log, real = tmp_path / "pids", parallel._claim_loop
+
+    def spy(claims, parts, todo, work, convert_part):  # runs in the worker only
+        def part(p, folder):
+            with open(log, "a") as f:
+                f.write(f"{os.getpid()}\n")
+            convert_part(p, folder)
+        real(claims, parts, todo, work, part)
+
+    monkeypatch.setattr(parallel, "_claim_loop", spy)
+    convert.convert(str(src), str(two), jobs=2, **opts)
+    assert bp_contents(two) == bp_contents(one)
+    assert not os.path.exists(str(two) + ".parts")
+    assert {int(x) for x in log.read_text().split()} - {os.getpid()}  # the worker did parts
+    import ase.db
+
+    with ase.db.connect(str(src / "data.0002.aselmdb")) as db:
+        db.write(oc20_like(9).copy())  # no calculator: no energy
+    bad = tmp_path / "bad.bp"
+    with pytest.raises(DataError, match=r"data\.0002\.aselmdb: structure 4 has no field"):
+        convert.convert(str(src), str(bad), jobs=2, **opts)
+    assert not bad.exists()

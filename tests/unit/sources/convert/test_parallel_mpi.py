@@ -45,7 +45,7 @@ def test_killed_run_resumes_with_the_parts_done(shards, tmp_path):
                timeout=300)
     assert r.returncode != 0 and not out.exists()
     done = sorted(p for p in os.listdir(f"{out}.parts") if p.startswith("part-"))
-    assert 3 <= len(done) < 9, done
+    assert 2 <= len(done) < 9, done  # the dying rank's 2, and whatever rank 0 finished
     r = mdloader(2, args, timeout=300)
     assert r.returncode == 0, r.stderr
     assert f"{len(done)} of 9 parts already done" in r.stderr
