@@ -168,7 +168,8 @@ class GraphWriter:
     def save_part(self, folder: str, meta: Mapping[str, object] | None = None) -> None:
         """Keep the spool as a part (raw data, shapes and ``part.json``) in `folder`, written
         under a temporary name and renamed at the end so a part that exists is complete;
-        :class:`.assemble.PartAssembler` joins parts into one file. Nothing is written to ``self.path``."""
+        :class:`.assemble.PartAssembler` joins parts into one file. Nothing is written to
+        ``self.path``."""
         import json
 
         info = {"counts": self.counts, "keys": self.keys, "spools": {}, **dict(meta or {})}

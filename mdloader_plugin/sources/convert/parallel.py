@@ -1,23 +1,26 @@
-"""Conversion in parts, over MPI ranks or one process: what :func:`convert.convert` runs.
+"""Conversion in parts, over MPI ranks, forked workers (``--jobs``) or one process: what
+:func:`convert.convert` runs.
 
 The inputs' files (a folder's shards, or one file) are cut into *parts*: ranges of consecutive
 structures of one file, of at most ``part_size`` each (default: about 16 a rank, 1 to 4,096
-structures). Ranks take the parts round-robin, build graphs and spool each part to a folder
-``OUT.parts/part-NNNNNN`` (written under a temporary name and renamed when complete). Rank 0
-then writes the one output file from the parts, in part order, streaming a block of 64 MB at a
-time (:func:`..assemble.assemble`), under ``OUT.parts/out.bp``, renamed to ``OUT`` at the end; the
-parts folder is then removed. So the output holds the same arrays, in the same order, with the
-same splits, as one process converting every structure in source order, and no two processes
-ever write one file.
+structures). Each part is taken by the first rank free (:class:`.claims.Claims`: a claim
+file created atomically), converted, and spooled to ``OUT.parts/part-NNNNNN`` (written under a
+temporary name and renamed when complete). Rank 0 meanwhile adds the finished parts, in part
+order, to one file (:class:`..assemble.PartAssembler`: each array written in blocks of about
+64 MB as soon as they wait, under ``OUT.parts/out.bp``), and converts a part itself only when
+no finished part waits; at the end it writes what is left, renames the file to ``OUT`` and
+removes the parts folder. So the output holds the same arrays, in the same order, with the same
+splits, as one process converting every structure in source order, no two processes ever write
+one file, and the one writer works while the others convert rather than after them.
 
 Resume: the plan (inputs, their sizes and modification times, every option, the parts) is saved
 as ``OUT.parts/plan.json``; a run that finds the same plan keeps the finished parts and converts
-the rest, whatever its number of ranks. A plan of other inputs or options is an error unless
-``overwrite``.
+the rest, whatever its number of ranks (the file is rewritten from all parts).
+A plan of other inputs or options is an error unless ``overwrite``.
 
-Errors: after every round of parts the ranks agree (one reduction) on whether any failed; the
-first failing rank's one line is raised on every rank (exit 2 everywhere), naming the file and
-the structure index within it.
+Errors: a rank that fails leaves its one line in the claims folder, after which no rank takes a
+part; then every rank agrees (one reduction) and the lowest failing rank's line is raised on
+every rank (exit 2 for bad input), naming the file and the structure index within it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 import os
 import shutil
 import sys
+import time
 import traceback
 from itertools import islice
 
@@ -33,6 +37,7 @@ import numpy as np
 
 from ...core.errors import DataError, MDLoaderError
 from ..writer import GraphWriter
+from .claims import Claims, fork_workers
 
 PART_SIZE_MAX = 4096
 PARTS_A_RANK = 16
@@ -195,8 +200,6 @@ def run_parts(comm, work: str, plan: dict, todo: list[int], convert_part, progre
     meanwhile feeds the finished parts, in order, to `assembler` (and converts only when no
     finished part waits). Every rank then agrees on whether any failed. ``jobs > 1`` (one
     process, no MPI): ``jobs - 1`` forked workers convert beside this process."""
-    import time
-
     run = comm.bcast(f"{os.getpid()}-{time.time_ns()}" if comm.rank == 0 else None, root=0)
     claims_dir = os.path.join(work, f"claims-{run}")
     rank, size = comm.rank, comm.size
@@ -238,69 +241,6 @@ def run_parts(comm, work: str, plan: dict, todo: list[int], convert_part, progre
     agree(comm, err)
 
 
-class Claims:
-    """Which rank converts which part, agreed through the file system: a part is taken by the
-    rank that creates its claim file (``O_EXCL``, atomic on local and parallel file systems),
-    so MPI ranks, forked workers and one process share one rule. A rank first tries the part
-    one round (`size`) after its last, then the next free one, then any it skipped; a failure
-    leaves ``failed-RANK`` (its one line), after which no rank takes a part."""
-
-    def __init__(self, folder: str, n: int, rank: int, size: int):
-        self.folder, self.n, self.rank, self.size = folder, n, rank, size
-        self.known = bytearray(n)  # parts this rank knows are taken
-        self.at = rank
-
-    def take(self, below: int | None = None) -> int | None:
-        """A part index (into the to-do list) now this rank's, or None when none is left (or
-        none below `below`, or a rank failed)."""
-        while not self.failed():
-            j = self.known.find(b"\0", min(self.at, self.n))
-            j = self.known.find(b"\0") if j < 0 else j
-            if j < 0 or (below is not None and j >= below):
-                return None
-            self.known[j] = 1
-            try:
-                os.close(os.open(os.path.join(self.folder, f"{j:06d}"),
-                                 os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-            except FileExistsError:
-                self.at = j + 1
-                continue
-            self.at = j + self.size
-            return j
-        return None
-
-    workers: list = []  # forked workers (``--jobs``): one that died is a failure
-
-    def failed(self) -> bool:
-        return bool(os.listdir(os.path.join(self.folder, "failed"))) or any(
-            w.exitcode not in (None, 0) for w in self.workers)
-
-    def fail(self, exc: BaseException) -> None:
-        """Leave this rank's one line; no rank takes a part after it."""
-        code = getattr(exc, "exit_code", 1) if isinstance(exc, MDLoaderError) else 1
-        msg = (str(exc) if isinstance(exc, MDLoaderError)
-               else f"unexpected {type(exc).__name__}: {exc}")
-        path = os.path.join(self.folder, "failed", f"{self.rank:06d}")
-        with open(path + ".tmp", "w") as f:
-            json.dump([msg, code], f)
-        os.replace(path + ".tmp", path)
-
-    def failure(self) -> DataError | None:
-        """The lowest failed rank's error (forked workers report through here), or a line
-        for a worker that died without one."""
-        folder = os.path.join(self.folder, "failed")
-        names = sorted(f for f in os.listdir(folder) if not f.endswith(".tmp"))
-        if not names:
-            dead = [w.exitcode for w in self.workers if w.exitcode not in (None, 0)]
-            return DataError(f"a conversion worker died (exit code {dead[0]}); run the "
-                             "command again to resume") if dead else None
-        with open(os.path.join(folder, names[0])) as f:
-            msg, code = json.load(f)
-        out = DataError(msg)
-        out.exit_code = code
-        return out
-
-
 def _claim_loop(claims: Claims, parts, todo, work, convert_part) -> None:
     """Take and convert parts until none is left (or a rank failed)."""
     while True:
@@ -313,8 +253,6 @@ def _claim_loop(claims: Claims, parts, todo, work, convert_part) -> None:
 def _root_loop(claims, parts, todo, work, convert_part, progress, assembler) -> None:
     """Rank 0: assemble every finished part in order; convert one when none waits (leaving
     the last `size - 1` parts to the others); wait for the others' last parts."""
-    import time
-
     nxt = assembler.parts if assembler is not None else len(parts)
     pending = set(todo)
     below = len(todo) - (claims.size - 1) if claims.size > 1 else None
@@ -344,31 +282,11 @@ def _root_loop(claims, parts, todo, work, convert_part, progress, assembler) -> 
 
 def _wait(comm) -> None:
     """Every rank here, without spinning a core in MPI while rank 0 still assembles."""
-    import time
-
     if comm.size == 1:
         return
     req = comm.Ibarrier()
     while not req.Test():
         time.sleep(0.005)
-
-
-def fork_workers(k: int, loop) -> list:
-    """``k - 1`` forked processes running ``loop(rank)`` for ranks ``1..k-1`` (``--jobs``)."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork")
-    procs = [ctx.Process(target=_worker, args=(loop, r), daemon=True) for r in range(1, k)]
-    for p in procs:
-        p.start()
-    return procs
-
-
-def _worker(loop, rank: int) -> None:
-    try:
-        loop(rank)
-    except KeyboardInterrupt:
-        os._exit(130)
 
 
 def finish(comm, work: str, out: str, assembler, nparts: int, overwrite: bool) -> tuple:
