@@ -82,13 +82,37 @@ def worker(a) -> None:
                 cpu_phases[name] = time.process_time() - c
         return run
 
+    from mdloader_plugin.sources import assemble, writer
+
     parallel.run_parts = timed("parts", parallel.run_parts)
     parallel.finish = timed("assemble", parallel.finish)
+    asm_cpu, parts_done = [0.0], [0]
+
+    def on_cpu(fn, acc):  # rank 0's assembler CPU time, wherever it runs (pipelined or tail)
+        def run(*args, **kw):
+            c = time.process_time()
+            try:
+                return fn(*args, **kw)
+            finally:
+                acc[0] += time.process_time() - c
+        return run
+
+    assemble.PartAssembler.add = on_cpu(assemble.PartAssembler.add, asm_cpu)
+    assemble.PartAssembler.close = on_cpu(assemble.PartAssembler.close, asm_cpu)
+    save = writer.GraphWriter.save_part
+
+    def counted(self, *args, **kw):
+        parts_done[0] += 1
+        return save(self, *args, **kw)
+
+    writer.GraphWriter.save_part = counted
+    load1 = round(os.getloadavg()[0], 2)
     comm.Barrier()
     t0, c0 = time.perf_counter(), time.process_time()
     counts = convert.convert(a.src, a.out, comm=comm if comm.size > 1 else None, overwrite=True,
                              split=(0.9, 0.1, 0.0))
     cpu = comm.gather(round(time.process_time() - c0, 3), root=0)
+    parts = comm.gather(parts_done[0], root=0)
     comm.Barrier()
     dt = time.perf_counter() - t0
     if comm.rank == 0:
@@ -98,7 +122,11 @@ def worker(a) -> None:
                "phases_s": {"count_plan": round(dt - sum(phases.values()), 3),
                             **{k: round(v, 3) for k, v in phases.items()}},
                "rank0_cpu_s": {"count_plan": round(cpu[0] - sum(cpu_phases.values()), 3),
-                               **{k: round(v, 3) for k, v in cpu_phases.items()}}}
+                               **{k: round(v, 3) for k, v in cpu_phases.items()},
+                               "assembler": round(asm_cpu[0], 3)},
+               "parts_per_rank": parts, "load1_start": load1,
+               "load1_end": round(os.getloadavg()[0], 2),
+               "cpu_ms_per_structure": [round(1e3 * c / n, 3) for c in cpu]}
         with open(a.tmp, "a") as f:
             f.write(json.dumps(row) + "\n")
 
@@ -116,6 +144,7 @@ def summarise(rows: list[dict], cores: int) -> list[dict]:
         cpu = min((x for x in rows if x["ranks"] == p), key=lambda x: max(x["cpu_s"]))["cpu_s"]
         out.append({**r, "speedup": round(speed, 2), "efficiency": round(speed / p, 2),
                     "cpu_total_s": round(sum(cpu), 2), "cpu_max_rank_s": max(cpu),
+                    "cpu_ms_per_structure_all": round(1e3 * sum(cpu) / r["structures"], 3),
                     "cpu_bound_speedup": round(cpu1 / max(cpu), 2),
                     "per_core_efficiency": round(speed / min(p, cores), 2),
                     "target_met": speed >= TARGET * p,
@@ -124,15 +153,23 @@ def summarise(rows: list[dict], cores: int) -> list[dict]:
 
 
 def expected(summary: list[dict], ranks: int = 64) -> dict:
-    """Amdahl's estimate at `ranks` free cores from the one-rank CPU times (the wall clock here
-    is other jobs' as much as ours): counting/planning and assembling the file stay on one rank,
-    building the parts divides by the ranks."""
+    """The speed-up at `ranks` free cores from the one-rank CPU times (the wall clock here is
+    other jobs' as much as ours). Serial: counting/planning (``count_plan``) and rank 0's
+    assembler (``assembler``); the rest (building the parts) divides by the ranks. Amdahl
+    counts the assembler as serial; with the assembly pipelined it only bounds the time from
+    below (rank 0 writes while the others convert): ``plan + max(assembler, rest / P)``."""
     one = summary[0]["rank0_cpu_s"]
     cpu1 = summary[0]["cpu_total_s"]
-    serial = one["count_plan"] + one["assemble"]
-    t = serial + (cpu1 - serial) / ranks
-    return {"ranks": ranks, "speedup": round(cpu1 / t, 1), "efficiency": round(cpu1 / t / ranks, 2),
-            "serial_share_at_1": round(serial / cpu1, 3)}
+    plan, asm = one["count_plan"], one.get("assembler", one["assemble"])
+    serial = plan + asm
+    amdahl = cpu1 / (serial + (cpu1 - serial) / ranks)
+    piped = cpu1 / (plan + max(asm, (cpu1 - plan) / ranks))
+    return {"ranks": ranks, "speedup": round(piped, 1), "efficiency": round(piped / ranks, 2),
+            "amdahl_speedup": round(amdahl, 1), "amdahl_efficiency": round(amdahl / ranks, 2),
+            "serial_share_at_1": round(serial / cpu1, 3),
+            "assembler_share_at_1": round(asm / cpu1, 3), "plan_share_at_1": round(plan / cpu1, 3),
+            "cpu_ms_per_structure_1": round(1e3 * cpu1 / summary[0]["structures"], 3),
+            "ranks_until_writer_bound": int(cpu1 // max(asm, 1e-9))}
 
 
 def main() -> int:
@@ -191,26 +228,36 @@ def section(d: dict) -> list[str]:
              f"on `{m['host']}` ({m['cpu']}, {m['cores']} cores shared with other jobs; load "
              f"average {m['loadavg_start'][0]} at start, {m['loadavg_end'][0]} at end), "
              f"{m['mpi']}; best of {par['repeats']} interleaved rounds.", "",
-             "| ranks | structures/s | speedup | efficiency (speedup/P) | per core "
-             "(speedup/min(P, cores)) | >= 0.8 P | count+plan s | parts s | assemble s | "
-             "CPU s, all ranks | CPU s, busiest rank | CPU-bound speedup |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| ranks | load (1 min) | structures/s | speedup | efficiency (speedup/P) | "
+             "per core (speedup/min(P, cores)) | >= 0.8 P | count+plan s | parts s | "
+             "assemble tail s | CPU s, all ranks | CPU ms a structure, all ranks | CPU s, "
+             "busiest rank | CPU-bound speedup | parts rank 0 / all |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in res["rows"]:
         ph = r["phases_s"]
-        lines.append(f"| {r['ranks']} | {r['rate']:.0f} | {r['speedup']:.2f}x | "
+        pr = r.get("parts_per_rank") or [0]
+        lines.append(f"| {r['ranks']} | {r.get('load1_start', '?')} | {r['rate']:.0f} | "
+                     f"{r['speedup']:.2f}x | "
                      f"{r['efficiency']:.2f} | {r['per_core_efficiency']:.2f} | "
                      f"{'yes' if r['target_met'] else 'no'} | {ph['count_plan']:.2f} | "
                      f"{ph['parts']:.2f} | {ph['assemble']:.2f} | {r['cpu_total_s']:.1f} | "
-                     f"{r['cpu_max_rank_s']:.1f} | {r['cpu_bound_speedup']:.2f}x |")
+                     f"{r.get('cpu_ms_per_structure_all', 0):.2f} | "
+                     f"{r['cpu_max_rank_s']:.1f} | {r['cpu_bound_speedup']:.2f}x | "
+                     f"{pr[0]} / {sum(pr)} |")
     e = res["expected"]
-    lines += ["", "CPU-bound speedup: the one-rank CPU time over the busiest rank's, what P "
-              "free cores would give (the wall-clock columns share 2 cores with other jobs); a "
-              "lower bound, since MPI busy-waits in the rounds' reductions and while rank 0 "
-              "assembles."]
-    return lines + ["", f"Expected on a {e['ranks']}-core node (Amdahl from the one-rank CPU "
-                    f"times: counting, planning and rank 0's assembly of the file are "
-                    f"{e['serial_share_at_1'] * 100:.1f}% and do not divide; building the parts "
-                    f"does): {e['speedup']}x, efficiency {e['efficiency']:.2f}."]
+    lines += ["", "Rank 0 assembles the file while the other ranks convert (the parts column: "
+              "what it converted itself); \"assemble tail\" is what is left after the last "
+              "part. CPU-bound speedup: the one-rank CPU time over the busiest rank's, what P "
+              "free cores would give (the wall-clock columns share 2 cores with other jobs; "
+              "waiting ranks sleep, so CPU time is work)."]
+    return lines + ["", f"Expected on a {e['ranks']}-core node from the one-rank CPU times: "
+                    f"counting and planning are {e.get('plan_share_at_1', 0) * 100:.1f}%, rank "
+                    f"0's assembler {e.get('assembler_share_at_1', 0) * 100:.1f}% (serial share "
+                    f"{e['serial_share_at_1'] * 100:.1f}%). Amdahl, the assembler counted as "
+                    f"serial: {e.get('amdahl_speedup', e['speedup'])}x; with the assembly "
+                    f"pipelined (time = plan + max(assembler, rest / P)): {e['speedup']}x, "
+                    f"efficiency {e['efficiency']:.2f}; the one writer bounds the rate from "
+                    f"about {e.get('ranks_until_writer_bound', '?')} ranks on."]
 
 
 def _rows() -> dict:
@@ -234,6 +281,9 @@ FIGURES_CONVERT = {
     "convert.cpu_total4": lambda: f"{_rows()[4]['cpu_total_s'] / _rows()[1]['cpu_total_s']:.2f}",
     "convert.expected64": lambda: f"{_res()['expected']['speedup']}x",
     "convert.serial_share": lambda: f"{_res()['expected']['serial_share_at_1'] * 100:.1f}%",
+    "convert.amdahl64": lambda: f"{_res()['expected']['amdahl_speedup']}x",
+    "convert.writer_bound": lambda: str(_res()['expected']['ranks_until_writer_bound']),
+    "convert.cpu_ms1": lambda: f"{_res()['expected']['cpu_ms_per_structure_1']:.1f}",
     "convert.date": lambda: _res()["date"],
     "convert.load": lambda: str(_res()["machine"]["loadavg_start"][0]),
 }

@@ -3,12 +3,12 @@ rank 0 runs (see :mod:`.convert.parallel`).
 
 A part is a folder :meth:`.writer.GraphWriter.save_part` left: each ``(label, key)``'s raw bytes,
 every graph's shape, ``part.json``. :class:`PartAssembler` takes parts in order (``add``) and
-writes each ``(label, key)``'s global array as soon as about ``chunk_bytes`` of it are waiting,
-at the offset the graphs before it reached; ADIOS2 lets a global array grow within its one step
-(the shape given with a block is the array's shape so far; the last one stands), so the file
-needs no count of the graphs ahead. ``close`` writes what waits, the attributes and ends the
-step. The arrays read back are those one :class:`.writer.GraphWriter` given every graph in the
-same order writes (``variable_count``/``variable_offset`` included), only cut into other blocks.
+writes each ``(label, key)``'s global array as soon as 8 MB of it wait (in blocks of up to
+``chunk_bytes``, 64 MB), at the offset the graphs before it reached; ADIOS2 lets a global array
+grow within its one step (the shape given with a block is the array's shape so far; the last
+one stands), so the file needs no count of the graphs ahead. ``close`` writes what waits, the
+attributes and ends the step. The arrays read back are those one :class:`.writer.GraphWriter`
+given every graph in the same order writes (``variable_count``/``variable_offset`` included), only cut into other blocks.
 
 A key's varying dimension (HydraGNN's rule: the first dimension whose size differs between
 graphs, 0 if none, unless forced) is known early when forced, for 1-d keys, and once dimension
@@ -29,6 +29,7 @@ from ..core.errors import DataError
 from .writer import DEFAULT_CHUNK_BYTES, _blocks, _vdim_of
 
 GROUP = 256  # parts written together at most (bounds the shapes held at once)
+WRITE_AT = 8 << 20  # bytes of a key waiting that are written (blocks of 8-64 MB in the file)
 
 
 class _JoinedSpool:
@@ -39,7 +40,7 @@ class _JoinedSpool:
         self.files, shapes = [], []
         self.dtype = np.dtype(pieces[0][1]["dtype"])
         for folder, info in pieces:
-            sh = np.load(os.path.join(folder, info["file"][:-4] + ".shapes.npy"))
+            sh = _shapes(os.path.join(folder, info["file"][:-4]), int(info["ndim"]))
             shapes.append(sh)
             self.files.append((os.path.join(folder, info["file"]), int(sh.prod(axis=1).sum())))
         self.shapes = np.concatenate(shapes)
@@ -62,6 +63,13 @@ class _JoinedSpool:
             at += take
             f += 1
         return out
+
+
+def _shapes(stem: str, ndim: int) -> np.ndarray:
+    """A part's shapes ``[n, ndim]`` (``.shapes.i8``; ``.shapes.npy`` from older parts)."""
+    if os.path.exists(stem + ".shapes.npy"):
+        return np.load(stem + ".shapes.npy")
+    return np.fromfile(stem + ".shapes.i8", dtype=np.int64).reshape(-1, ndim)
 
 
 class _Key:
@@ -100,7 +108,8 @@ class _Key:
         """Write the waiting parts if about a block waits (all of them when `final`)."""
         vdim = self.vdim(final)
         if vdim is None or not self.waiting or not (
-                final or self.bytes >= chunk_bytes or len(self.waiting) >= GROUP):
+                final or self.bytes >= min(chunk_bytes, WRITE_AT)
+                or len(self.waiting) >= GROUP):
             return
         if not 0 <= vdim < self.ndim or np.any(np.delete(self.lo, vdim)
                                                 != np.delete(self.hi, vdim)):
