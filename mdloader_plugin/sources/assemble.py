@@ -8,7 +8,8 @@ writes each ``(label, key)``'s global array as soon as 8 MB of it wait (in block
 grow within its one step (the shape given with a block is the array's shape so far; the last
 one stands), so the file needs no count of the graphs ahead. ``close`` writes what waits, the
 attributes and ends the step. The arrays read back are those one :class:`.writer.GraphWriter`
-given every graph in the same order writes (``variable_count``/``variable_offset`` included), only cut into other blocks.
+given every graph in the same order writes (``variable_count``/``variable_offset``
+included), only cut into other blocks.
 
 A key's varying dimension (HydraGNN's rule: the first dimension whose size differs between
 graphs, 0 if none, unless forced) is known early when forced, for 1-d keys, and once dimension
