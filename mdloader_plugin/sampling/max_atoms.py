@@ -37,6 +37,51 @@ from ..core.errors import ConfigError
 from .node_budget import NodeBudgetPlan
 
 
+def pack(order: np.ndarray, costs: np.ndarray, cap: int, window: int = 1 << 20) -> tuple:
+    """fairchem's greedy packing of `order` (list positions) under `cap` atoms, without a
+    Python object a graph: ``(flat, starts, atoms)``, the packed positions in batch order,
+    batch ``k`` being ``flat[starts[k]:starts[k + 1]]`` with ``atoms[k]`` atoms. A graph above
+    `cap` is left out; a graph joins the open batch unless that would pass `cap`; the last
+    batch is kept. Worked through `window` positions at a time (a batch may span windows), a
+    Python step a batch, not a graph."""
+    small = order.size < 2**31
+    flats, sizes, atoms = [], [], []
+    open_n, open_c = 0, 0  # graphs and atoms of the batch still open
+    for w in range(0, order.size, window):
+        idx = order[w:w + window]
+        c = costs[idx]
+        idx = idx[c <= cap]
+        c = costs[idx]
+        flats.append(idx.astype(np.int32) if small else idx)
+        if not c.size:
+            continue
+        cs = np.cumsum(c, dtype=np.int64)
+        before = np.concatenate([[0], cs[:-1]])  # atoms of this window before each graph
+        j = int(np.searchsorted(cs, cap - open_c, side="right"))  # where the open batch ends
+        if j == c.size:
+            open_n, open_c = open_n + j, open_c + int(cs[-1])
+            continue
+        nxt = np.searchsorted(cs, before + cap, side="right")  # greedy end from each start
+        cuts, k = [j], int(nxt[j])
+        while k < c.size:
+            cuts.append(k)
+            k = int(nxt[k])
+        cut = np.asarray(cuts, dtype=np.int64)
+        sizes += [[open_n + j], np.diff(cut)]
+        atoms += [[open_c + int(before[j])], np.diff(before[cut])]
+        open_n, open_c = int(c.size - cut[-1]), int(cs[-1] - before[cut[-1]])
+    if open_n:
+        sizes.append([open_n])
+        atoms.append([open_c])
+    flat = np.concatenate(flats) if flats else np.zeros(0, np.int32)
+    n = np.concatenate([np.asarray(x, dtype=np.int64) for x in sizes]) if sizes else []
+    starts = np.zeros(len(n) + 1, dtype=np.int64)
+    np.cumsum(n, out=starts[1:])
+    total = (np.concatenate([np.asarray(x, dtype=np.int64) for x in atoms]) if atoms
+             else np.zeros(0, np.int64))
+    return flat, starts, total.astype(np.int32)
+
+
 class MaxAtomsPlan(NodeBudgetPlan):
     """fairchem's atom-capped batches over a list of graphs (module docstring).
 
@@ -58,18 +103,18 @@ class MaxAtomsPlan(NodeBudgetPlan):
         super().__init__(natoms, int(max_atoms), world_size, ids=ids, shuffle=True, seed=seed,
                          oversized_sample="skip", drop_last=drop_last)
         self.shuffle = bool(shuffle)  # the batch order's; the packing always shuffles
-        packed = NodeBudgetPlan.batches(self, 0)
-        flat = np.fromiter((i for b in packed for i in b), dtype=np.int64,
-                           count=sum(len(b) for b in packed))
-        self.starts = np.zeros(len(packed) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in packed], out=self.starts[1:])
-        self.num_entries = len(packed)
+        order = np.random.default_rng(self.seed).permutation(self.num_samples)
+        flat, self.starts, self._atoms = pack(order, self.costs, self.max_nodes)
+        del order
+        self.num_entries = int(self.starts.size - 1)
         self.skipped = self.num_samples - int(flat.size)
-        self._atoms = (np.add.reduceat(self.costs[flat], self.starts[:-1]).astype(np.int32)
-                       if flat.size else np.zeros(0, np.int32))
         # what the epochs need: the batches' store ids (4 B a packed graph below 2^31 ids)
         small = self.ids.size == 0 or int(self.ids.max()) < 2**31
-        self.flat = self.ids[flat].astype(np.int32 if small else np.int64)
+        if ids is None and flat.dtype == (np.int32 if small else np.int64):
+            self.flat = flat  # positions are the ids
+        else:
+            self.flat = self.ids[flat].astype(np.int32 if small else np.int64)
+        del flat
         self.costs = self.ids = None  # packed once: neither is needed again
         if self.num_entries < self.world_size:
             raise ConfigError(f"loader max_atoms {self.max_nodes}: {self.num_entries} batches "

@@ -98,3 +98,23 @@ def test_bad_options_are_one_line():
     plan = MaxAtomsPlan([10] * 8, 20, 2)
     with pytest.raises(ConfigError, match="outside this data set's 4 batches"):
         plan.resume_at(0, 9)
+
+
+def test_pack_without_lists_equals_the_greedy_loop():
+    """:func:`pack` (a Python step a batch, windows of positions) packs as the per-graph loop
+    (:meth:`NodeBudgetPlan.batches` with ``skip``): batches spanning windows, graphs above the
+    cap, a cap every graph fills alone."""
+    from mdloader_plugin.sampling.max_atoms import pack
+    from mdloader_plugin.sampling.node_budget import NodeBudgetPlan
+
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        n, cap = int(rng.integers(1, 200)), int(rng.integers(1, 60))
+        ref = NodeBudgetPlan(rng.integers(1, 70, n), cap, 3, oversized_sample="skip")
+        order = rng.permutation(n)
+        ref._order = lambda epoch, o=order: o.tolist()
+        want = ref.batches(0)
+        for window in (1, 7, 1 << 20):
+            flat, starts, atoms = pack(order, ref.costs, cap, window)
+            assert [flat[a:b].tolist() for a, b in zip(starts[:-1], starts[1:])] == want
+            assert atoms.tolist() == [int(ref.costs[b].sum()) for b in want]
