@@ -7,23 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from adios_contents import bp_contents
 
 from mdloader_plugin.core.errors import DataError
 from mdloader_plugin.sources.assemble import PartAssembler, assemble
 from mdloader_plugin.sources.writer import GraphWriter
-
-
-def contents(path) -> dict:
-    import adios2
-
-    out = {}
-    with adios2.FileReader(str(path)) as f:
-        for name in sorted(f.available_variables()):
-            a = f.read(name)
-            out[name] = (a.dtype.str, a.shape, a.tobytes())
-        for name in sorted(f.available_attributes()):
-            out["@" + name] = repr(f.read_attribute(name))
-    return out
 
 
 def graphs(n: int, seed: int = 0) -> list[tuple[str, dict]]:
@@ -60,9 +48,9 @@ def test_parts_in_blocks_equal_one_writer(tmp_path, part_size, chunk):
     counts = assemble(str(tmp_path / "parts.bp"), folders, {"dataset_name": "t"}, vdims,
                       ("trainset", "valset", "testset"), chunk_bytes=chunk)
     assert counts == {"trainset": 30, "valset": 10, "testset": 0}
-    ref = contents(tmp_path / "one.bp")
+    ref = bp_contents(tmp_path / "one.bp")
     assert ref["@valset/wide/variable_dim"] == repr(np.int64(1))
-    assert contents(tmp_path / "parts.bp") == ref
+    assert bp_contents(tmp_path / "parts.bp") == ref
 
 
 def test_a_second_varying_dimension_is_refused(tmp_path):

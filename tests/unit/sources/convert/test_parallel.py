@@ -13,6 +13,8 @@ from mdloader_plugin.core.errors import DataError
 from mdloader_plugin.sources import convert
 from mdloader_plugin.sources.convert import parallel
 
+from adios_contents import bp_contents  # test_parallel_mpi imports it from here too
+
 
 def oc20_like(k: int):
     """A small periodic slab with an adsorbate, energy and forces (OC20's fields)."""
@@ -43,20 +45,6 @@ def write_shards(folder, per_shard=(3, 2, 4)) -> list:
                 db.write(a, sid=k, data={"ref_energy": -0.5 * k})
                 out.append(a)
                 k += 1
-    return out
-
-
-def bp_contents(path) -> dict:
-    """Every variable (dtype, shape, bytes) and attribute of an ADIOS2 file."""
-    import adios2
-
-    out = {}
-    with adios2.FileReader(str(path)) as f:
-        for name in sorted(f.available_variables()):
-            a = f.read(name)
-            out[name] = (a.dtype.str, a.shape, a.tobytes())
-        for name in sorted(f.available_attributes()):
-            out["@" + name] = repr(f.read_attribute(name))
     return out
 
 

@@ -1,0 +1,18 @@
+"""Every variable (dtype, shape, bytes) and attribute of an ADIOS2 file: what the conversion
+tests compare byte for byte."""
+
+from __future__ import annotations
+
+
+def bp_contents(path) -> dict:
+    """``{name: (dtype, shape, bytes)}`` for variables, ``{"@" + name: repr}`` for attributes."""
+    import adios2
+
+    out = {}
+    with adios2.FileReader(str(path)) as f:
+        for name in sorted(f.available_variables()):
+            a = f.read(name)
+            out[name] = (a.dtype.str, a.shape, a.tobytes())
+        for name in sorted(f.available_attributes()):
+            out["@" + name] = repr(f.read_attribute(name))
+    return out
