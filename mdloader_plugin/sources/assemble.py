@@ -41,7 +41,7 @@ class _JoinedSpool:
         self.files, shapes = [], []
         self.dtype = np.dtype(pieces[0][1]["dtype"])
         for folder, info in pieces:
-            sh = _shapes(os.path.join(folder, info["file"][:-4]), int(info["ndim"]))
+            sh = _shapes(folder, info)
             shapes.append(sh)
             self.files.append((os.path.join(folder, info["file"]), int(sh.prod(axis=1).sum())))
         self.shapes = np.concatenate(shapes)
@@ -66,11 +66,14 @@ class _JoinedSpool:
         return out
 
 
-def _shapes(stem: str, ndim: int) -> np.ndarray:
-    """A part's shapes ``[n, ndim]`` (``.shapes.i8``; ``.shapes.npy`` from older parts)."""
-    if os.path.exists(stem + ".shapes.npy"):
-        return np.load(stem + ".shapes.npy")
-    return np.fromfile(stem + ".shapes.i8", dtype=np.int64).reshape(-1, ndim)
+def _shapes(folder: str, info: dict) -> np.ndarray:
+    """A part's shapes of one key, ``[n, ndim]`` (from ``shapes.i8``; older parts kept a
+    ``.shapes.npy`` a key)."""
+    if "shapes" not in info:
+        return np.load(os.path.join(folder, info["file"][:-4] + ".shapes.npy"))
+    at, n = info["shapes"]
+    return np.fromfile(os.path.join(folder, "shapes.i8"), dtype=np.int64, count=n,
+                       offset=8 * at).reshape(-1, int(info["ndim"]))
 
 
 class _Key:

@@ -66,7 +66,7 @@ class _KeySpool:
 
     def __init__(self, folder: str, name: str, first: np.ndarray):
         self.path = os.path.join(folder, name.replace("/", "__") + ".raw")
-        self.file = open(self.path, "wb", buffering=1 << 20)
+        self.file = open(self.path, "wb", buffering=1 << 16)  # 1 MiB x keys a part cost page faults
         self.dtype, self.ndim = first.dtype, first.ndim
         self.shapes = array("q")
         self.lo = np.array(first.shape, dtype=np.int64)
@@ -173,15 +173,19 @@ class GraphWriter:
         import json
 
         info = {"counts": self.counts, "keys": self.keys, "spools": {}, **dict(meta or {})}
-        for (label, key), spool in self._spools.items():
-            shapes = spool.finish()
-            shapes.tofile(spool.path[:-4] + ".shapes.i8")  # raw int64: read without a header
-            info["spools"][f"{label}/{key}"] = {
-                "file": os.path.basename(spool.path), "dtype": spool.dtype.str,
-                "ndim": spool.ndim, "lo": spool.lo.tolist(), "hi": spool.hi.tolist(),
-                "bytes": os.path.getsize(spool.path)}
+        at = 0
+        # every key's shapes in one raw int64 file (one file a key cost a creation each)
+        with open(os.path.join(self._dir, "shapes.i8"), "wb") as shapes_file:
+            for (label, key), spool in self._spools.items():
+                shapes = spool.finish()
+                shapes_file.write(shapes.tobytes())
+                info["spools"][f"{label}/{key}"] = {
+                    "file": os.path.basename(spool.path), "dtype": spool.dtype.str,
+                    "ndim": spool.ndim, "lo": spool.lo.tolist(), "hi": spool.hi.tolist(),
+                    "bytes": os.path.getsize(spool.path), "shapes": [at, int(shapes.size)]}
+                at += int(shapes.size)
         with open(os.path.join(self._dir, "part.json"), "w") as f:
-            json.dump(info, f)
+            f.write(json.dumps(info))  # json.dump encodes in Python, dumps in C
         self._spools.clear()
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(self._dir, folder)
