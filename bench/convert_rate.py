@@ -284,6 +284,8 @@ FIGURES_CONVERT = {
     "convert.amdahl64": lambda: f"{_res()['expected']['amdahl_speedup']}x",
     "convert.writer_bound": lambda: str(_res()['expected']['ranks_until_writer_bound']),
     "convert.cpu_ms1": lambda: f"{_res()['expected']['cpu_ms_per_structure_1']:.1f}",
+    "convert.cpu_ms_all2": lambda: f"{_rows()[2]['cpu_ms_per_structure_all']:.1f}",
+    "convert.cpu_ms_all4": lambda: f"{_rows()[4]['cpu_ms_per_structure_all']:.1f}",
     "convert.date": lambda: _res()["date"],
     "convert.load": lambda: str(_res()["machine"]["loadavg_start"][0]),
 }
