@@ -178,3 +178,29 @@ def test_two_jobs_write_the_one_process_file(tmp_path, monkeypatch):
     with pytest.raises(DataError, match=r"data\.0002\.aselmdb: structure 4 has no field"):
         convert.convert(str(src), str(bad), jobs=2, **opts)
     assert not bad.exists()
+
+
+def test_parts_are_assembled_while_converting(tmp_path, monkeypatch):
+    """Rank 0 adds each finished part to the file before it converts the next (one process:
+    convert 0, add 0, convert 1, add 1, ...), rather than all parts after the last."""
+    from mdloader_plugin.sources.assemble import PartAssembler
+
+    src = tmp_path / "train"
+    write_shards(src, (3, 2))
+    events, add, run = [], PartAssembler.add, parallel.run_parts
+
+    def adding(self, folder):
+        events.append(("add", os.path.basename(folder)))
+        return add(self, folder)
+
+    def running(comm, work, plan, todo, convert_part, *rest, **kw):
+        def part(p, folder):
+            events.append(("convert", os.path.basename(folder)))
+            convert_part(p, folder)
+        return run(comm, work, plan, todo, part, *rest, **kw)
+
+    monkeypatch.setattr(PartAssembler, "add", adding)
+    monkeypatch.setattr(parallel, "run_parts", running)
+    convert.convert(str(src), str(tmp_path / "o.bp"), part_size=1)
+    names = [f"part-{i:06d}" for i in range(5)]
+    assert events == [(what, n) for n in names for what in ("convert", "add")]
