@@ -5,7 +5,7 @@ command that writes its data, the script, the files it reads under ``bench/resul
 one decides whether the section appears), the figures it names and a ``body(data)`` function
 returning Markdown lines (``data``: ``{file name: parsed JSON or Markdown text}``). Have the
 script record a ``date`` (``YYYY-MM-DD HH:MM UTC``) in its JSON: the section's header shows it.
-Then ``python bench/report.py`` and commit ``RESULTS.md`` and ``bench/README.md`` with the JSON.
+Then ``python -m bench.report`` and commit ``RESULTS.md`` and ``bench/README.md`` with the JSON.
 A result that a page quotes but that has no section goes in ``OTHER_RESULTS``; a superseded one
 goes to ``bench/results/archive/`` (``tests/integration/test_bench_report.py`` checks that every
 file under ``bench/results/`` is one of these).
@@ -16,19 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import backend_choice
-import ddstore_figures
-import convert_rate
-import figures
-import gpu_demo
-import gil_free
-import gpu_rate
-import groups as groups_bench
-import groups_model
-import fairchem_figures
-import load_peak
-import rank_cost_figures
-import report_tables as t
+from bench.estimator import backend_choice
+from bench.ddstore import figures as ddstore_figures
+from bench.convert import rate as convert_rate
+from bench import figures
+from bench.gpu import demo as gpu_demo
+from bench.gil import targets as gil_free
+from bench.gpu import rate as gpu_rate
+from bench.groups import cluster as groups_bench
+from bench.groups import model as groups_model
+from bench.fairchem import figures as fairchem_figures
+from bench.store import load_peak
+from bench.estimator import rank_cost_figures
+from bench.loaders import tables as t
 
 
 @dataclass(frozen=True)
@@ -198,12 +198,12 @@ def _markdown(title: str, commands: tuple[str, ...], scripts: tuple[str, ...], s
                    make_bench=make_bench)
 
 
-_SR = "bench/probes/scale_regression.py"
+_SR = "bench/scale/regression.py"
 _SR_TITLE = "Compact index and scalable order, before/after"
 
 
 def _regression(title: str, args: str, stem: str, scripts: tuple[str, ...] = (_SR,)) -> Section:
-    """One of the compact-index before/after sections: ``python bench/probes/scale_regression.py
+    """One of the compact-index before/after sections: ``python -m bench.scale.regression
     ARGS`` wrote ``bench/results/<stem>.md``."""
     return _markdown(f"{_SR_TITLE}{title}", (f"python {_SR} {args}",), scripts, stem)
 
@@ -262,51 +262,51 @@ def _rank_cost(d: dict) -> list[str]:
 
 SECTIONS: list[Section] = [
     Section("Targets", ("make bench", "BENCH_CLUSTER=1 make bench"),
-            ("bench/loaders.py", "bench/training.py", "bench/report_tables.py"),
+            ("bench/loaders/compare.py", "bench/loaders/training.py", "bench/loaders/tables.py"),
             ("loaders.json", "training.json") + CLUSTERS, _targets),
     Section("Loaders side by side, one host",
-            ("python bench/loaders.py --ranks 2,4,8 --steps 12 --repeats 3",),
-            ("bench/loaders.py", "bench/baselines.py", "bench/ddstore_real.py"),
+            ("python -m bench.loaders.compare --ranks 2,4,8 --steps 12 --repeats 3",),
+            ("bench/loaders/compare.py", "bench/loaders/baselines.py", "bench/ddstore/real.py"),
             ("loaders.json",), _loaders,
             ("bench/loaders_hydragnn.png", "bench/loaders_oc20.png", "bench/loaders_memory.png")),
     Section("Why targets are missed (read with the numbers above)",
-            ("python bench/loaders.py --ranks 2,4,8 --steps 12 --repeats 3",),
-            ("bench/report_tables.py",), ("loaders.json",), lambda d: list(t.NOTES)),
+            ("python -m bench.loaders.compare --ranks 2,4,8 --steps 12 --repeats 3",),
+            ("bench/loaders/tables.py",), ("loaders.json",), lambda d: list(t.NOTES)),
     Section("Across hosts (emulated cluster)",
-            ("python bench/loaders.py --cluster 2x2@1gbit --steps 16 --repeats 3 "
+            ("python -m bench.loaders.compare --cluster 2x2@1gbit --steps 16 --repeats 3 "
              "--out bench/results/loaders_cluster.json",
-             "python bench/loaders.py --cluster 2x2@200mbit --steps 16 --repeats 3 --profile "
+             "python -m bench.loaders.compare --cluster 2x2@200mbit --steps 16 --repeats 3 --profile "
              "bench/results/profile-cluster-200mbit.json "
              "--out bench/results/loaders_cluster_200mbit.json"),
-            ("bench/loaders.py",), CLUSTERS, _clusters, make_bench="BENCH_CLUSTER=1"),
+            ("bench/loaders/compare.py",), CLUSTERS, _clusters, make_bench="BENCH_CLUSTER=1"),
     Section("Fixed per-step cost: fetch against the real DDStore and the memcpy floor",
-            ("python bench/loaders.py --loaders onesided,auto,ddstore-real --batches "
+            ("python -m bench.loaders.compare --loaders onesided,auto,ddstore-real --batches "
              "4,32,128,256 --steps 12 --repeats 2 --pss-every 3 "
              "--out bench/results/loaders_fetch_i21_{before,after}.json",
-             "mpiexec -n {2,4} python -m mpi4py bench/probes/fetch_profile.py --between collate "
+             "mpiexec -n {2,4} python -m mpi4py -m bench.fetch.profile --between collate "
              "--steps 15 --batches 32,128,256 --out bench/results/fetch_profile_i21_n{2,4}.json"),
-            ("bench/loaders.py", "bench/probes/fetch_profile.py"),
+            ("bench/loaders/compare.py", "bench/fetch/profile.py"),
             ("loaders_fetch_i21_after.json", "loaders_fetch_i21_before.json",
              "fetch_profile_i21_n2.json", "fetch_profile_i21_n4.json"), _fetch_cost,
             make_bench="no"),
     Section("Batched reads: DDStore 954ef59's get_batch (methods 0 and 1) against MDLoader, "
             "fetch only",
-            ("python bench/ddstore_batched.py --rounds 5 --steps 6",
-             "python bench/ddstore_batched.py --cluster 2x2@1gbit --rounds 5 --steps 6 --merge"),
-            ("bench/ddstore_batched.py", "bench/ddstore_layouts.py", "bench/ddstore_figures.py",
+            ("python -m bench.ddstore.batched --rounds 5 --steps 6",
+             "python -m bench.ddstore.batched --cluster 2x2@1gbit --rounds 5 --steps 6 --merge"),
+            ("bench/ddstore/batched.py", "bench/ddstore/layouts.py", "bench/ddstore/figures.py",
              "tools/build_ddstore.sh"),
             ("ddstore_batched.json",), lambda d: ddstore_figures.table(d["ddstore_batched.json"])),
     Section("Keeping a GPU fed (trainer stand-in at GPU step rates, 2 shared cores)",
-            ("python bench/gpu_rate.py --steps 10 --repeats 1",), ("bench/gpu_rate.py",
-                                                                   "bench/gpu_feeders.py"),
+            ("python -m bench.gpu.rate --steps 10 --repeats 1",), ("bench/gpu/rate.py",
+                                                                   "bench/gpu/feeders.py"),
             ("gpu_rate.json",), _gpu_rate("bench/gpu_rate.png", "`docs/gpu-feeding.md`"),
             ("bench/gpu_rate.png",)),
     Section("A producer that does not need the trainer's GIL (compiled kernels)",
-            ("python bench/gil_free.py --steps 200 --repeats 2 --rounds 3 --ranks 1,2",
+            ("python -m bench.gil.targets --steps 200 --repeats 2 --rounds 3 --ranks 1,2",
              "git worktree add /tmp/t 12a65ad && PYTHONPATH=/tmp/t python /tmp/t/bench/"
              "producer_cost.py --producer process --kernels auto --rounds 1 --steps 100 "
              "--out bench/results/producer_cost_process.json"),
-            ("bench/gil_free.py", "bench/probes/producer_cost.py", "bench/gpu_rate.py"),
+            ("bench/gil/targets.py", "bench/gil/producer_cost.py", "bench/gpu/rate.py"),
             ("producer_cost.json", "gpu_rate_gilfree.json", "gpu_rate_gilfree_numpy.json",
              "producer_cost_process.json", "gpu_rate_gilfree_queue.json"),
             lambda d: gil_free.tables(d["producer_cost.json"], d.get("gpu_rate_gilfree.json"),
@@ -316,85 +316,85 @@ SECTIONS: list[Section] = [
             + ["Method and reading: `docs/gil-free-batches.md`."],
             ("bench/gpu_rate_gilfree.png", "bench/gpu_rate_gilfree_numpy.png")),
     Section("Keeping a GPU fed, with a core a rank (16-core H200 node)",
-            ("python bench/gpu_rate.py --steps 50 --repeats 2 "
+            ("python -m bench.gpu.rate --steps 50 --repeats 2 "
              "--out bench/results/gpu_rate_h200.json --figure bench/gpu_rate_h200.png",),
-            ("bench/gpu_rate.py", "bench/gpu_feeders.py"), ("gpu_rate_h200.json",),
+            ("bench/gpu/rate.py", "bench/gpu/feeders.py"), ("gpu_rate_h200.json",),
             _gpu_rate("bench/gpu_rate_h200.png", "`docs/gpu-feeding.md`"),
             ("bench/gpu_rate_h200.png",), make_bench="no"),
     Section("HydraGNN on a GPU (one H200 node)",
             ("bash tools/gpu_demo.sh",
-             "python bench/gpu_demo.py bench/results/gpu_demo_epochs.log --machine ... --date "
-             "2026-12-04"), ("tools/gpu_demo.sh", "bench/gpu_demo.py"), ("gpu_demo.json",),
+             "python -m bench.gpu.demo bench/results/gpu_demo_epochs.log --machine ... --date "
+             "2026-12-04"), ("tools/gpu_demo.sh", "bench/gpu/demo.py"), ("gpu_demo.json",),
             lambda d: gpu_demo.table(d["gpu_demo.json"]),
             make_bench="on a CUDA node"),
     Section("Replica groups across hosts: the grid the estimator was developed on",
-            ("python bench/groups.py --rates 200mbit,1gbit --shapes 2x2,4x1 --kinds hydragnn,oc20 "
-             "--batches 4,32,256",), ("bench/groups.py", "bench/ties.py"), ("groups.json",),
+            ("python -m bench.groups.cluster --rates 200mbit,1gbit --shapes 2x2,4x1 --kinds hydragnn,oc20 "
+             "--batches 4,32,256",), ("bench/groups/cluster.py", "bench/ties.py"), ("groups.json",),
             _groups("groups.json"), make_bench="BENCH_CLUSTER=1"),
     Section("Replica groups across hosts: held out (shapes and rates the estimator was not "
             "developed on)",
-            ("python bench/groups.py --rates 300mbit,500mbit --shapes 3x2,4x1 --kinds "
+            ("python -m bench.groups.cluster --rates 300mbit,500mbit --shapes 3x2,4x1 --kinds "
              "hydragnn,oc20 --batches 4,32,256 --out groups_heldout.json",),
-            ("bench/groups.py", "bench/ties.py"), ("groups_heldout.json",),
+            ("bench/groups/cluster.py", "bench/ties.py"), ("groups_heldout.json",),
             _groups("groups_heldout.json"), make_bench="no"),
     Section("Replica groups: read once and copy, or every group reads",
-            ("python bench/groups.py --loading",), ("bench/groups.py",),
+            ("python -m bench.groups.cluster --loading",), ("bench/groups/cluster.py",),
             ("groups_loading.json",), _loading, make_bench="no"),
     Section("Replica groups on paper: Perlmutter and Frontier, 64-2048 ranks (model output)",
-            ("python bench/groups_model.py",), ("bench/groups_model.py",),
+            ("python -m bench.groups.model",), ("bench/groups/model.py",),
             ("groups_model.json",), lambda d: groups_model.table(d["groups_model.json"])),
-    Section("Training (HydraGNN)", ("python bench/training.py",), ("bench/training.py",),
+    Section("Training (HydraGNN)", ("python -m bench.loaders.training",), ("bench/loaders/training.py",),
             ("training.json",), _training, ("bench/training.png",)),
     Section("Backend choice on one host (estimator accuracy)",
-            ("python bench/estimator_accuracy.py",),
-            ("bench/estimator_accuracy.py", "bench/estimator_plots.py"),
+            ("python -m bench.estimator.accuracy",),
+            ("bench/estimator/accuracy.py", "bench/estimator/plots.py"),
             ("estimator_accuracy.json",), _estimator,
             ("bench/estimator_pred_vs_meas.png", "bench/estimator_crossover_perlmutter.png")),
     Section("Backend choice across 2 emulated hosts (estimator accuracy)",
-            ("python bench/estimator_cluster.py",), ("bench/estimator_cluster.py",),
+            ("python -m bench.estimator.cluster",), ("bench/estimator/cluster.py",),
             ("estimator_cluster.json",), _estimator_cluster, ("bench/estimator_cluster.png",),
             make_bench="BENCH_CLUSTER=1"),
     Section("Backend choice on varied clusters (tune half and held-out half)",
             ("for c in 2x1@100mbit 2x2@1gbit 4x1@300mbit 3x1@500mbit 3x2@300mbit 2x3@100mbit; do "
-             "python bench/backend_choice.py --shapes $c --batches 1,16,256,512 --rounds 6 "
+             "python -m bench.estimator.backend_choice --shapes $c --batches 1,16,256,512 --rounds 6 "
              "--max-rounds 16 --seq-budget 150 --config-budget 60 --append; done",),
-            ("bench/backend_choice.py", "bench/choice_worker.py", "bench/ties.py"),
+            ("bench/estimator/backend_choice.py", "bench/estimator/choice_worker.py", "bench/ties.py"),
             ("backend_choice.json",), _backend_choice, ("bench/backend_choice.png",),
             make_bench="BENCH_CLUSTER=1"),
     Section("Several data sets in one store", ("mpiexec -n 4 python -m mpi4py bench/probes/"
                                                "multi.py --steps 15 --rounds 3",),
-            ("bench/probes/multi.py",), ("multi.json",), _multi, make_bench="no"),
+            ("bench/fetch/multi.py",), ("multi.json",), _multi, make_bench="no"),
     Section("Progress across hosts under MPICH: MDLoader's poller and MPICH_ASYNC_PROGRESS",
-            ("python bench/probes/async_progress.py --rounds 2",),
-            ("bench/probes/async_progress.py",), ("async_progress.json",),
+            ("python -m bench.fetch.async_progress --rounds 2",),
+            ("bench/fetch/async_progress.py",), ("async_progress.json",),
             lambda d: figures.async_progress_lines(d["async_progress.json"]), make_bench="no"),
-    Section("Scale on paper (model output)", ("python bench/scale.py",), ("bench/scale.py",),
+    Section("Scale on paper (model output)", ("python -m bench.estimator.scale_model",), ("bench/estimator/scale_model.py",),
             ("scale_perlmutter.json",), _scale, ("bench/scale_perlmutter.png",)),
     Section("Per-rank cost against the number of ranks (mdloader rank-cost, one process)",
-            ("python bench/rank_cost.py", "python bench/rank_cost.py --small-only"),
-            ("bench/rank_cost.py",), ("rank_cost.json", "rank_cost_small.json"), _rank_cost,
+            ("python -m bench.estimator.rank_cost", "python -m bench.estimator.rank_cost --small-only"),
+            ("bench/estimator/rank_cost.py",), ("rank_cost.json", "rank_cost_small.json"), _rank_cost,
             ("bench/rank_cost.png",)),
     Section("fairchem: max_atoms as a cap, and the 4-data-set mix's state",
-            ("python bench/fairchem_batches.py",), ("bench/fairchem_batches.py",),
+            ("python -m bench.fairchem.batches",), ("bench/fairchem/batches.py",),
             ("fairchem_batches.json",), _fairchem),
     Section("Conversion rate against ranks (mdloader convert, OC20-like .aselmdb shards)",
-            ("python bench/convert_rate.py",), ("bench/convert_rate.py",),
+            ("python -m bench.convert.rate",), ("bench/convert/rate.py",),
             ("convert_rate.json",), convert_rate.section),
     Section("Load peak: memory while a store loads, over records + index",
-            ("python bench/load_peak.py",), ("bench/load_peak.py",), ("load_peak.json",),
+            ("python -m bench.store.load_peak",), ("bench/store/load_peak.py",), ("load_peak.json",),
             lambda d: load_peak.table(d["load_peak.json"])),
     _markdown("Data-set scale: index and order per rank",
-              ("python bench/dataset_scale.py --samples 20000000",), ("bench/dataset_scale.py",),
+              ("python -m bench.scale.dataset --samples 20000000",), ("bench/scale/dataset.py",),
               "dataset_scale", make_bench="yes"),
     _markdown(f"{_SR_TITLE}: loaders, training, per-step cost (first run; its loaders "
               "table superseded by the same-harness re-run at b5124e3 below)",
-              ("python bench/scale_step.py",
+              ("python -m bench.scale.step",
                f"python {_SR} --pre A.json,B.json --cur C.json,D.json --train-pre T.json "
                "--train-cur U.json --step bench/results/scale_step.json"),
-              (_SR, "bench/scale_step.py"), "scale_regression"),
+              (_SR, "bench/scale/step.py"), "scale_regression"),
     _regression(": the two 4-rank cells re-checked (older harness; superseded by the re-checks "
                 "at b5124e3 below)", "--ab bench/results/scale_regression_ab",
-                "scale_regression_ab", (_SR, "bench/probes/collective_step_cpu.py")),
+                "scale_regression_ab", (_SR, "bench/scale/collective_step_cpu.py")),
     _regression(" at b5124e3: loaders, reduced grid, same harness",
                 "--pre bench/results/scale_regression_grid/pre_1.json,bench/results/"
                 "scale_regression_grid/pre_4.json --cur bench/results/scale_regression_grid/"
@@ -411,36 +411,36 @@ SECTIONS: list[Section] = [
 ]
 
 OTHER_RESULTS: list[Other] = [
-    Other("backend_choice_auto_real.log", ("python bench/backend_choice.py --shapes 3x1@500mbit "
+    Other("backend_choice_auto_real.log", ("python -m bench.estimator.backend_choice --shapes 3x1@500mbit "
                                            "--auto-real ...",),
-          ("bench/backend_choice.py",), ("docs/choosing-a-backend.md",)),
+          ("bench/estimator/backend_choice.py",), ("docs/choosing-a-backend.md",)),
     Other("ddstore_coll_ab_n2.json", ("PYTHONPATH=build/ddstore-954ef59 mpiexec -n 2 python -m "
-                                      "mpi4py bench/probes/ddstore_coll_ab.py --dataset hydragnn "
+                                      "mpi4py bench/ddstore/collective_ab.py --dataset hydragnn "
                                       "--batches 4 --steps 150",),
-          ("bench/probes/ddstore_coll_ab.py",), ("docs/benchmarks.md",)),
-    Other("coll_progress.json", ("python bench/probes/coll_progress.py",),
-          ("bench/probes/coll_progress.py",), ("docs/how-it-works.md",)),
-    Other("fetch_ab_i21.json", ("mpiexec -n 2 python -m mpi4py bench/probes/fetch_ab.py TREE OUT",),
-          ("bench/probes/fetch_ab.py",), ("docs/gpu-feeding.md",)),
+          ("bench/ddstore/collective_ab.py",), ("docs/benchmarks.md",)),
+    Other("coll_progress.json", ("python -m bench.fetch.coll_progress",),
+          ("bench/fetch/coll_progress.py",), ("docs/how-it-works.md",)),
+    Other("fetch_ab_i21.json", ("mpiexec -n 2 python -m mpi4py -m bench.fetch.trees_ab TREE OUT",),
+          ("bench/fetch/trees_ab.py",), ("docs/gpu-feeding.md",)),
     Other("gpu_demo_epochs.log", ("bash tools/gpu_demo.sh",), ("tools/gpu_demo.sh",),
           ("docs/gpu-feeding.md",)),
-    Other("gpu_rate_h200_process.log", ("python bench/gpu_rate.py --loaders "
+    Other("gpu_rate_h200_process.log", ("python -m bench.gpu.rate --loaders "
                                         "onesided-process,auto-process ...",),
-          ("bench/gpu_rate.py",), ("docs/gpu-feeding.md",)),
-    Other("gpu_rate_producer.json", ("python bench/gpu_rate.py --steps 100 --repeats 2 --out "
+          ("bench/gpu/rate.py",), ("docs/gpu-feeding.md",)),
+    Other("gpu_rate_producer.json", ("python -m bench.gpu.rate --steps 100 --repeats 2 --out "
                                      "bench/results/gpu_rate_producer.json",),
-          ("bench/gpu_rate.py",), ("docs/gpu-feeding.md",)),
-    Other("producer_cost_ab.json", ("python bench/probes/producer_cost.py --before 619021b "
+          ("bench/gpu/rate.py",), ("docs/gpu-feeding.md",)),
+    Other("producer_cost_ab.json", ("python -m bench.gil.producer_cost --before 619021b "
                                     "--rounds 4",),
-          ("bench/probes/producer_cost.py",), ("docs/gpu-feeding.md",)),
-    Other("producer_cost_ab_onejoin.json", ("python bench/probes/producer_cost.py --before HEAD~1 "
+          ("bench/gil/producer_cost.py",), ("docs/gpu-feeding.md",)),
+    Other("producer_cost_ab_onejoin.json", ("python -m bench.gil.producer_cost --before HEAD~1 "
                                             "--rounds 4",),
-          ("bench/probes/producer_cost.py",), ("docs/gpu-feeding.md",)),
-    Other("scale_step.json", ("python bench/scale_step.py",), ("bench/scale_step.py",),
+          ("bench/gil/producer_cost.py",), ("docs/gpu-feeding.md",)),
+    Other("scale_step.json", ("python -m bench.scale.step",), ("bench/scale/step.py",),
           ("bench/results/scale_regression.md",)),
-    Other("profile-*.json", ("mdloader calibrate (on each emulated cluster, by bench/groups.py, "
-                             "bench/backend_choice.py, bench/estimator_cluster.py)",),
-          ("bench/groups.py", "bench/backend_choice.py"),
+    Other("profile-*.json", ("mdloader calibrate (on each emulated cluster, by bench/groups/cluster.py, "
+                             "bench/estimator/backend_choice.py, bench/estimator/cluster.py)",),
+          ("bench/groups/cluster.py", "bench/estimator/backend_choice.py"),
           ("the auto runs of the sections above (their inputs)",)),
 ]
 

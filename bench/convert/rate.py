@@ -4,8 +4,8 @@ most 50 neighbours) on 1, 2 and 4 MPI ranks, structures/s from the first barrier
 file renamed into place (Python start-up excluded), best of `--repeats` interleaved rounds, with
 the time in each phase (count and plan; parts; rank 0 assembling the file).
 
-    python bench/convert_rate.py            # -> bench/results/convert_rate.json
-    python bench/report.py                  # RESULTS.md section "Conversion rate"
+    python -m bench.convert.rate            # -> bench/results/convert_rate.json
+    python -m bench.report                  # RESULTS.md section "Conversion rate"
 
 Target: >= 0.8 P x the one-rank rate while the inputs (shards, parts) outnumber the ranks.
 """
@@ -20,9 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+from bench.harness import BENCH as HERE, module, record
 
 TARGET = 0.8
 
@@ -150,7 +148,7 @@ def main() -> int:
         a.out = str(Path(a.work) / "out.bp")
         worker(a)
         return 0
-    import loaders as lb  # bench/loaders.py: machine(), mpiexec with the bench's MPI settings
+    from bench import harness as lb  # machine(), mpiexec with the bench's MPI settings
     from mpi4py import MPI
 
     work = Path(a.work)
@@ -163,12 +161,12 @@ def main() -> int:
     ranks = [int(x) for x in a.ranks.split(",")]
     for _ in range(a.repeats):
         for n in ranks:
-            lb.mpiexec(n, [__file__, "--worker", "--src", str(src), "--tmp", str(tmp),
+            lb.mpiexec(n, [*module("bench.convert.rate"), "--worker", "--src", str(src), "--tmp", str(tmp),
                            "--work", str(work)], timeout=1800)
     rows = [json.loads(ln) for ln in tmp.read_text().splitlines()]
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     summary = summarise(rows, info["cores"])
-    result = {"machine": info, "date": info["date"], "target": TARGET,
+    result = {"record": record(a), "machine": info, "date": info["date"], "target": TARGET,
               "parameters": {"structures": a.structures, "atoms": 81, "shards": a.shards,
                              "radius": 6.0, "max_neighbours": 50, "split": [0.9, 0.1, 0.0],
                              "repeats": a.repeats, "source": "aselmdb (ase-db-backends)"},

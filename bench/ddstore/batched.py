@@ -5,9 +5,9 @@ The peer: ORNL DDStore at 954ef59 (pyddstore 2.0; built bench-only by ``tools/bu
 the counts, Allgatherv of the indices, Alltoallv of the rows), method 1 one-sided (libfabric
 ``fi_read``s posted together, ``FABRIC_IFACE=lo``; ``eth0``, the emulated hosts' link, with
 ``--cluster``). Graphs are held in fixed-width rows, padded
-(``_pad``) or cut (``_rows``): ``bench/ddstore_layouts.py``.
+(``_pad``) or cut (``_rows``): ``bench/ddstore/layouts.py``.
 
-For every data set (the synthetic molecules and OC20-like slabs of ``bench/loaders.py``) and
+For every data set (the synthetic molecules and OC20-like slabs of ``bench/loaders/compare.py``) and
 batch size, one job loads MDLoader's store and builds the four DDStore variants from its records;
 every loader serves the SAME steps of the SAME plan (``GlobalSampler``, seed 0: rank ``r`` takes
 ``plan[r]``): after a warm-up (auto's online check included) every loader is brought to the same
@@ -19,7 +19,7 @@ buffer. Every record read is compared byte for byte with the data set (allgather
 ids with the plan; ``mismatches`` counts both. ``bytes_moved``: median over steps of the most
 bytes a rank receives into its output (padding included).
 
-    python bench/ddstore_batched.py [--ranks 2,4] [--batches 4,32,256] [--heldout-ranks 3]
+    python -m bench.ddstore.batched [--ranks 2,4] [--batches 4,32,256] [--heldout-ranks 3]
         [--heldout-batches 64] [--cluster 2x2@1gbit] [--rounds 5] [--steps 6]
 
 Writes ``bench/results/ddstore_batched.json`` (``--out``; ``--merge`` keeps rows of other shapes).
@@ -37,11 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-RESULTS = HERE / "results"
+from bench.harness import RESULTS, ROOT, commit, machine, mpiexec_argv, mpi_env, module, record
+
 DDS_PREFIX = ROOT / "build" / "ddstore-954ef59"
-sys.path[:0] = [str(HERE), str(ROOT)]
 
 MDL = ("mdl_onesided", "mdl_collective", "mdl_auto")
 DDS = ("dds_coll_pad", "dds_coll_rows", "dds_fabric_pad", "dds_fabric_rows")
@@ -65,7 +63,7 @@ class Checked:
 
 class MDLRunner:
     def __init__(self, store, ref, batch: int, name: str):
-        from loaders import MDLStepper
+        from bench.loaders.compare import MDLStepper
         from mdloader_plugin.loader.loader import MDLoader
 
         self.name = name
@@ -93,7 +91,7 @@ class MDLRunner:
 
 class DDSRunner:
     def __init__(self, store, ref, comm, name: str, row_bytes: int):
-        from ddstore_layouts import DDStoreBatched
+        from bench.ddstore.layouts import DDStoreBatched
 
         _, kind, layout = name.split("_")
         self.name = name
@@ -183,12 +181,12 @@ def bench_batch(world, store, ref, sampler, loaders, a, row_bytes) -> list[dict]
 def worker(a) -> None:
     import torch
 
-    from ddstore_layouts import Reference
+    from bench.ddstore.layouts import Reference
     from mdloader_plugin.core.log import get_logger
     from mdloader_plugin.mpi.world import World
     from mdloader_plugin.sampling.sampler import GlobalSampler
     from mdloader_plugin.store.shard import ShardStore
-    from loaders import DATASETS, WORK
+    from bench.loaders.compare import DATASETS, WORK
 
     torch.set_num_threads(1)
     world = World.detect()
@@ -218,26 +216,22 @@ def worker(a) -> None:
 # -- driver ------------------------------------------------------------------------------------
 def run_shape(a, ranks: int | None, batches: str, heldout: bool) -> list[dict]:
     """One job (``mpiexec -n ranks``, or the emulated cluster) over every data set."""
-    from estimator_accuracy import BIN, ENV
-
     tmp = RESULTS / f".ddstore-batched-{os.getpid()}.json"
-    args = [sys.executable, "-m", "mpi4py", __file__, "--worker", "--tmp", str(tmp),
+    args = [*module("bench.ddstore.batched"), "--worker", "--tmp", str(tmp),
             "--datasets", a.datasets, "--batches", batches, "--loaders", a.loaders,
             "--rounds", str(a.rounds), "--steps", str(a.steps)]
     pypath = os.pathsep.join([str(DDS_PREFIX), str(ROOT)] + [os.environ.get("PYTHONPATH", "")])
     if a.cluster:
-        from loaders import parse_cluster
+        from bench.loaders.compare import parse_cluster
         from mdloader_plugin.devtools.cluster import Cluster
 
         hosts, rph, rate = parse_cluster(a.cluster)
         with Cluster.up(hosts=hosts, ranks_per_host=rph, rate=rate, name="ddsb") as cl:
-            r = cl.run(args, timeout=3000, cwd=ROOT, env={
+            r = cl.run([sys.executable, "-m", "mpi4py", *args], timeout=3000, cwd=ROOT, env={
                 "PYTHONUNBUFFERED": "1", "PYTHONPATH": pypath, "FABRIC_IFACE": "eth0"})
     else:
-        env = {**os.environ, **ENV, "PYTHONPATH": pypath,
-               "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-        r = subprocess.run([str(BIN / "mpiexec"), "-n", str(ranks), *args], env=env, cwd=ROOT,
-                           timeout=3000)
+        r = subprocess.run(mpiexec_argv(ranks, args), env=mpi_env({"PYTHONPATH": pypath}),
+                           cwd=ROOT, timeout=3000)
     if r.returncode:
         sys.exit(f"ddstore_batched: the job failed (exit {r.returncode})")
     rows = json.loads(tmp.read_text())
@@ -250,12 +244,6 @@ def run_shape(a, ranks: int | None, batches: str, heldout: bool) -> list[dict]:
 
 def parse_rate(cluster: str | None) -> str | None:
     return cluster.partition("@")[2] or "1gbit" if cluster else None
-
-
-def commit() -> str:
-    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                       text=True)
-    return r.stdout.strip()
 
 
 def mpi_version() -> str:
@@ -283,7 +271,7 @@ def main() -> None:
     a = ap.parse_args()
     if a.worker:
         return worker(a)
-    from loaders import machine, make_data
+    from bench.loaders.compare import make_data
 
     make_data(a.datasets.split(","))
     info = {**machine(), "mpi": mpi_version(), "commit": commit(),
@@ -311,8 +299,8 @@ def main() -> None:
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     info["wall_s"] = round(time.time() - t0)
     prev = json.loads(out.read_text()).get("runs", []) if a.merge and out.exists() else []
-    out.write_text(json.dumps({"date": info["date"], "runs": prev + [info], "rows": rows},
-                              indent=1))
+    out.write_text(json.dumps({"date": info["date"], "record": record(a), "runs": prev + [info],
+                               "rows": rows}, indent=1))
     print(f"wrote {out}")
 
 

@@ -5,7 +5,7 @@ once, order rotated), every read checked. Fetch only: the backend's ``fetch`` of
 (its sends included) and DDStore's row ids + ``get_batch``. A step: Barrier, fetch, MAX over ranks.
 
     PYTHONPATH=build/ddstore-954ef59 mpiexec -n 2 python -m mpi4py \\
-        bench/probes/ddstore_coll_ab.py --dataset hydragnn --batches 4,32 --steps 300 \\
+        -m bench.ddstore.collective_ab --dataset hydragnn --batches 4,32 --steps 300 \\
         --out bench/results/ddstore_coll_ab_n2.json
 
 Reports per variant the median, p10 (steps no rank was descheduled in: the machine's load
@@ -24,8 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE.parent.parent)]
 
 
 def main() -> None:
@@ -37,8 +35,9 @@ def main() -> None:
     a = ap.parse_args()
     from mpi4py import MPI
 
-    from ddstore_layouts import DDStoreBatched, Reference
-    from loaders import DATASETS, WORK
+    from bench.ddstore.layouts import DDStoreBatched, Reference
+    from bench.loaders.compare import DATASETS, WORK
+    from bench.harness import rank_mpi, record
     from mdloader_plugin.backends import collective
     from mdloader_plugin.backends.collective import CollectiveBackend
     from mdloader_plugin.mpi.world import World
@@ -119,6 +118,7 @@ def main() -> None:
         print(f"mismatches {out['mismatches']}, load {out['loadavg_start']:.1f}-"
               f"{out['loadavg_end']:.1f}")
         if a.out:
+            out["record"] = record(a, mpi=rank_mpi())
             Path(a.out).write_text(json.dumps(out, indent=1))
     world.close()
 

@@ -1,5 +1,5 @@
 """RESULTS.md's DDStore 954ef59 section and the figures the docs quote from
-``bench/results/ddstore_batched.json`` (``python bench/ddstore_batched.py``); merged into
+``bench/results/ddstore_batched.json`` (``python -m bench.ddstore.batched``); merged into
 ``figures.FIGURES`` under ``ddstore954.*``.
 
 A cell is (data set, hosts, ranks, batch). Its two targets, judged on paired rounds (the median
@@ -15,7 +15,7 @@ import statistics
 from pathlib import Path
 from typing import Callable
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from bench.harness import RESULTS
 FILE = "ddstore_batched.json"
 ORDER = ("mdl_onesided", "mdl_collective", "mdl_auto", "dds_coll_pad", "dds_coll_rows",
          "dds_fabric_pad", "dds_fabric_rows")
@@ -62,7 +62,7 @@ def table(data: dict) -> list[str]:
            "`fi_read`s posted together; `FABRIC_IFACE=lo` on one host, the emulated link "
            "`eth0` across hosts: a software tcp provider, not RDMA). Layouts: `_pad` one row a "
            "record padded to the widest, `_rows` records cut into rows of `row_bytes` "
-           "(`bench/ddstore_layouts.py`; HydraGNN main's own `DistDataset` reads 1-byte rows "
+           "(`bench/ddstore/layouts.py`; HydraGNN main's own `DistDataset` reads 1-byte rows "
            "with one `get` a sample, never `get_batch`). Fetch only, same plans, paired rounds; "
            "ms, median (p95) of the slowest rank a step. `auto/best` and `coll/coll`: median over "
            "rounds of the paired ratio (<= 1: MDLoader at or below).", ""]
@@ -117,7 +117,7 @@ def _span(field: str, cond=lambda c: True) -> str:
 
 
 def _ab() -> dict:
-    """``bench/probes/ddstore_coll_ab.py``'s step-interleaved A/B (2 ranks, molecules, batch 4)."""
+    """``bench/ddstore/collective_ab.py``'s step-interleaved A/B (2 ranks, molecules, batch 4)."""
     d = json.loads((RESULTS / "ddstore_coll_ab_n2.json").read_text())
     return {**d, "by": {r["variant"]: r for r in d["rows"] if r["batch"] == 4}}
 

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from plan_loader import PlanLoader
+from bench.loaders.plan_loader import PlanLoader
 from mdloader_plugin.records import codec
 from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
 

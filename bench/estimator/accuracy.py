@@ -10,7 +10,7 @@ measured >5% faster). Writes ``bench/results/estimator_accuracy.json``,
 ``bench/estimator_pred_vs_meas.png`` and the model-output crossover map
 ``bench/estimator_crossover_perlmutter.png``.
 
-    python bench/estimator_accuracy.py [--quick] [--profile PROFILE.json]
+    python -m bench.estimator.accuracy [--quick] [--profile PROFILE.json]
 """
 
 from __future__ import annotations
@@ -26,12 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
-BIN = Path(sys.executable).parent
-ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-       "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe", "OMPI_MCA_osc": "^ucx",
-       "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+from bench.harness import BENCH, BIN, RESULTS, ROOT, module, record  # noqa: F401  (BIN: re-exported)
+from bench.harness import mpiexec as _mpiexec
+
 DISTS = {"hydragnn": (5000.0, 0.35, 2000, 10000), "oc20": (40000.0, 0.8, 5000, 200000)}
 BACKENDS = ("onesided", "collective")
 
@@ -88,12 +85,8 @@ def _time_steps(world, backend, n: int, batch: int, steps: int) -> float:
 
 # -- driver ------------------------------------------------------------------------------------
 def mpiexec(n: int, args: list[str], timeout: float) -> None:
-    cmd = [str(BIN / "mpiexec"), "-n", str(n), sys.executable, "-m", "mpi4py", *args]
-    env = {**os.environ, **ENV, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    r = subprocess.run(cmd, env=env, cwd=ROOT, timeout=timeout, capture_output=True, text=True)
-    if r.returncode:
-        sys.exit(f"estimator_accuracy: {' '.join(args[:3])} on {n} ranks failed:\n"
-                 f"{r.stderr[-2000:]}")
+    """A job of `n` ranks, output captured (its stderr's tail on failure)."""
+    _mpiexec(n, args, timeout, capture=True)
 
 
 def measure(ranks: list[int], batches: list[int], steps: int) -> list[dict]:
@@ -101,7 +94,7 @@ def measure(ranks: list[int], batches: list[int], steps: int) -> list[dict]:
     for p in ranks:
         tmp = RESULTS / f".accuracy-{p}.json"
         t0 = time.perf_counter()
-        mpiexec(p, [__file__, "--worker", "--batches", ",".join(map(str, batches)),
+        mpiexec(p, [*module("bench.estimator.accuracy"), "--worker", "--batches", ",".join(map(str, batches)),
                     "--steps", str(steps), "--out", str(tmp)], timeout=600)
         rows += json.loads(tmp.read_text())
         tmp.unlink()
@@ -161,10 +154,8 @@ def main() -> None:
     a = ap.parse_args()
     if a.worker:
         return worker([int(x) for x in a.batches.split(",")], a.steps, a.out)
-    sys.path.insert(0, str(ROOT))
+    from bench.estimator import plots as estimator_plots
     from mdloader_plugin.estimator import get_profile
-
-    import estimator_plots  # noqa: E402  (bench/ is on sys.path as the script's folder)
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     ranks, batches, steps = (([2, 4], [1, 16, 256], 3) if a.quick else
@@ -178,12 +169,12 @@ def main() -> None:
           f"{len(BACKENDS)} backends ...", flush=True)
     result = evaluate(measure(ranks, batches, steps), profile)
     result.update(profile=prof_path, quick=a.quick, steps=steps,
-                  date=time.strftime("%F %H:%M UTC", time.gmtime()))
+                  date=time.strftime("%F %H:%M UTC", time.gmtime()), record=record(a))
     out = RESULTS / "estimator_accuracy.json"
     out.write_text(json.dumps(result, indent=1))
-    estimator_plots.predicted_vs_measured(result, ROOT / "bench" / "estimator_pred_vs_meas.png")
+    estimator_plots.predicted_vs_measured(result, BENCH / "estimator_pred_vs_meas.png")
     estimator_plots.crossover_map(get_profile("perlmutter"),
-                                  ROOT / "bench" / "estimator_crossover_perlmutter.png")
+                                  BENCH / "estimator_crossover_perlmutter.png")
     print(json.dumps(result["summary"], indent=1))
     print(f"wrote {out}, bench/estimator_pred_vs_meas.png, "
           "bench/estimator_crossover_perlmutter.png")

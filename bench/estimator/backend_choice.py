@@ -30,7 +30,7 @@ Full grid (``--full``): 7 shapes (2x1, 3x1, 4x1, 2x2, 2x3, 3x2, 4x2) x 3 rates (
 quiet machine and a few hours. The default is a reduced slice (``--shapes``, ``--batches``).
 Writes ``bench/results/backend_choice.json`` and ``bench/backend_choice.png``.
 
-    python bench/backend_choice.py [--full] [--shapes 4x1@300mbit,2x3@100mbit,...]
+    python -m bench.estimator.backend_choice [--full] [--shapes 4x1@300mbit,2x3@100mbit,...]
                                    [--batches 1,16,256] [--rounds 3] [--max-rounds 12]
                                    [--steps 5] [--auto-real]
 """
@@ -46,11 +46,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from ties import ALPHA, WITHIN, resolve, strata  # noqa: F401  (strata, resolve: tested here)
+from bench.ties import ALPHA, WITHIN, resolve, strata  # noqa: F401  (strata, resolve: tested here)
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
-WORKER = ROOT / "bench" / "choice_worker.py"
+from bench.harness import BENCH, RESULTS, ROOT, record
 FULL_SHAPES = ["2x1", "3x1", "4x1", "2x2", "2x3", "3x2", "4x2"]
 FULL_RATES = ["100mbit", "300mbit", "1gbit"]
 FULL_BATCHES = [1, 4, 16, 64, 256, 512]
@@ -62,7 +60,7 @@ TUNE_GRID = {"margin": (0.02, 0.05, 0.08), "close": (0.10, 0.15, 0.20), "alpha":
 # -- measuring ---------------------------------------------------------------------------------
 def measure_cluster(spec: str, args, profile_dir: Path) -> list[dict]:
     """Calibrate one cluster and measure its configurations; rows carry the shape and rate."""
-    from coll_progress import parse_shape, run_worker
+    from bench.fetch.coll_progress import parse_shape, run_worker
     from mdloader_plugin.devtools.cluster import Cluster
 
     hosts, rph, rate = parse_shape(spec)
@@ -417,7 +415,6 @@ def main() -> None:
     ap.add_argument("--append", action="store_true",
                     help="add these clusters to bench/results/backend_choice.json's rows")
     a = ap.parse_args()
-    sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
     a.batches = [int(b) for b in a.batches.split(",")]
     a.dists = a.dists.split(",")
     clusters = ([f"{s}@{r}" for s in FULL_SHAPES for r in FULL_RATES] if a.full
@@ -439,12 +436,12 @@ def main() -> None:
                "dists": a.dists, "rounds": a.rounds, "steps": a.steps, "full": a.full,
                "rows": rows, "calibrate_s": {r["cluster"]: r["calibrate_s"] for r in rows},
                "seconds": round(time.perf_counter() - t0 + (old or {}).get("seconds", 0), 1),
-               "load_avg": os.getloadavg()}
+               "load_avg": os.getloadavg(), "record": record(a)}
     doc["evaluation"] = evaluate(doc["rows"])
     for c in (c for h in doc["evaluation"]["halves"].values() for c in h["configs"]):
         c["predicted_s"] = {k: float(v) for k, v in c["predicted_s"].items()}
     out.write_text(json.dumps(doc, indent=1))
-    plot(doc, ROOT / "bench" / "backend_choice.png")
+    plot(doc, BENCH / "backend_choice.png")
     print("\n".join(results_section(doc)))
     print(f"wrote {out.relative_to(ROOT)}, bench/backend_choice.png")
 

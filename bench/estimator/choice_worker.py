@@ -90,7 +90,7 @@ def more_rounds(steps: dict[str, list[float]], sizes: dict[str, list[int]],
     rounds so far does not reject at `alpha`). A winner found or a near-tie ends it; the cap is
     the caller's. Stopping when the test first rejects makes a false winner more likely than
     `alpha` (optional stopping): that can only count more picks wrong, never fewer."""
-    from ties import ALPHA, WITHIN, resolve, strata
+    from bench.ties import ALPHA, WITHIN, resolve, strata
 
     within = WITHIN if within is None else within
     alpha = ALPHA if alpha is None else alpha

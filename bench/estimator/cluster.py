@@ -22,7 +22,7 @@ Needs root. ~3 minutes on 2 cores under load (quick: ~2.5). Writes
 ``bench/results/estimator_cluster.json`` and ``bench/estimator_cluster.png``; everything it
 creates is removed on exit, also on error.
 
-    python bench/estimator_cluster.py [--rates 200mbit,unlimited] [--quick]
+    python -m bench.estimator.cluster [--rates 200mbit,unlimited] [--quick]
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
-ACCURACY = ROOT / "bench" / "estimator_accuracy.py"
+from bench.harness import BENCH, RESULTS, ROOT, module, record
+
+ACCURACY = module("bench.estimator.accuracy")
 HOSTS, CAL_RPH = 2, 2
 
 
@@ -63,7 +63,7 @@ def calibrate(cl, rate: str, quick: bool) -> Path:
 def measure(cl, rate: str, batches: list[int], steps: int) -> list[dict]:
     tmp = RESULTS / f".cluster-{rate}-{cl.ranks_per_host}.json"
     t0 = time.perf_counter()
-    run_job(cl, [str(ACCURACY), "--worker", "--batches", ",".join(map(str, batches)),
+    run_job(cl, [*ACCURACY, "--worker", "--batches", ",".join(map(str, batches)),
                  "--steps", str(steps), "--out", str(tmp)], timeout=600)
     rows = json.loads(tmp.read_text())
     tmp.unlink()
@@ -91,7 +91,7 @@ def run_grid(rates: list[str], layouts: list[int], batches: list[int], steps: in
 
 def evaluate(rows: list[dict], profiles: dict[str, str], margin: float = 0.05) -> dict:
     """Per rate: join both backends' times per config, add the model's pick, score the picks."""
-    from estimator_accuracy import summarise
+    from bench.estimator.accuracy import summarise
     from mdloader_plugin.estimator import choose_initial, get_profile
 
     configs: dict[tuple, dict] = {}
@@ -266,8 +266,6 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true",
                     help="quick calibration and 3 steps (~3-4 minutes)")
     a = ap.parse_args()
-    sys.path.insert(0, str(ROOT / "bench"))
-    sys.path.insert(0, str(ROOT))
     from mdloader_plugin.core.errors import MDLoaderError
 
     rates = [r.strip() for r in a.rates.split(",") if r.strip()]
@@ -285,9 +283,10 @@ def main() -> None:
                   load_avg=os.getloadavg())
     result["single_node"] = single_node(result)
     result["date"] = time.strftime("%F %H:%M UTC", time.gmtime())
+    result["record"] = record(a)
     out = RESULTS / "estimator_cluster.json"
     out.write_text(json.dumps(result, indent=1))
-    plot(result, ROOT / "bench" / "estimator_cluster.png")
+    plot(result, BENCH / "estimator_cluster.png")
     report(result)
     print(f"wrote {out.relative_to(ROOT)}, bench/estimator_cluster.png in "
           f"{result['seconds']:.0f} s")

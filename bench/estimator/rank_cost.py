@@ -14,7 +14,7 @@ Writes bench/results/rank_cost.json and bench/rank_cost.png. Thread CPU time, me
 a ratio (8,192 over 64 ranks) the median over rounds of the same round's ratio; every round is
 kept in ``rounds_ms``. The JSON says when and where it ran.
 
-    python bench/rank_cost.py [--quick] [--steps 200]
+    python -m bench.estimator.rank_cost [--quick] [--steps 200]
 """
 
 from __future__ import annotations
@@ -29,12 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from mdloader_plugin.estimator.rankcost import Job, RankCost  # noqa: E402
-from mdloader_plugin.sampling.balance import balance_plan, deal_blocks  # noqa: E402
-from rank_cost_figures import TARGET, paired_ratio  # noqa: E402  (bench/, this script's folder)
+from mdloader_plugin.estimator.rankcost import Job, RankCost
+from mdloader_plugin.sampling.balance import balance_plan, deal_blocks
+from bench.estimator.rank_cost_figures import TARGET, paired_ratio
+from bench.harness import ROOT, record
 
 RANKS = [64, 512, 2048, 8192]
 
@@ -110,7 +108,8 @@ def main() -> int:
         rows = small_ab()
         Path(a.out).with_name("rank_cost_small.json").write_text(json.dumps(
             {"meta": {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t0)),
-                      "machine": machine(), "clock": "time.thread_time"}, "rows": rows},
+                      "machine": machine(), "clock": "time.thread_time"}, "rows": rows,
+             "record": record(a)},
             indent=1))
         return 0
     t_start = time.time()
@@ -139,7 +138,7 @@ def main() -> int:
             "machine": machine(),
             "batch_size": 32, "steps": a.steps, "rounds": a.rounds,
             "clock": "time.thread_time"}
-    out = {"meta": meta, "rows": rows, "big": big, "balance": balance, "heldout": heldout,
+    out = {"meta": meta, "record": record(a), "rows": rows, "big": big, "balance": balance, "heldout": heldout,
            "targets": targets(rows, big)}
     Path(a.out).write_text(json.dumps(out, indent=1))
     plot(rows, ROOT / "bench/rank_cost.png", meta)

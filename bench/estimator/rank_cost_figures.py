@@ -1,5 +1,5 @@
 """The figures docs/rank-cost.md quotes, from bench/results/rank_cost.json and
-rank_cost_small.json (``python bench/rank_cost.py`` and ``--small-only``); merged into
+rank_cost_small.json (``python -m bench.estimator.rank_cost`` and ``--small-only``); merged into
 ``figures.FIGURES`` under ``rank_cost.*``."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 from typing import Callable
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from bench.harness import RESULTS
 TARGET = 1.25  # the target: CPU a step at P = 8,192 over P = 64
 
 

@@ -6,7 +6,7 @@ HydraGNN-like and OC20-like record sizes (mean/std measured on the bench's synth
 defaults below when they are absent) and batch sizes 4, 32, 256. ``auto`` is the model's pick (the
 smaller of the two). The figure and JSON say "model output" wherever a number appears.
 
-    python bench/scale.py [--profile perlmutter]
+    python -m bench.estimator.scale_model [--profile perlmutter]
 
 Writes ``bench/results/scale_perlmutter.json`` and ``bench/scale_perlmutter.png``.
 """
@@ -18,9 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(HERE), str(ROOT)]
+from bench.harness import BENCH as HERE, record
 
 RANKS = [64, 128, 256, 512, 1024, 2048]
 BATCHES = [4, 32, 256]
@@ -57,7 +55,7 @@ def predict(profile_name: str) -> dict:
 
 
 def figure(result: dict, path: Path) -> Path:
-    from bench_plots import _plt
+    from bench.loaders.plots import _plt
 
     plt = _plt()
     sets = sorted({r["dataset"] for r in result["rows"]})
@@ -92,6 +90,7 @@ def main() -> None:
     ap.add_argument("--profile", default="perlmutter")
     a = ap.parse_args()
     result = predict(a.profile)
+    result["record"] = record(a)
     out = HERE / "results" / f"scale_{a.profile}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))

@@ -1,7 +1,7 @@
 """fairchem's ``max_atoms`` and data-set mix under MDLoader: atoms a batch against the cap, and the
 N-proportional state of a 4-data-set mix a rank holds.
 
-    python bench/fairchem_batches.py            # writes bench/results/fairchem_batches.json
+    python -m bench.fairchem.batches            # writes bench/results/fairchem_batches.json
 
 1. Atoms a batch on OC20-like sizes (20,000 structures, gamma-distributed atoms, mean ~75,
    7-225): fairchem's own ``MaxAtomDistributedBatchSampler`` (fairchem-core installed), MDLoader's
@@ -26,8 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from bench.harness import BENCH as HERE, commit, record
 
 from mdloader_plugin.sampling.max_atoms import MaxAtomsPlan  # noqa: E402
 
@@ -109,8 +108,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "machine": f"{os.cpu_count()} cores, load {load:.1f}",
-           "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE,
-                                    capture_output=True, text=True).stdout.strip(),
+           "commit": commit(), "record": record(args),
            "structures": N, "batches": batches(), "mix": mix_bytes(args.num_samples)}
     Path(args.out).write_text(json.dumps(out, indent=1))
     for r in out["batches"]:

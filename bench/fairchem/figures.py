@@ -1,5 +1,5 @@
 """The figures docs/fairchem.md quotes, from bench/results/fairchem_batches.json (``python
-bench/fairchem_batches.py``); merged into ``figures.FIGURES`` under ``fairchem.*``."""
+bench/fairchem/batches.py``); merged into ``figures.FIGURES`` under ``fairchem.*``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from bench.harness import RESULTS
 
 
 def _load() -> dict:

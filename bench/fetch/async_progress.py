@@ -10,7 +10,7 @@ across nodes), MPICH's async progress thread beside it (``MPIR_CVAR_ASYNC_PROGRE
 Slurm recipes set as ``MPICH_ASYNC_PROGRESS``), and MPICH's thread alone (the poller off). The
 arms run interleaved for ``--rounds`` rounds. Writes ``bench/results/async_progress.json``.
 
-    python bench/probes/async_progress.py [--rounds 2] [--epochs 3] [--rate 1gbit]
+    python -m bench.fetch.async_progress [--rounds 2] [--epochs 3] [--rate 1gbit]
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "bench" / "results" / "async_progress.json"
+from bench.harness import RESULTS, ROOT, module, record
+
+OUT = RESULTS / "async_progress.json"
 OFF = {"MDLOADER_PROGRESS_THREAD": "0", "MDLOADER_COLL_PROGRESS_THREAD": "0"}
 ARMS = {"poller": {"MPIR_CVAR_ASYNC_PROGRESS": "0"},
         "poller+mpich_async": {"MPIR_CVAR_ASYNC_PROGRESS": "1"},
@@ -34,7 +35,6 @@ BACKENDS = ("onesided", "collective")
 
 def worker(job: dict) -> None:
     """One arm's job (under mpiexec): every backend's fetch times, gathered on rank 0."""
-    sys.path.insert(0, str(ROOT))
     from mdloader_plugin.core.blocks import block_bounds
     from mdloader_plugin.loader.loader import MDLoader
     from mdloader_plugin.mpi.world import World
@@ -80,7 +80,6 @@ def main() -> None:
     a = ap.parse_args()
     if a.worker:
         return worker(json.loads(a.worker))
-    sys.path.insert(0, str(ROOT))
     from mdloader_plugin.devtools.cluster import Cluster
 
     job = {"samples": a.samples, "batch": a.batch, "epochs": a.epochs,
@@ -92,7 +91,7 @@ def main() -> None:
         for r in range(a.rounds):
             for arm in (list(ARMS) if r % 2 == 0 else list(ARMS)[::-1]):
                 t0 = time.perf_counter()
-                res = cl.run([sys.executable, "-m", "mpi4py", __file__, "--worker",
+                res = cl.run([sys.executable, "-m", "mpi4py", *module("bench.fetch.async_progress"), "--worker",
                               json.dumps(job)], timeout=600, capture_output=True, text=True,
                              cwd=ROOT, env=ARMS[arm], family="mpich")
                 if res.returncode:
@@ -115,7 +114,8 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "mpi": "mpich wheel",
         "cluster": f"{a.hosts}x{a.ranks_per_host}@{a.rate}", "rounds": a.rounds,
         "epochs": a.epochs, "batch": a.batch, "samples": a.samples,
-        "compute_ms": a.compute_ms, "load": os.getloadavg()[0], "rows": rows}, indent=1) + "\n")
+        "compute_ms": a.compute_ms, "load": os.getloadavg()[0], "rows": rows,
+        "record": record(a, family="mpich")}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ network namespaces) three arms run interleaved in one job, step time to a ready 
 ``=1``, and the one-sided backend (with its own progress thread, as it always runs across hosts).
 Writes ``bench/results/coll_progress.json``; prints median step per arm and the ratio.
 
-    python bench/probes/coll_progress.py [--shapes 4x1@300mbit,2x3@100mbit] [--rounds 4] [--steps 8]
+    python -m bench.fetch.coll_progress [--shapes 4x1@300mbit,2x3@100mbit] [--rounds 4] [--steps 8]
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "bench" / "results"
-WORKER = ROOT / "bench" / "choice_worker.py"
+from bench.harness import RESULTS, ROOT, module, record
+
+WORKER = module("bench.estimator.choice_worker")
 ARMS = [{"label": "collective", "backend": "collective",
          "env": {"MDLOADER_COLL_PROGRESS_THREAD": "0"}},
         {"label": "collective+thread", "backend": "collective",
@@ -46,7 +46,7 @@ def run_worker(cl, job: dict, timeout: float, keep_partial: bool = False) -> lis
     job still returns the configurations it finished (with a warning), instead of none."""
     out = Path(job["out"])
     try:
-        res = cl.run([sys.executable, "-m", "mpi4py", str(WORKER), json.dumps(job)],
+        res = cl.run([sys.executable, "-m", "mpi4py", *WORKER, json.dumps(job)],
                      timeout=timeout, text=True, cwd=ROOT, env={"PYTHONUNBUFFERED": "1"},
                      capture_output=True)
         print(res.stdout, end="", flush=True)
@@ -71,7 +71,6 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--steps", type=int, default=8)
     a = ap.parse_args()
-    sys.path.insert(0, str(ROOT))
     from mdloader_plugin.devtools.cluster import Cluster
 
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -94,7 +93,7 @@ def main() -> None:
               f"{med['collective'] * 1e3:7.2f} ms, +thread {med['collective+thread'] * 1e3:7.2f}"
               f" ms ({row['thread_speedup']:.2f}x), onesided {med['onesided'] * 1e3:7.2f} ms")
     out = RESULTS / "coll_progress.json"
-    out.write_text(json.dumps({"rows": rows, "load_avg": os.getloadavg(),
+    out.write_text(json.dumps({"rows": rows, "load_avg": os.getloadavg(), "record": record(a),
                                "seconds": round(time.perf_counter() - t0, 1)}, indent=1))
     print(f"wrote {out.relative_to(ROOT)}")
 

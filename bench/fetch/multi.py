@@ -8,7 +8,7 @@ seed); a step's fetch is timed from the plan to this rank's records, after a bar
 MAX over ranks. The ratio multi / single of the medians is the figure (the id tag adds 1 int64 and
 a header entry to every record).
 
-    mpiexec -n 4 python -m mpi4py bench/probes/multi.py [--steps 40] [--rounds 3]
+    mpiexec -n 4 python -m mpi4py -m bench.fetch.multi [--steps 40] [--rounds 3]
 
 Writes ``bench/results/multi.json``; data go to ``bench/work/multi/`` (git-ignored).
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parents[1]  # bench/
+from bench.harness import BENCH as HERE, rank_mpi, record
 SIZES = (1200, 600, 200)
 
 
@@ -97,6 +97,7 @@ def main() -> None:
     if world.rank == 0:
         (HERE / "results").mkdir(exist_ok=True)
         result["date"] = time.strftime("%F %H:%M UTC", time.gmtime())
+        result["record"] = record(args, mpi=rank_mpi())
         (HERE / "results" / "multi.json").write_text(json.dumps(result, indent=1))
         for b, r in result["backends"].items():
             print(f"{b}: multi {r['median_ms']['multi']:.3f} ms, single "

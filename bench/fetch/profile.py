@@ -1,7 +1,7 @@
 """Where a one-sided fetch spends its fixed per-step cost (issue 21, part 4), beside the real
 DDStore's path and MPI's bare costs, on the loaders' synthetic data sets.
 
-Under ``mpiexec -n P python -m mpi4py bench/probes/fetch_profile.py``: per data set and batch size,
+Under ``mpiexec -n P python -m mpi4py -m bench.fetch.profile``: per data set and batch size,
 the median over ``--steps`` steps (max over ranks, ranks synchronised before each step) of
 
 - ``onesided``: ``OneSidedBackend.fetch(plan)`` (what the loaders grid calls ``fetch``);
@@ -31,8 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parents[1]  # bench/
-sys.path[:0] = [str(HERE), str(HERE.parent)]
+from bench.harness import BENCH as HERE, rank_mpi, record
 
 
 BETWEEN_KIND = ["none"]
@@ -58,8 +57,8 @@ def timed(comm, fn, steps):
 def profile(world, path, batches, steps, out_rows, ds):
     from mpi4py import MPI
 
-    import ddstore_real
-    from loaders import memcpy_floor
+    from bench.ddstore import real as ddstore_real
+    from bench.loaders.compare import memcpy_floor
     from mdloader_plugin.backends.base import exclusive_cumsum, gather_local
     from mdloader_plugin.backends.onesided import OneSidedBackend
     from mdloader_plugin.sampling.sampler import GlobalSampler
@@ -191,7 +190,7 @@ def main():
     ap.add_argument("--small-step", type=int, help="onesided.SMALL_STEP for this run")
     ap.add_argument("--out", default=str(HERE / "results" / "fetch_profile.json"))
     a = ap.parse_args()
-    from loaders import DATASETS, WORK
+    from bench.loaders.compare import DATASETS, WORK
     from mdloader_plugin.core.log import get_logger
     from mdloader_plugin.mpi.world import World
 
@@ -208,6 +207,7 @@ def main():
                 a.steps, rows, ds)
     if world.rank == 0:
         Path(a.out).write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M %Z"),
+                                           "record": record(a, mpi=rank_mpi()),
                                            "loadavg": os.getloadavg(), "between": a.between,
                                            "small_step": a.small_step,
                                            "rows": rows}, indent=1))

@@ -1,10 +1,13 @@
 """Fetch-only A/B of source trees: ``OneSidedBackend.fetch`` as the tree at ``TREE`` has it, a
 batch of 64 graphs collated before each timed fetch (caches as cold as in a loader, as
-``bench/probes/fetch_profile.py --between collate``), molecules and OC20 at batch 32/128/256, median
+``bench/fetch/profile.py --between collate``), molecules and OC20 at batch 32/128/256, median
 over 30 steps of the slowest rank. Run it once a tree, alternating trees in ABBA rounds, e.g.
-(``git archive REV | tar x -C /tmp/a`` for a tree; ``bench/work`` linked into it):
+(``git archive REV | tar x -C /tmp/a`` for a tree). The tree's package comes first on
+``PYTHONPATH`` and the run starts in it; ``bench`` (a regular package) still comes from this
+checkout, behind it:
 
-    mpiexec -n 2 python -m mpi4py bench/probes/fetch_ab.py /tmp/a out_a_r1.json [LOCAL_GET_FROM]
+    cd /tmp/a && PYTHONPATH=/tmp/a:$REPO mpiexec -n 2 python -m mpi4py \\
+        -m bench.fetch.trees_ab out_a_r1.json [LOCAL_GET_FROM]
 
 ``FLOOR=1`` adds the memcpy floor; a third argument sets ``onesided.LOCAL_GET_FROM`` (the
 local indexed Get tried at a777171). Rank 0 writes the JSON and prints one line."""
@@ -12,14 +15,16 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
-tree, out = sys.argv[1], sys.argv[2]
-sys.path[:0] = [tree + "/bench", tree]
 import numpy as np
 from mpi4py import MPI
+import mdloader_plugin
 from mdloader_plugin.backends import onesided
-if len(sys.argv) > 3:
-    onesided.LOCAL_GET_FROM = int(sys.argv[3])
+out = sys.argv[1]
+tree = str(Path(mdloader_plugin.__file__).resolve().parents[1])
+if len(sys.argv) > 2:
+    onesided.LOCAL_GET_FROM = int(sys.argv[2])
 from mdloader_plugin.backends.onesided import OneSidedBackend
 from mdloader_plugin.sampling.sampler import GlobalSampler
 from mdloader_plugin.store.shard import ShardStore
@@ -27,7 +32,8 @@ from mdloader_plugin.mpi.world import World
 from mdloader_plugin.core.log import get_logger
 from mdloader_plugin.records import codec
 from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
-from loaders import DATASETS, WORK, memcpy_floor
+from bench.harness import rank_mpi, record
+from bench.loaders.compare import DATASETS, WORK, memcpy_floor
 world = World.detect(); get_logger(world.rank).setLevel("WARNING")
 comm, rank = world.comm, world.rank
 STEPS, BATCHES = 30, [32, 128, 256]
@@ -60,7 +66,8 @@ if rank == 0:
     for r in rows:
         r["floor"] = memcpy_floor(r["step_bytes_median"]) if os.environ.get("FLOOR") else 0.0
     json.dump({"tree": tree, "argv": sys.argv, "loadavg": os.getloadavg(),
-               "date": time.strftime("%H:%M:%S"), "rows": rows}, open(out, "w"))
+               "date": time.strftime("%H:%M:%S"), "rows": rows,
+               "record": record({"argv": sys.argv[1:]}, mpi=rank_mpi())}, open(out, "w"))
     print(" ".join(f"{r['dataset'][:3]}/{r['batch']}={r['fetch']*1e6:.0f}us"
                    f"(fl {r['floor']*1e6:.0f})" for r in rows), flush=True)
 world.close()

@@ -11,11 +11,11 @@ trainer's Python). ``--kernels auto,off`` measures the compiled path and the num
 alternated round by round (one subprocess a round and setting), and writes
 ``bench/results/producer_cost.json`` (``--out``).
 
-    python bench/probes/producer_cost.py [--cases hydragnn:32,hydragnn:128,oc20:8,oc20:32]
+    python -m bench.gil.producer_cost [--cases hydragnn:32,hydragnn:128,oc20:8,oc20:32]
         [--steps 200] [--kernels auto,off] [--rounds 3]
-    python bench/probes/producer_cost.py --before REV [--rounds 5]   # A/B: REV's tree vs this one,
+    python -m bench.gil.producer_cost --before REV [--rounds 5]   # A/B: REV's tree vs this one,
                                                               # alternated round by round
-    python bench/probes/producer_cost.py --producer process  # the helper-process producer (removed
+    python -m bench.gil.producer_cost --producer process  # the helper-process producer (removed
         # since: this measures it in a tree that still has it, PYTHONPATH=that tree): CPU a step
         # left in the trainer's process, and the helper's own, reported apart
 """
@@ -31,8 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[1]  # bench/
-ROOT = HERE.parent
+from bench.harness import ROOT, WORK, module, record
+
+MODULE = "bench.gil.producer_cost"
 CASES = "hydragnn:32,hydragnn:128,oc20:8,oc20:32"
 
 
@@ -99,7 +100,7 @@ def split_rounds(cases: str, steps: int, rounds: int, graphs: dict, settings: li
     runs: dict = {s: [] for s in settings}
     for r in range(rounds):
         for s in (settings if r % 2 == 0 else settings[::-1]):
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--cases", cases, "--steps",
+            cmd = [sys.executable, *module(MODULE), "--cases", cases, "--steps",
                    str(steps), "--json", "--graphs", json.dumps(graphs), "--producer", producer]
             env = {**os.environ, "MDLOADER_KERNELS": s, "PYTHONPATH": str(ROOT)}
             res = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
@@ -145,10 +146,11 @@ def ab(before: str, cases: str, steps: int, rounds: int, graphs: dict) -> dict:
         out: dict = {k: [] for k in trees}
         for r in range(rounds):
             for name, tree in (trees.items() if r % 2 == 0 else reversed(trees.items())):
-                cmd = [sys.executable, str(Path(__file__).resolve()), "--cases", cases,
+                cmd = [sys.executable, *module(MODULE), "--cases", cases,
                        "--steps", str(steps), "--json",
                        "--graphs", json.dumps(graphs)]
-                env = {**os.environ, "PYTHONPATH": tree}
+                # the tree's package first; bench (a regular package) from this checkout
+                env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([tree, str(ROOT)]))}
                 res = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True,
                                      check=True)
                 out[name].append(json.loads(res.stdout.splitlines()[-1]))
@@ -169,10 +171,9 @@ def main() -> None:
     ap.add_argument("--out")
     a = ap.parse_args()
     graphs = json.loads(a.graphs)
-    work = ROOT / "bench" / "work"
+    work = WORK
     if a.before:
-        sys.path.insert(0, str(HERE))
-        import loaders as lb
+        from bench.loaders import compare as lb
 
         lb.DATASETS.update(graphs)
         lb.make_data(sorted(graphs))
@@ -188,11 +189,11 @@ def main() -> None:
         if a.out:
             Path(a.out).write_text(json.dumps({"before": a.before, "rounds": a.rounds,
                                                "steps": a.steps, "runs": res,
-                                               "median_ms": summary}, indent=1))
+                                               "median_ms": summary, "record": record(a)},
+                                              indent=1))
         return
     if a.kernels:
-        sys.path.insert(0, str(HERE))
-        import loaders as lb
+        from bench.loaders import compare as lb
 
         lb.DATASETS.update(graphs)
         lb.make_data(sorted(graphs))
@@ -200,7 +201,7 @@ def main() -> None:
         cases = split_rounds(a.cases, a.steps, a.rounds, graphs, a.kernels.split(","),
                              a.producer)
         info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-        res = {"machine": info, "steps": a.steps, "rounds": a.rounds, "producer": a.producer,
+        res = {"record": record(a), "machine": info, "steps": a.steps, "rounds": a.rounds, "producer": a.producer,
                "graphs": graphs, "cases": cases}
         out = Path(a.out or lb.RESULTS / (
             f"producer_cost{'' if a.producer == 'thread' else '_' + a.producer}.json"))

@@ -1,11 +1,11 @@
 """Where does MDLoader's producer thread spend a step? cProfile inside the thread, at GPU rate.
 
 Runs under ``mpiexec``: every rank drives MDLoader (prefetch 2) with the GPU-rate trainer
-stand-in (``bench/gpu_rate.py``: 25 % of the step GIL-held Python, the rest GIL-free) and profiles
+stand-in (``bench/gpu/rate.py``: 25 % of the step GIL-held Python, the rest GIL-free) and profiles
 only the producer thread (``cProfile`` enabled inside it). Rank 0 prints the data-wait share,
 the producer's time per step and its top functions by own time; ``--out`` keeps the stats.
 
-    mpiexec -n 2 python -m mpi4py bench/probes/producer_profile.py --data bench/work/oc20-1024.bp \\
+    mpiexec -n 2 python -m mpi4py -m bench.gil.producer_profile --data bench/work/oc20-1024.bp \\
         --batch 32 --step-ms 2 --steps 200 [--backend onesided] [--top 25] [--out prof.pstats]
 """
 
@@ -19,8 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[1]  # bench/
-sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 
 def profiled_producer(prof: cProfile.Profile):
@@ -54,8 +52,8 @@ def main() -> None:
     import torch
     import torch_geometric.data  # noqa: F401  (a trainer has it; a first import is seconds)
 
-    from gpu_rate import Trainer, measure
-    from gpu_feeders import make
+    from bench.gpu.rate import Trainer, measure
+    from bench.gpu.feeders import make
     from mdloader_plugin.core.log import get_logger
     from mdloader_plugin.store.shard import ShardStore
     from mdloader_plugin.mpi.world import World

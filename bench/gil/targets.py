@@ -1,10 +1,10 @@
 """The GIL-free producer's targets in one command: producer CPU a step (GIL-held / GIL-free) and
 the trainer stand-in's data-wait at 1 and 2 ms steps, compiled kernels against the numpy path.
 
-    python bench/gil_free.py [--steps 200] [--repeats 2] [--rounds 3] [--ranks 1,2]
+    python -m bench.gil.targets [--steps 200] [--repeats 2] [--rounds 3] [--ranks 1,2]
 
-Runs ``bench/probes/producer_cost.py --kernels auto,off`` (thread CPU time, robust to other jobs'
-load) and ``bench/gpu_rate.py`` at 1 and 2 ms steps with ``MDLOADER_KERNELS=auto`` and ``off`` (one
+Runs ``bench/gil/producer_cost.py --kernels auto,off`` (thread CPU time, robust to other jobs'
+load) and ``bench/gpu/rate.py`` at 1 and 2 ms steps with ``MDLOADER_KERNELS=auto`` and ``off`` (one
 ``mpiexec`` job a setting and rank count; the thread producer; the process producer, removed
 since, and the hand-off before today's are in the results of 2026-12-06), then
 ``bench/report.py``. JSON: ``bench/results/producer_cost.json``,
@@ -24,9 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-PROBES = HERE / "probes"
+from bench.harness import BENCH, RESULTS, ROOT, module
 CASES = (("hydragnn", 32), ("hydragnn", 128), ("oc20", 8), ("oc20", 32))
 TARGET = {1.0: 2.0, 2.0: 1.0}  # step ms -> data-wait % at most (one rank)
 
@@ -61,10 +59,9 @@ def tables(cost: dict | None, fast: dict | None, slow: dict | None,
     ``queue.Queue`` and the served batch freed inside the next ``next()``)."""
     out = []
     if cost:
-        sys.path.insert(0, str(PROBES))
-        import producer_cost
+        from bench.gil import producer_cost
 
-        out += ["Producer CPU a step (`bench/probes/producer_cost.py --kernels auto,off`):", ""]
+        out += ["Producer CPU a step (`bench/gil/producer_cost.py --kernels auto,off`):", ""]
         out += producer_cost.tables(cost) + [""]
     if cost and proc:
         out += [f"The helper-process producer (removed since) in the same measure, "
@@ -134,22 +131,22 @@ def main() -> None:
     ap.add_argument("--ranks", default="1,2")
     ap.add_argument("--no-report", action="store_true", help="skip bench/report.py")
     a = ap.parse_args()
-    py, env = sys.executable, {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run([py, str(PROBES / "producer_cost.py"), "--kernels", "auto,off", "--rounds",
+    py, env = sys.executable, dict(os.environ)
+    subprocess.run([py, *module("bench.gil.producer_cost"), "--kernels", "auto,off", "--rounds",
                     str(a.rounds), "--steps", str(a.steps)], check=True, env=env, cwd=ROOT)
     for setting, tag in (("auto", "gilfree"), ("off", "gilfree_numpy")):
-        subprocess.run([py, str(HERE / "gpu_rate.py"), "--ranks", a.ranks, "--step-ms", "1,2",
+        subprocess.run([py, *module("bench.gpu.rate"), "--ranks", a.ranks, "--step-ms", "1,2",
                         "--loaders", "onesided", "--steps", str(a.steps),
                         "--repeats", str(a.repeats), "--out",
-                        str(HERE / "results" / f"gpu_rate_{tag}.json"), "--figure",
-                        str(HERE / f"gpu_rate_{tag}.png")],
+                        str(RESULTS / f"gpu_rate_{tag}.json"), "--figure",
+                        str(BENCH / f"gpu_rate_{tag}.png")],
                        check=True, env={**env, "MDLOADER_KERNELS": setting}, cwd=ROOT)
     if not a.no_report:
-        subprocess.run([py, str(HERE / "report.py")], check=True, env=env, cwd=ROOT)
+        subprocess.run([py, *module("bench.report")], check=True, env=env, cwd=ROOT)
 
 
 def load(name: str):
-    path = HERE / "results" / name
+    path = RESULTS / name
     return json.loads(path.read_text()) if path.exists() else None
 
 

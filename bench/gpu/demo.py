@@ -2,7 +2,7 @@
 `bench/results/gpu_demo.json` and the table `bench/report.py` prints.
 
     bash tools/gpu_demo.sh                      # on the GPU node; writes run/gpu-demo/epochs.log
-    python bench/gpu_demo.py run/gpu-demo/epochs.log --machine "1x H200, torch 2.11+cu130" \
+    python -m bench.gpu.demo run/gpu-demo/epochs.log --machine "1x H200, torch 2.11+cu130" \
         --date 2026-12-04
 
 Per run (ranks x loader variant): the median epoch time over its epochs, the data-wait share
@@ -19,11 +19,10 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from mdloader_plugin.core.epochlog import parse_epoch_lines  # noqa: E402
+from bench.harness import RESULTS, record
+from mdloader_plugin.core.epochlog import parse_epoch_lines
 
-RESULT = ROOT / "bench" / "results" / "gpu_demo.json"
+RESULT = RESULTS / "gpu_demo.json"
 VARIANTS = {"hydragnn": "HydraGNN's own loader", "mdloader-host": "MDLoader, host batches",
             "mdloader-gpu-pinned": "MDLoader, device=auto, pinned",
             "mdloader-gpu-unpinned": "MDLoader, device=auto, not pinned"}
@@ -71,7 +70,8 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default=str(RESULT))
     a = ap.parse_args(argv)
     rows = summarise(parse_epoch_lines(Path(a.epochs_log).read_text().splitlines()))
-    res = {"machine": a.machine, "date": a.date, "setup": a.setup, "rows": rows}
+    res = {"machine": a.machine, "date": a.date, "setup": a.setup, "rows": rows,
+           "record": record(a)}
     Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
     print("\n".join(table(res)))
 

@@ -1,4 +1,4 @@
-"""Endless batch streams of every loader the GPU-rate benchmark compares (``bench/gpu_rate.py``).
+"""Endless batch streams of every loader the GPU-rate benchmark compares (``bench/gpu/rate.py``).
 
 Each ``make(name, ...)`` returns ``(iterator, close)``: the iterator yields PyG batches forever
 (epoch after epoch, every rank the same number a step), ``close`` releases the loader
@@ -13,7 +13,7 @@ Each ``make(name, ...)`` returns ``(iterator, close)``: the iterator yields PyG 
 - ``hydragnn``: HydraGNN's own loaders (``create_dataloaders``: DataLoader + DistributedSampler,
   via ``integrations/hydragnn/baseline.build_loaders``), graph by graph from the ADIOS2 file,
   HydraGNN's default mode; ``hydragnn-preload``: its ``preload`` mode (whole label a rank).
-- ``ddstore-real``: ORNL's DDStore (``bench/ddstore_real.py``, MPI method), HydraGNN's
+- ``ddstore-real``: ORNL's DDStore (``bench/ddstore/real.py``, MPI method), HydraGNN's
   ``DistDataset`` layout, fetched in the trainer's thread between ``epoch_begin``/``epoch_end``
   as HydraGNN's train loop does (MPI calls cannot run in forked workers).
 """
@@ -87,7 +87,7 @@ def _hydragnn(path: str, batch: int, preload: bool):
 
 
 def _ddstore_real(store, world, batch: int):
-    from ddstore_real import RealDDStore
+    from bench.ddstore.real import RealDDStore
     from mdloader_plugin.sampling.sampler import GlobalSampler
 
     sampler = GlobalSampler(store.num_samples, world.size, batch, shuffle=True, seed=0)

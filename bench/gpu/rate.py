@@ -18,7 +18,7 @@ in ``next(loader)`` over the wall time, max and mean over ranks) and sustained s
 ranks (samples served / slowest rank's wall time). Writes ``bench/results/gpu_rate.json`` and
 ``bench/gpu_rate.png`` (data-wait vs step time per loader).
 
-    python bench/gpu_rate.py [--ranks 2,4] [--steps 100] [--repeats 2] [--graphs N]
+    python -m bench.gpu.rate [--ranks 2,4] [--steps 100] [--repeats 2] [--graphs N]
         [--loaders collective,auto,...] [--step-ms 0,2,5,10,20] [--datasets hydragnn,oc20]
 """
 
@@ -30,11 +30,9 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
-
-import loaders as lb  # noqa: E402  (bench/loaders.py: data sets, mpiexec, machine)
-from gpu_feeders import LOADERS, make  # noqa: E402
+from bench.gpu.feeders import LOADERS, make
+from bench.harness import BENCH as HERE, module, record
+from bench.loaders import compare as lb  # data sets, mpiexec, machine
 
 GIL_SHARE = 0.25
 STEP_MS = (0, 2, 5, 10, 20)
@@ -260,7 +258,7 @@ def main() -> None:
         lb.DATASETS.update({k: a.graphs for k in lb.DATASETS})
     if a.worker:
         return worker(a)
-    import ddstore_real
+    from bench.ddstore import real as ddstore_real
 
     if "ddstore-real" in a.loaders.split(",") and not ddstore_real.available():
         print("note: pyddstore is not importable (run tools/build_ddstore.sh): its rows skipped")
@@ -273,7 +271,7 @@ def main() -> None:
     for p in [int(x) for x in a.ranks.split(",")]:
         tmp = lb.RESULTS / f".gpu_rate-{p}.json"
         t0 = time.perf_counter()
-        args = [__file__, "--worker", "--tmp", str(tmp)] + [
+        args = [*module("bench.gpu.rate"), "--worker", "--tmp", str(tmp)] + [
             x for k in ("datasets", "loaders", "steps", "repeats")
             for x in (f"--{k}", str(getattr(a, k)))]
         args += ["--step-ms", ",".join(f"{x:g}" for x in a.step_ms)]
@@ -284,7 +282,7 @@ def main() -> None:
         tmp.unlink()
         print(f"  {p} ranks done in {time.perf_counter() - t0:.0f} s", flush=True)
     info["loadavg_end"] = [round(x, 2) for x in __import__("os").getloadavg()]
-    result = {"machine": info, "gil_share": GIL_SHARE, "steps": a.steps, "repeats": a.repeats,
+    result = {"record": record(a), "machine": info, "gil_share": GIL_SHARE, "steps": a.steps, "repeats": a.repeats,
               "graphs": dict(lb.DATASETS), "trainer_alone_ms": alone, "rows": rows}
     Path(a.out).write_text(json.dumps(result, indent=1))
     print(f"wrote {a.out}, {figure(result, Path(a.figure))}")

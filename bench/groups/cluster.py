@@ -26,7 +26,7 @@ apart in ``RESULTS.md``.
 Epochs are exactly ``steps`` long (``N = P * B * steps``), so no iteration is abandoned.
 The machine is shared (2 cores, several users): figures are contaminated by others' load.
 
-    python bench/groups.py [--rates 200mbit] [--shapes 2x2] [--kinds oc20] [--batches 32]
+    python -m bench.groups.cluster [--rates 200mbit] [--shapes 2x2] [--kinds oc20] [--batches 32]
 """
 
 from __future__ import annotations
@@ -40,10 +40,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from ties import ALPHA, WITHIN, resolve
+from bench.ties import ALPHA, WITHIN, resolve
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+from bench.harness import RESULTS, ROOT, module, mpiexec
+from bench.harness import record as harness_record
+
+MODULE = "bench.groups.cluster"
 
 
 BACKENDS = ("onesided", "collective")
@@ -226,9 +228,6 @@ def drive_loading(args) -> None:
     `args.shapes` at each of `args.rates`) and on this one host (``local``, plain mpiexec)."""
     from mdloader_plugin.devtools.cluster import Cluster
 
-    sys.path.insert(0, str(ROOT / "tests"))
-    from mpirun import mpirun
-
     out_path = RESULTS / "groups_loading.json"
     out = json.loads(out_path.read_text()) if out_path.exists() else {
         "note": "Emulated cluster on a shared 2-core machine: contaminated by others' load; the "
@@ -241,7 +240,7 @@ def drive_loading(args) -> None:
         subprocess.run([sys.executable, "-m", "mdloader_plugin", "synth", "--kind", "oc20",
                         "--num-graphs", str(args.graphs), "--out", str(data), "--quiet"],
                        check=True, timeout=1800)
-    cmd = [sys.executable, "-m", "mpi4py", __file__, "--loading-worker", str(data),
+    cmd = [sys.executable, "-m", "mpi4py", *module(MODULE), "--loading-worker", str(data),
            str(args.group), str(args.rounds)]
 
     def record(where, rate, res):
@@ -267,7 +266,7 @@ def drive_loading(args) -> None:
                                            capture_output=True, text=True, cwd=ROOT,
                                            env={"PYTHONUNBUFFERED": "1"}))
     if "local" in args.shapes.split(","):
-        record("1x4", "one host", mpirun(4, cmd[3:], timeout=1200))
+        record("1x4", "one host", mpiexec(4, cmd[3:], timeout=1200, capture=True, check=False))
     out_path.write_text(json.dumps(out, indent=1))
     print(f"wrote {out_path}")
 
@@ -323,7 +322,7 @@ def drive(args) -> None:
                                             "--quiet"], check=True, timeout=1800)
                         t0 = time.perf_counter()
                         for attempt in (1, 2):  # once more after Open MPI's TCP start-up race
-                            res = cl.run([sys.executable, "-m", "mpi4py", __file__, "--worker",
+                            res = cl.run([sys.executable, "-m", "mpi4py", *module(MODULE), "--worker",
                                           str(data), str(batch), str(args.steps), prof,
                                           str(args.rounds), str(args.max_rounds),
                                           str(args.config_budget)],
@@ -366,7 +365,7 @@ def drive(args) -> None:
 def _profile(shape: str, rate: str) -> str:
     """The profile a user would have calibrated on this cluster: one written by the current
     ``mdloader calibrate`` (with its per-node stage, ``profile-SHAPE-RATE-node.json``), else
-    ``bench/backend_choice.py``'s per-shape ones, else ``bench/estimator_cluster.py``'s 2-host
+    ``bench/estimator/backend_choice.py``'s per-shape ones, else ``bench/estimator/cluster.py``'s 2-host
     ones, else ``local``."""
     for name in (f"profile-{shape}-{rate}-node.json", f"profile-{shape}-{rate}.json",
                  f"profile-cluster-{rate}.json" if shape == "2x2" else None):

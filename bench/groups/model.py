@@ -13,7 +13,7 @@ larger ``W``). The data sets:
 - ``molecules``: ANI-1x-sized, 5,000,000 molecules of ~4.7 KB +- 2.3 KB a record (~24 GB; the
   bench's HydraGNN-like records).
 
-    python bench/groups_model.py        # ~1 s; bench/results/groups_model.json
+    python -m bench.groups.model        # ~1 s; bench/results/groups_model.json
 
 ``bench/report.py`` puts the table in ``bench/RESULTS.md``; ``docs/replica-groups.md`` quotes it.
 """
@@ -24,9 +24,7 @@ import json
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(ROOT)]
+from bench.harness import BENCH as HERE, record
 
 RANKS = [64, 128, 256, 512, 1024, 2048]
 BATCHES = [4, 32, 256]
@@ -97,6 +95,7 @@ def table(res: dict) -> list[str]:
 
 def main() -> None:
     res = model()
+    res["record"] = record()
     out = HERE / "results" / "groups_model.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1))

@@ -1,4 +1,4 @@
-"""The loaders users would otherwise pick, driven step by step by ``bench/loaders.py``.
+"""The loaders users would otherwise pick, driven step by step by ``bench/loaders/compare.py``.
 
 Every loader here takes the same step plan as MDLoader (:class:`~mdloader_plugin.sampling.sampler.
 GlobalSampler`, same seed: rank ``r`` takes ``plan[r]``), except ``pyg-local``, which by design
@@ -10,7 +10,7 @@ the call decodes and collates exactly as MDLoader does (``pyg_sample`` + ``Batch
   ``Lock(owner, SHARED)`` / ``Get`` / ``Unlock`` per remote sample (how ORNL DDStore's ``get``
   moves a sample); local samples are a memcpy (kinder to the baseline than DDStore).
 - ``ddstore-real``, ``ddstore-real-fabric``: ORNL's real DDStore, MPI and libfabric methods, with
-  graphs stored as HydraGNN's ``DistDataset`` stores them (``bench/ddstore_real.py``; built by
+  graphs stored as HydraGNN's ``DistDataset`` stores them (``bench/ddstore/real.py``; built by
   ``tools/build_ddstore.sh``).
 - ``file``: HydraGNN's ``AdiosDataset`` default mode, each sample's slice of every key read from
   the ADIOS2 file on demand (:class:`~mdloader_plugin.integrations.hydragnn.baseline.
@@ -30,7 +30,7 @@ import numpy as np
 
 from mdloader_plugin.records import codec
 from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
-from plan_loader import PlanLoader
+from bench.loaders.plan_loader import PlanLoader
 
 
 class DDStoreStyle(PlanLoader):
@@ -132,7 +132,7 @@ def _identity(arrays: dict) -> dict:
 
 
 def _real_ddstore(sampler, store, method: int):
-    from ddstore_real import RealDDStore  # needs pyddstore (tools/build_ddstore.sh)
+    from bench.ddstore.real import RealDDStore  # needs pyddstore (tools/build_ddstore.sh)
 
     return RealDDStore(sampler, store, method)
 

@@ -6,7 +6,7 @@ sampler, same seed): MDLoader ``collective``, ``onesided`` and ``auto``; the DDS
 per-sample lock/Get/unlock loader; ORNL's real DDStore (``pyddstore``, MPI and
 libfabric methods, graphs stored as HydraGNN's ``DistDataset`` stores them; rows skipped with a
 note when ``tools/build_ddstore.sh`` has not built it); HydraGNN's file-per-sample reads; full
-preload; a PyG DataLoader over the rank's own block (see ``bench/baselines.py``). A step is timed
+preload; a PyG DataLoader over the rank's own block (see ``bench/loaders/baselines.py``). A step is timed
 from "give me the next batch" to a collated ``Batch`` on every rank (prefetch off, so the number is
 the work, not hidden behind a model), synchronised before each step and reduced with MAX over ranks
 (the slowest rank sets the pace of a data-parallel step). ``fetch`` is the part that moves the
@@ -20,8 +20,8 @@ time one core needs to memcpy those bytes (measured by the driver, out of cache)
 
 Also checks that every plan-driven loader served the same graphs at every step (node counts).
 
-    python bench/loaders.py [--full] [--ranks 2,4] [--batches 4,32,256] [--steps N] [--repeats R]
-    python bench/loaders.py --cluster 2x2@1gbit     # store-based loaders across emulated hosts
+    python -m bench.loaders.compare [--full] [--ranks 2,4] [--batches 4,32,256] [--steps N] [--repeats R]
+    python -m bench.loaders.compare --cluster 2x2@1gbit     # store-based loaders across emulated hosts
 
 Writes ``bench/results/loaders.json`` and ``bench/loaders_<dataset>.png``,
 ``bench/loaders_memory.png``. Data sets are generated once into ``bench/work/`` (git-ignored).
@@ -39,23 +39,18 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-RESULTS = HERE / "results"
-WORK = HERE / "work"
-sys.path[:0] = [str(HERE), str(ROOT)]
+from bench.harness import RESULTS, ROOT, WORK, machine, module, record  # noqa: F401
+from bench.harness import mpiexec as _mpiexec
 
-from estimator_accuracy import BIN, ENV  # noqa: E402  (bench/ helpers: the MPI environment)
+BENCH = RESULTS.parent
+MODULE = "bench.loaders.compare"
 
 
 def mpiexec(n: int, args: list[str], timeout: float) -> None:
     """``mpiexec -n N python -m mpi4py ARGS`` with the bench's MPI environment; output streams
     through (progress lines), a failure exits with the job's code."""
-    cmd = [str(BIN / "mpiexec"), "-n", str(n), sys.executable, "-m", "mpi4py", *args]
-    env = {**os.environ, **ENV, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    r = subprocess.run(cmd, env=env, cwd=ROOT, timeout=timeout)
-    if r.returncode:
-        sys.exit(f"bench: {Path(args[0]).name} on {n} ranks failed (exit {r.returncode})")
+    _mpiexec(n, args, timeout)
+
 
 MDL_BACKENDS = ("collective", "onesided", "auto")
 ON_STORE = ("ddstore", "ddstore-real", "ddstore-real-fabric")  # built on the loaded store
@@ -152,7 +147,7 @@ def run_steps(world, stepper, steps: int, budget: float) -> dict:
     Peak PSS is sampled after every ``PSS_EVERY``-th step (and every warm-up step), and the step
     right after a sample is run but not timed: reading ``/proc/self/smaps_rollup`` walks every
     mapping and leaves caches and TLB cold, which tripled the next fetch at small batches
-    (0.05 -> 0.16 ms, MDLoader and the real DDStore alike; bench/probes/fetch_profile.py,
+    (0.05 -> 0.16 ms, MDLoader and the real DDStore alike; bench/fetch/profile.py,
     2026-12-04). Steady-state memory is the same step after step, so the peak is kept.
     ``--pss-every 1`` restores the old harness (a sample after every step, every step timed)."""
     from mpi4py import MPI
@@ -259,7 +254,7 @@ def _warm_imports() -> None:
     import numpy as np
     import torch_geometric.loader  # noqa: F401
 
-    import baselines  # noqa: F401
+    from bench.loaders import baselines  # noqa: F401
     from mdloader_plugin.loader.loader import pyg_collate, pyg_sample
     from mdloader_plugin.sources import adios  # noqa: F401
 
@@ -311,7 +306,7 @@ def bench_dataset(world, ds: str, path: Path, batches, steps, budget, base, repe
 def bench_one(world, name, sampler, store, path, steps, budget, base, profile=None) -> dict:
     import gc
 
-    from baselines import FACTORIES
+    from bench.loaders.baselines import FACTORIES
     from mdloader_plugin.loader.loader import MDLoader
 
     gc.collect()
@@ -395,17 +390,6 @@ def add_floor(rows: list[dict]) -> None:
         r["samples_per_s"] = r["batch"] * r["ranks"] / r["step_median_s"]
 
 
-def machine() -> dict:
-    import platform
-
-    load = os.getloadavg()
-    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
-                if ln.startswith("model name")), platform.processor())
-    return {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "host": platform.node(), "cpu": cpu,
-            "cores": os.cpu_count(), "python": platform.python_version(),
-            "loadavg_start": [round(x, 2) for x in load]}
-
-
 def run_grid(a, datasets, batches, steps, budget, repeats, loaders) -> list[dict]:
     """One mpiexec a rank count (or one job on the emulated cluster with ``--cluster``)."""
     args = ["--worker", *(["--graphs", str(a.graphs)] if a.graphs else []),
@@ -421,7 +405,7 @@ def run_grid(a, datasets, batches, steps, budget, repeats, loaders) -> list[dict
         tmp = RESULTS / ".loaders-cluster.json"
         print(f"emulated cluster: {hosts} hosts x {rph} ranks, links {rate}", flush=True)
         with Cluster.up(hosts=hosts, ranks_per_host=rph, rate=rate, name="bench") as cl:
-            r = cl.run([sys.executable, "-m", "mpi4py", __file__, *args, "--tmp", str(tmp)],
+            r = cl.run([sys.executable, "-m", "mpi4py", *module(MODULE), *args, "--tmp", str(tmp)],
                        timeout=1800, env={"PYTHONUNBUFFERED": "1"}, cwd=ROOT)
         if r.returncode:
             sys.exit(f"bench: loaders on the emulated cluster failed (exit {r.returncode})")
@@ -436,7 +420,8 @@ def run_grid(a, datasets, batches, steps, budget, repeats, loaders) -> list[dict
         print(f"{p} ranks: {len(datasets)} data sets x {len(batches)} batch sizes x "
               f"{len(loaders)} loaders ({repeats} rounds of the store-based ones)", flush=True)
         for job, keep in _jobs(loaders):
-            mpiexec(p, [__file__, *_with_loaders(args, job), "--tmp", str(tmp)], timeout=1800)
+            mpiexec(p, [*module(MODULE), *_with_loaders(args, job), "--tmp", str(tmp)],
+                    timeout=1800)
             rows += [r for r in json.loads(tmp.read_text()) if r["loader"] in keep]
             tmp.unlink()
         print(f"  {p} ranks done in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -518,7 +503,7 @@ def main() -> None:
     budget = a.budget or (8.0 if a.full else 2.0)
     loaders = a.loaders.split(",")
     if not a.worker and any(n.startswith("ddstore-real") for n in loaders):
-        import ddstore_real
+        from bench.ddstore import real as ddstore_real
 
         if not ddstore_real.available():
             print("note: pyddstore is not importable (run tools/build_ddstore.sh): real-DDStore "
@@ -527,10 +512,10 @@ def main() -> None:
     if a.cluster and a.loaders == ",".join(LOADERS):  # libfabric's FABRIC_IFACE=lo is one host
         loaders = [n for n in MDL_BACKENDS + ON_STORE if n not in ISOLATED]
     if a.replot:
-        import bench_plots
+        from bench.loaders import plots as bench_plots
 
         print(bench_plots.loader_figures(json.loads((RESULTS / "loaders.json").read_text()),
-                                         HERE))
+                                         BENCH))
         return
     if a.graphs:
         DATASETS.update({k: a.graphs for k in DATASETS})
@@ -552,7 +537,7 @@ def main() -> None:
                                "ranks": sorted({r["ranks"] for r in old["rows"]
                                                 if (r["dataset"], r["ranks"]) not in done})}
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    result = {"machine": info, "full": a.full, "steps": steps, "repeats": repeats,
+    result = {"record": record(a), "machine": info, "full": a.full, "steps": steps, "repeats": repeats,
               "pss_every": a.pss_every, "onesided_numpy": a.onesided_numpy,
               "budget_s": budget, "cluster": a.cluster, "profile": a.profile or "local",
               "rows": rows}
@@ -560,9 +545,9 @@ def main() -> None:
     if a.cluster or a.no_figures:
         print(f"wrote {out}")
         return
-    import bench_plots
+    from bench.loaders import plots as bench_plots
 
-    figs = bench_plots.loader_figures(result, HERE)
+    figs = bench_plots.loader_figures(result, BENCH)
     print(f"wrote {out}, " + ", ".join(str(f) for f in figs))
 
 

@@ -10,8 +10,7 @@ import json
 import math
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+from bench.harness import RESULTS
 LOADERS = ("auto", "collective", "onesided", "ddstore", "ddstore-real", "ddstore-real-fabric",
            "file", "preload", "pyg-local")
 TITLES = {"auto": "MDL auto", "collective": "MDL coll.", "onesided": "MDL 1-sided",
@@ -126,9 +125,9 @@ def fetch_cost_tables(before: dict | None, after: dict, profs=(),
                       before_what: str = "one-sided steps on the numpy path, "
                                          "`--onesided-numpy`") -> list[str]:
     """Issue 21 part 4: MDLoader's fetch against the real DDStore's and the memcpy floor, before
-    and after the small-step plan (``loaders_fetch_{before,after}.json``, ``bench/loaders.py
+    and after the small-step plan (``loaders_fetch_{before,after}.json``, ``bench/loaders/compare.py
     --loaders onesided,auto,ddstore-real``; before = ``--onesided-numpy``), and where a fetch's
-    time goes (``fetch_profile.json``, ``bench/probes/fetch_profile.py``)."""
+    time goes (``fetch_profile.json``, ``bench/fetch/profile.py``)."""
     keys, by = _configs(after["rows"])
     _, old = _configs(before["rows"]) if before else ([], {})
     m = after["machine"]
@@ -169,7 +168,7 @@ def fetch_cost_tables(before: dict | None, after: dict, profs=(),
     for prof in [p for p in profs if p]:
         between = {"collate": "a batch collated before each timed fetch, caches as cold as in "
                               "the grid", "none": "fetches back to back, caches warm"}
-        out += ["", f"Where a fetch goes (`bench/probes/fetch_profile.py`, {prof['date']}, load "
+        out += ["", f"Where a fetch goes (`bench/fetch/profile.py`, {prof['date']}, load "
                 f"{prof['loadavg'][0]:.2f}; {between[prof.get('between', 'none')]}; "
                 "median of the slowest rank, ms; the parts are timed one by one on the same "
                 "plans):", "",

@@ -10,7 +10,7 @@ The epoch numbers are the driver's ``MDLOADER-EPOCH`` records (wall = slowest ra
 mean over ranks of the time the trainer waited in ``next()``); epoch 0 includes warm-up and is
 reported but left out of the medians.
 
-    python bench/training.py [--full] [--ranks 2] [--graphs 2000] [--epochs 3]
+    python -m bench.loaders.training [--full] [--ranks 2] [--graphs 2000] [--epochs 3]
 
 Writes ``bench/results/training.json`` and ``bench/training.png``.
 """
@@ -25,9 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(HERE), str(ROOT)]
+from bench.harness import BENCH, ROOT, module, record
 
 VARIANTS = {  # name -> --set overrides
     "mdloader-auto": ["loader=mdloader", "mdloader.backend=auto"],
@@ -76,7 +74,7 @@ def summarise(runs: list[dict]) -> dict:
 
 
 def figure(result: dict, path: Path) -> Path:
-    from bench_plots import _plt
+    from bench.loaders.plots import _plt
 
     plt = _plt()
     rows = result["summary"]
@@ -116,7 +114,7 @@ def main() -> None:
         return worker(a.variants.split(","), a.data, a.epochs, a.rounds or 1, a.tmp)
     import subprocess
 
-    from loaders import RESULTS, WORK, machine, mpiexec
+    from bench.harness import RESULTS, WORK, machine, mpiexec
 
     ranks = a.ranks or (4 if a.full else 2)
     rounds = a.rounds or (2 if a.full else 1)
@@ -132,18 +130,18 @@ def main() -> None:
     tmp = RESULTS / ".training.json"
     print(f"training {len(variants)} variants x {rounds} rounds on {ranks} ranks, {graphs} "
           f"graphs, {a.epochs} epochs ...", flush=True)
-    mpiexec(ranks, [__file__, "--worker", "--variants", ",".join(variants), "--data", str(data),
-                    "--epochs", str(a.epochs), "--rounds", str(rounds), "--tmp", str(tmp)],
+    mpiexec(ranks, [*module("bench.loaders.training"), "--worker", "--variants",
+                    ",".join(variants), "--data", str(data), "--epochs", str(a.epochs), "--rounds", str(rounds), "--tmp", str(tmp)],
             timeout=3600)
     runs = json.loads(tmp.read_text())
     tmp.unlink()
     info["loadavg_end"] = [round(x, 2) for x in __import__("os").getloadavg()]
-    result = {"machine": info, "ranks": ranks, "graphs": graphs, "epochs": a.epochs,
+    result = {"record": record(a), "machine": info, "ranks": ranks, "graphs": graphs, "epochs": a.epochs,
               "rounds": rounds, "config": "recipes/hydragnn/demo.yaml", "runs": runs,
               "summary": [summarise([r for r in runs if r["variant"] == v]) for v in variants]}
     out = RESULTS / "training.json"
     out.write_text(json.dumps(result, indent=1))
-    fig = figure(result, HERE / "training.png")
+    fig = figure(result, BENCH / "training.png")
     for s in result["summary"]:
         print(f"  {s['variant']:20s} epoch {s['epoch_s']:.2f} s  data-wait "
               f"{s['data_wait_share']:.1%}")

@@ -3,7 +3,7 @@ collective backend's ``_fetch`` and ``_pack`` do on a rank besides ``Alltoallv``
 offsets of the plan's ids, grouping and gathering the records it sends). Run it from a tree's
 root to compare trees (the tree before issue 19 has a plain-array index):
 
-    python bench/probes/collective_step_cpu.py --graphs 4096 --out X.json
+    python -m bench.scale.collective_step_cpu --graphs 4096 --out X.json
 
 Prints and writes microseconds of process CPU time a step (median of rounds)."""
 

@@ -21,7 +21,7 @@ against ``before`` (equal). Then a table extrapolated with the formulas of ``doc
 N = 1e8 and 1e9 at P = 2048 (EXTRAPOLATED, not measured; feistel plan cost at that size is
 measured on one process, as it needs no list).
 
-    python bench/dataset_scale.py [--samples 20000000] [--ranks 4] [--tmp DIR] [--out JSON]
+    python -m bench.scale.dataset [--samples 20000000] [--ranks 4] [--tmp DIR] [--out JSON]
 
 Writes ``bench/results/dataset_scale.json`` and ``dataset_scale.md``. Times on the shared 2-core
 machine are contaminated by other users' load.
@@ -39,9 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path[:0] = [str(ROOT)]
+from bench.harness import BENCH as HERE, mpiexec, module, record
 CONFIGS = {"before": ("full", "rank", "legacy"), "torch": ("compact", "rank", "torch"),
            "after": ("compact", "rank", "feistel"),
            "after-shared": ("compact", "node", "feistel")}
@@ -288,11 +286,8 @@ def main() -> None:
     print(f"data set: {rec_p} ({rec_p.stat().st_size / 2**20:.0f} MiB, "
           f"{time.perf_counter() - t0:.1f} s)", flush=True)
     tmp_out = Path(a.out).with_suffix(".rows.json")
-    env = {**os.environ, "OMPI_MCA_osc": "^ucx", "OMP_NUM_THREADS": "1"}
-    cmd = [str(Path(sys.executable).parent / "mpiexec"), "-n", str(a.ranks), sys.executable,
-           "-m", "mpi4py", __file__, "--worker", "--samples", str(a.samples), "--sizes",
-           str(sizes_p), "--records", str(rec_p), "--out", str(tmp_out)]
-    subprocess.run(cmd, env=env, cwd=ROOT, check=True, timeout=3600)
+    mpiexec(a.ranks, [*module("bench.scale.dataset"), "--worker", "--samples", a.samples,
+                      "--sizes", sizes_p, "--records", rec_p, "--out", tmp_out], timeout=3600)
     res = json.loads(tmp_out.read_text())
     tmp_out.unlink()
     plans = {r["config"]: r.pop("first_plan") for r in res["rows"]}
@@ -300,6 +295,7 @@ def main() -> None:
     res["feistel_plan_1e9_p2048_s"] = feistel_plan_seconds()
     res["extrapolated"] = extrapolate(res["rows"], res["feistel_plan_1e9_p2048_s"])
     res["date"] = time.strftime("%F %H:%M UTC", time.gmtime())
+    res["record"] = record(a)
     Path(a.out).write_text(json.dumps(res, indent=1))
     Path(a.out).with_suffix(".md").write_text(markdown(res))
     print(markdown(res))

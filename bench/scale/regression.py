@@ -3,27 +3,27 @@
 The benchmarks the compact index and the scalable order could affect are run twice each, on the
 tree before issue 19 (``git archive 82fc212``, the commit before the compact index) and on this
 one, alternately, in one session under the bench lock (``flock /work/wt/bench.lock``):
-``bench/loaders.py --loaders collective,onesided,auto`` (reduced grid), ``bench/training.py``
-(reduced) and ``bench/scale_step.py`` (per-step index and order cost, this tree only: it
+``bench/loaders/compare.py --loaders collective,onesided,auto`` (reduced grid), ``bench/loaders/training.py``
+(reduced) and ``bench/scale/step.py`` (per-step index and order cost, this tree only: it
 interleaves the ``full`` index, which is the representation before issue 19, with the compact
 one). The committed figures before issue 19 (``git show 0a94d52:bench/results/loaders.json``)
 are listed too, but they come from another host (an Intel Xeon VM; these runs: AMD EPYC), so
 only the same-session columns compare.
 
-    python bench/probes/scale_regression.py --pre A.json,B.json --cur C.json,D.json \\
+    python -m bench.scale.regression --pre A.json,B.json --cur C.json,D.json \\
         [--train-pre T.json --train-cur U.json] [--step S.json]
 
 Writes ``bench/results/scale_regression.json`` and ``.md`` (included in RESULTS.md and
 docs/scale.md).
 
 The targeted re-check of the two 4-rank cells that stayed ~1.3x (``--ab DIR``: runs of
-``bench/loaders.py --ranks 4 --batches 4 --loaders collective,onesided --steps 8 --repeats 3``
+``bench/loaders/compare.py --ranks 4 --batches 4 --loaders collective,onesided --steps 8 --repeats 3``
 saved as ``pre_<i>.json``/``cur_<i>.json`` in ABBA order under the lock, and
-``bench/probes/collective_step_cpu.py`` from each tree as ``cpu[1024]_<pre|cur>_<i>.json``; optional
-``bench/training.py`` runs as ``train_<pre|cur>_<i>.json``) writes
+``bench/scale/collective_step_cpu.py`` from each tree as ``cpu[1024]_<pre|cur>_<i>.json``; optional
+``bench/loaders/training.py`` runs as ``train_<pre|cur>_<i>.json``) writes
 ``scale_regression_ab.json``/``.md`` instead (RESULTS.md and docs/scale.md include it too):
 
-    python bench/probes/scale_regression.py --ab bench/results/scale_regression_ab
+    python -m bench.scale.regression --ab bench/results/scale_regression_ab
 
 Per cell the best (smallest) step median of the runs of each tree is compared:
 on a shared, loaded machine the best of a few runs is the least contaminated figure.
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parents[1]  # bench/
+from bench.harness import BENCH as HERE
 COMMITTED = "0a94d52"  # the last loaders.json before issue 19 landed
 
 
@@ -91,7 +91,7 @@ def _load_note(runs: list[dict]) -> str:
 
 def _harness_note(cur: list[dict]) -> str:
     """Which PSS sampling the "now" runs used: the tree before issue 19 samples after every
-    step and times every step, as ``bench/loaders.py --pss-every 1`` does."""
+    step and times every step, as ``bench/loaders/compare.py --pss-every 1`` does."""
     every = sorted({d.get("pss_every", 1) for d in cur})
     if every == [1]:
         return ("Both trees ran the same harness (PSS after every step, every step timed: the "
@@ -230,9 +230,9 @@ def ab_tables(folder: Path) -> tuple[list[str], dict]:
                          f"{min(l for _, l in p + c):.1f}-{max(l for _, l in p + c):.1f} |")
     parts = {t: [json.loads(q.read_text()) for q in sorted(folder.glob(f"sc_{t}_*.json"))]
              for t in ("pre", "cur")}
-    if parts["pre"] and parts["cur"]:  # bench/probes/step_cpu_parts.py runs of each tree
+    if parts["pre"] and parts["cur"]:  # bench/scale/step_cpu_parts.py runs of each tree
         lds = [r["load"] for t in parts for r in parts[t]]
-        lines += ["", "Parts of a one-sided step without MPI (`bench/probes/step_cpu_parts.py`: "
+        lines += ["", "Parts of a one-sided step without MPI (`bench/scale/step_cpu_parts.py`: "
                   "P = 4, B = 4 plans, rank 0's ids; median of 5 rounds a run; `index cold` is the "
                   "lookup right after a `smaps_rollup` read, as the harness does between steps; "
                   f"trees alternated, load {min(lds):.1f}-{max(lds):.1f}):", "",
@@ -252,7 +252,7 @@ def ab_tables(folder: Path) -> tuple[list[str], dict]:
             r["step_median_s"] * 1e3 for d in runs for r in d["rows"]]
         a, b = ms_of(sw["numpy"]), ms_of(sw["small"])
         out["switch"] = {"numpy_ms": a, "small_ms": b, "shift_ms": hodges_lehmann(a, b)}
-        lines += ["", "The current tree's one-sided path switched (`bench/loaders.py "
+        lines += ["", "The current tree's one-sided path switched (`bench/loaders/compare.py "
                   "--onesided-numpy`, the numpy planning of every step as before 7192f42, "
                   "against the default small-step path; same harness, alternated, "
                   f"{_load_note(sw['numpy'] + sw['small'])}): numpy path "
@@ -269,8 +269,8 @@ def main_ab(folder: str, out: str, title: str | None = None) -> None:
           f"{n['pre']} runs before, {n['cur']} now)", ""] + lines
     tp, tc = ([json.loads(p.read_text()) for p in sorted(Path(folder).glob(f"train_{t}_*.json"))]
               for t in ("pre", "cur"))
-    if tp and tc:  # bench/training.py runs of each tree in ABBA order (train_<tree>_<i>.json)
-        md += ["", f"HydraGNN training re-checked (`bench/training.py --ranks {tc[0]['ranks']} "
+    if tp and tc:  # bench/loaders/training.py runs of each tree in ABBA order (train_<tree>_<i>.json)
+        md += ["", f"HydraGNN training re-checked (`bench/loaders/training.py --ranks {tc[0]['ranks']} "
                    f"--graphs {tc[0]['graphs']} --epochs {tc[0]['epochs']} --variants "
                    f"mdloader-collective,hydragnn-native`, ABBA; before {_load_note(tp)}, now "
                    f"{_load_note(tc)}):", ""] + training_table(tp, tc)
@@ -311,7 +311,7 @@ def main() -> None:
            "cur_dates": [d["machine"] for d in cur]}
     if a.train_pre and a.train_cur:
         tp, tc = load(a.train_pre), load(a.train_cur)
-        md += ["", "### Before/after the compact index: HydraGNN training (`bench/training.py`, "
+        md += ["", "### Before/after the compact index: HydraGNN training (`bench/loaders/training.py`, "
                f"reduced: "
                    f"{tc[0]['ranks']} ranks, {tc[0]['graphs']} graphs, {tc[0]['epochs']} epochs; "
                    f"before {_load_note(tp)}, now {_load_note(tc)})", ""] + \
@@ -319,7 +319,7 @@ def main() -> None:
         out["training"] = {"pre": [t["summary"] for t in tp], "cur": [t["summary"] for t in tc]}
     if a.step:
         st = load(a.step)[0]
-        md += ["", f"### Per-step cost of the index and the order (`bench/scale_step.py`, one "
+        md += ["", f"### Per-step cost of the index and the order (`bench/scale/step.py`, one "
                    f"process, kinds interleaved over {st['rounds']} rounds, medians; load "
                    f"{st['loadavg_start'][0]}->{st['loadavg_end'][0]})", "",
                "Index: `nbytes`, `offsets` and `owner_of` of a rank's B ids a step (the "

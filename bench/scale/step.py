@@ -9,7 +9,7 @@ sampler does a step (``plan(epoch, step)``) with the ``torch`` list and the ``fe
 Kinds are interleaved round by round (the median of each kind over the rounds), so the ratios
 hold on a loaded machine even where the absolute times do not.
 
-    python bench/scale_step.py [--rounds 9] [--out bench/results/scale_step.json]
+    python -m bench.scale.step [--rounds 9] [--out bench/results/scale_step.json]
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent)]
+from bench.harness import BENCH as HERE, record
 P = 4
 BATCHES = (4, 32, 256)
 
@@ -104,7 +103,8 @@ def main() -> None:
                 print(f"plan   N={n:>9} P*B={P * b:>5} {o:<13} {step:9.1f} us/step (first "
                       f"plan {first / 1e3:.1f} ms)", flush=True)
     out = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "loadavg_start": load0,
-           "loadavg_end": [round(x, 2) for x in os.getloadavg()], "rounds": a.rounds, "rows": rows}
+           "loadavg_end": [round(x, 2) for x in os.getloadavg()], "rounds": a.rounds, "rows": rows,
+           "record": record(a)}
     Path(a.out).write_text(json.dumps(out, indent=1))
     print(f"wrote {a.out}")
 

@@ -2,11 +2,11 @@
 OC20-like file, in one process without MPI, so that two trees can be compared part by part:
 ``plan`` (the sampler's plan of a step), ``index`` (``nbytes``, ``offsets``, ``owner_of`` of the
 step's ids, warm), ``index_cold`` (the same right after reading ``/proc/self/smaps_rollup``, as
-``bench/loaders.py`` does between steps: caches and TLB cold; wall time), ``gather`` (copying the
+``bench/loaders/compare.py`` does between steps: caches and TLB cold; wall time), ``gather`` (copying the
 step's records) and ``collate`` (the column-wise ``Batch``). Run from a tree's root (the tree
 before issue 19 works too):
 
-    python bench/probes/step_cpu_parts.py bench/work/oc20-1024.bp 5 OUT.json
+    python -m bench.scale.step_cpu_parts bench/work/oc20-1024.bp 5 OUT.json
 
 Microseconds a step, median (and min) over the rounds; process CPU time except ``index_cold``."""
 

@@ -17,10 +17,10 @@ resident size (``/proc/self/clear_refs`` = 5) just before ``from_file``, reads `
 The max over ranks is kept. The sizes of ``--held-out`` are run the same way but reported apart:
 the factor the budget uses was not tuned on them.
 
-    python bench/load_peak.py [--kinds hydragnn,oc20] [--graphs hydragnn=50000,200000:100000]
+    python -m bench.store.load_peak [--kinds hydragnn,oc20] [--graphs hydragnn=50000,200000:100000]
                               [--ranks 1,4] [--tmp /tmp/mdloader-load-peak] [--out JSON]
 
-Worker (one rank of a cell): ``python -m mpi4py bench/load_peak.py --worker FILE``.
+Worker (one rank of a cell): ``python -m mpi4py -m bench.store.load_peak --worker FILE``.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-OUT = HERE / "results" / "load_peak.json"
+from bench.harness import RESULTS, ROOT, mpiexec, module, record
+
+OUT = RESULTS / "load_peak.json"
 WARM = 64  # graphs of the warm-up file
 TARGET = 1.3  # the load peak a rank may reach, over records + index
 DEFAULT_GRAPHS = "hydragnn=50000,200000:100000;oc20=2000,8000:4000"
@@ -107,14 +107,9 @@ def synth(tmp: Path, kind: str, n: int) -> Path:
 
 
 def run_cell(path: Path, ranks: int, chunk: int | None, warm: Path) -> dict:
-    mpiexec = str(Path(sys.executable).parent / "mpiexec")
-    cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "mpi4py",
-           str(Path(__file__).resolve()), "--worker", str(path), "--warm", str(warm)]
-    cmd += [] if chunk is None else ["--chunk", str(chunk)]
-    from mdloader_plugin.devtools.cluster.launch import MPI_ENV
-
-    env = {**os.environ, **MPI_ENV, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800, cwd=ROOT)
+    args = [*module("bench.store.load_peak"), "--worker", path, "--warm", warm]
+    args += [] if chunk is None else ["--chunk", chunk]
+    out = mpiexec(ranks, args, timeout=1800, capture=True, check=False)
     line = [x for x in out.stdout.splitlines() if x.startswith("ROWS ")]
     if out.returncode or not line:
         raise SystemExit(f"{path} on {ranks} ranks failed (rc {out.returncode}):\n"
@@ -169,7 +164,7 @@ def main(argv=None) -> None:
     meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t_start)),
             "machine": machine(), "mpi": mpi_library(), "target": TARGET, "label": a.label,
             "parameters": {"kinds": a.kinds, "graphs": a.graphs, "ranks": a.ranks,
-                           "chunk": a.chunk}}
+                           "chunk": a.chunk}, "record": record(a)}
     rows = [json.loads(x) for log in a.rows_from for x in Path(log).read_text().splitlines()
             if x.startswith('{"kind"')]
     if rows:  # rows of earlier runs: the bound the budget uses now, from what they measured
