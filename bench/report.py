@@ -3,7 +3,8 @@
     python -m bench.report            # writes bench/RESULTS.md and the tables of bench/README.md
     python -m bench.report --check    # exit 1 (and say which) if either is not what the JSON gives
 
-Every section of ``RESULTS.md`` is one :class:`Section` of ``SECTIONS`` (``bench/sections.py``):
+Every section of ``RESULTS.md`` is one :class:`Section` of ``SECTIONS`` (``bench/sections.py``,
+from the topics' ``sections.py``):
 its title, the command that produced its data, the script, the files under ``bench/results/`` it
 reads and the figures it names, and a function that turns the loaded files into Markdown lines.
 Each section is headed by its command and by the dates its own JSON records (:func:`stamps`), so
@@ -22,8 +23,10 @@ import re
 import sys
 from pathlib import Path
 
-from bench.loaders.tables import targets  # noqa: F401  (re-exported: tests/integration/test_bench.py)
-from bench.sections import ENTRY_POINTS, HELPERS, OTHER_RESULTS, SECTIONS, Section
+from bench.loaders.tables import targets  # noqa: F401  (re-exported:
+# tests/integration/test_bench.py)
+from bench.reporting import Section
+from bench.sections import BY_HAND, ENTRY_POINTS, OTHER_RESULTS, SECTIONS
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -136,6 +139,12 @@ def summary_line(path: Path) -> str:
     return first.replace("|", "\\|")
 
 
+def modules() -> list[Path]:
+    """Every module of bench/: the top-level ones, then each topic's, by name."""
+    top = sorted(p for p in HERE.glob("*.py") if p.name != "__init__.py")
+    return top + sorted(p for p in HERE.glob("*/*.py") if p.name != "__init__.py")
+
+
 def readme_tables() -> str:
     """The section map, the other results and the scripts, as bench/README.md carries them."""
     out = ["### Where every section of `RESULTS.md` comes from", "",
@@ -150,14 +159,15 @@ def readme_tables() -> str:
     for o in OTHER_RESULTS:
         out.append(f"| `{o.data}` | {_code(o.commands)} | {_code(o.scripts)} | "
                    f"{', '.join(o.cited_by)} |")
-    probes = sorted((HERE / "probes").glob("*.py"))
-    for head, names in (("Entry points: what `make bench` runs", ENTRY_POINTS),
-                        ("Helpers: imported by the entry points, `report.py` and "
-                         "`tools/docs_figures.py`", HELPERS),
-                        ("Probes (`bench/probes/`): one-off measurements, run by hand",
-                         [f"probes/{p.name}" for p in probes])):
-        out += ["", f"### {head}", "", "| script | what it measures or does |", "|---|---|"]
-        out += [f"| `bench/{n}` | {summary_line(HERE / n)} |" for n in names]
+    out += ["", "### The benchmarks, by topic", "",
+            "`make bench`: run by `tools/bench.sh`; by hand: its command is in the section or "
+            "result it feeds; helper: imported by the others.", "",
+            "| module | what it measures or does | run |", "|---|---|---|"]
+    for path in modules():
+        name = ".".join(path.relative_to(HERE.parent).with_suffix("").parts)
+        run = ("`make bench`" if name in ENTRY_POINTS else "by hand" if name in BY_HAND
+               else "helper")
+        out.append(f"| `{name}` | {summary_line(path)} | {run} |")
     return "\n".join(out) + "\n"
 
 

@@ -161,7 +161,8 @@ def main() -> int:
     ranks = [int(x) for x in a.ranks.split(",")]
     for _ in range(a.repeats):
         for n in ranks:
-            lb.mpiexec(n, [*module("bench.convert.rate"), "--worker", "--src", str(src), "--tmp", str(tmp),
+            lb.mpiexec(n, [*module("bench.convert.rate"), "--worker", "--src", str(src), "--tmp",
+                str(tmp),
                            "--work", str(work)], timeout=1800)
     rows = [json.loads(ln) for ln in tmp.read_text().splitlines()]
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.harness import BENCH, BIN, RESULTS, ROOT, module, record  # noqa: F401  (BIN: re-exported)
+from bench.harness import BENCH, BIN, RESULTS, ROOT, module, record  # noqa: F401  (BIN:
+# re-exported)
 from bench.harness import mpiexec as _mpiexec
 
 DISTS = {"hydragnn": (5000.0, 0.35, 2000, 10000), "oc20": (40000.0, 0.8, 5000, 200000)}
@@ -94,7 +95,8 @@ def measure(ranks: list[int], batches: list[int], steps: int) -> list[dict]:
     for p in ranks:
         tmp = RESULTS / f".accuracy-{p}.json"
         t0 = time.perf_counter()
-        mpiexec(p, [*module("bench.estimator.accuracy"), "--worker", "--batches", ",".join(map(str, batches)),
+        mpiexec(p, [*module("bench.estimator.accuracy"), "--worker", "--batches",
+            ",".join(map(str, batches)),
                     "--steps", str(steps), "--out", str(tmp)], timeout=600)
         rows += json.loads(tmp.read_text())
         tmp.unlink()

@@ -138,7 +138,8 @@ def main() -> int:
             "machine": machine(),
             "batch_size": 32, "steps": a.steps, "rounds": a.rounds,
             "clock": "time.thread_time"}
-    out = {"meta": meta, "record": record(a), "rows": rows, "big": big, "balance": balance, "heldout": heldout,
+    out = {"meta": meta, "record": record(a), "rows": rows, "big": big, "balance": balance,
+        "heldout": heldout,
            "targets": targets(rows, big)}
     Path(a.out).write_text(json.dumps(out, indent=1))
     plot(rows, ROOT / "bench/rank_cost.png", meta)

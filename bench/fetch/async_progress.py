@@ -91,7 +91,8 @@ def main() -> None:
         for r in range(a.rounds):
             for arm in (list(ARMS) if r % 2 == 0 else list(ARMS)[::-1]):
                 t0 = time.perf_counter()
-                res = cl.run([sys.executable, "-m", "mpi4py", *module("bench.fetch.async_progress"), "--worker",
+                res = cl.run([sys.executable, "-m", "mpi4py",
+                    *module("bench.fetch.async_progress"), "--worker",
                               json.dumps(job)], timeout=600, capture_output=True, text=True,
                              cwd=ROOT, env=ARMS[arm], family="mpich")
                 if res.returncode:

@@ -1,4 +1,5 @@
-"""The figures pages quote about the fixed per-step fetch cost, several data sets in one store, and progress under MPICH (``FIGURES``: key -> function; merged
+"""The figures pages quote about the fixed per-step fetch cost, several data sets in one store, and
+progress under MPICH (``FIGURES``: key -> function; merged
 into ``bench.figures.FIGURES``)."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ def multi_within() -> str:
 
 def _fetch_cells() -> list[tuple[float, float]]:
     """(auto fetch / real DDStore fetch, auto fetch / floor) per cell of the latest round."""
-    keys, by = _by("loaders_fetch_i21_after.json")
+    keys, by = _by("fetch_cost.json")
     out = []
     for k in keys:
         a, dd = by.get((*k, "auto")), by.get((*k, "ddstore-real"))
@@ -39,7 +40,7 @@ def fetch_over_ddstore_range() -> str:
 
 def fetch_floor_met() -> str:
     """Cells at batch >= 32 whose fetch is within 3x the memcpy floor, latest round."""
-    keys, by = _by("loaders_fetch_i21_after.json")
+    keys, by = _by("fetch_cost.json")
     over = [by[(*k, "auto")]["fetch_median_s"] / by[(*k, "auto")]["floor_s"]
             for k in keys if k[2] >= 32 and (*k, "auto") in by]
     return _of(sum(x <= 3 for x in over), len(over))
@@ -49,8 +50,8 @@ def fetch_table() -> str:
     """The before/after fetch grid of RESULTS.md's fixed per-step cost section (its first
     table)."""
     lines = report_tables.fetch_cost_tables(
-        _load("loaders_fetch_i21_before.json"), _load("loaders_fetch_i21_after.json"),
-        (_load("fetch_profile_i21_n2.json"), _load("fetch_profile_i21_n4.json")),
+        _load("fetch_cost_before.json"), _load("fetch_cost.json"),
+        (_load("fetch_profile_n2.json"), _load("fetch_profile_n4.json")),
         before_what="the tree before this round, b5124e3")
     start = next(i for i, x in enumerate(lines) if x.startswith("| data |"))
     stop = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))

@@ -150,7 +150,8 @@ def ab(before: str, cases: str, steps: int, rounds: int, graphs: dict) -> dict:
                        "--steps", str(steps), "--json",
                        "--graphs", json.dumps(graphs)]
                 # the tree's package first; bench (a regular package) from this checkout
-                env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([tree, str(ROOT)]))}
+                env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([tree,
+                    str(ROOT)]))}
                 res = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True,
                                      check=True)
                 out[name].append(json.loads(res.stdout.splitlines()[-1]))
@@ -201,7 +202,8 @@ def main() -> None:
         cases = split_rounds(a.cases, a.steps, a.rounds, graphs, a.kernels.split(","),
                              a.producer)
         info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-        res = {"record": record(a), "machine": info, "steps": a.steps, "rounds": a.rounds, "producer": a.producer,
+        res = {"record": record(a), "machine": info, "steps": a.steps, "rounds": a.rounds,
+            "producer": a.producer,
                "graphs": graphs, "cases": cases}
         out = Path(a.out or lb.RESULTS / (
             f"producer_cost{'' if a.producer == 'thread' else '_' + a.producer}.json"))

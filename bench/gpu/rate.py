@@ -282,7 +282,8 @@ def main() -> None:
         tmp.unlink()
         print(f"  {p} ranks done in {time.perf_counter() - t0:.0f} s", flush=True)
     info["loadavg_end"] = [round(x, 2) for x in __import__("os").getloadavg()]
-    result = {"record": record(a), "machine": info, "gil_share": GIL_SHARE, "steps": a.steps, "repeats": a.repeats,
+    result = {"record": record(a), "machine": info, "gil_share": GIL_SHARE, "steps": a.steps,
+        "repeats": a.repeats,
               "graphs": dict(lb.DATASETS), "trainer_alone_ms": alone, "rows": rows}
     Path(a.out).write_text(json.dumps(result, indent=1))
     print(f"wrote {a.out}, {figure(result, Path(a.figure))}")

@@ -322,7 +322,8 @@ def drive(args) -> None:
                                             "--quiet"], check=True, timeout=1800)
                         t0 = time.perf_counter()
                         for attempt in (1, 2):  # once more after Open MPI's TCP start-up race
-                            res = cl.run([sys.executable, "-m", "mpi4py", *module(MODULE), "--worker",
+                            res = cl.run([sys.executable, "-m", "mpi4py", *module(MODULE),
+                                "--worker",
                                           str(data), str(batch), str(args.steps), prof,
                                           str(args.rounds), str(args.max_rounds),
                                           str(args.config_budget)],
@@ -365,7 +366,8 @@ def drive(args) -> None:
 def _profile(shape: str, rate: str) -> str:
     """The profile a user would have calibrated on this cluster: one written by the current
     ``mdloader calibrate`` (with its per-node stage, ``profile-SHAPE-RATE-node.json``), else
-    ``bench/estimator/backend_choice.py``'s per-shape ones, else ``bench/estimator/cluster.py``'s 2-host
+    ``bench/estimator/backend_choice.py``'s per-shape ones, else ``bench/estimator/cluster.py``'s
+    2-host
     ones, else ``local``."""
     for name in (f"profile-{shape}-{rate}-node.json", f"profile-{shape}-{rate}.json",
                  f"profile-cluster-{rate}.json" if shape == "2x2" else None):

@@ -6,7 +6,8 @@ sampler, same seed): MDLoader ``collective``, ``onesided`` and ``auto``; the DDS
 per-sample lock/Get/unlock loader; ORNL's real DDStore (``pyddstore``, MPI and
 libfabric methods, graphs stored as HydraGNN's ``DistDataset`` stores them; rows skipped with a
 note when ``tools/build_ddstore.sh`` has not built it); HydraGNN's file-per-sample reads; full
-preload; a PyG DataLoader over the rank's own block (see ``bench/loaders/baselines.py``). A step is timed
+preload; a PyG DataLoader over the rank's own block (see ``bench/loaders/baselines.py``). A step is
+timed
 from "give me the next batch" to a collated ``Batch`` on every rank (prefetch off, so the number is
 the work, not hidden behind a model), synchronised before each step and reduced with MAX over ranks
 (the slowest rank sets the pace of a data-parallel step). ``fetch`` is the part that moves the
@@ -20,8 +21,10 @@ time one core needs to memcpy those bytes (measured by the driver, out of cache)
 
 Also checks that every plan-driven loader served the same graphs at every step (node counts).
 
-    python -m bench.loaders.compare [--full] [--ranks 2,4] [--batches 4,32,256] [--steps N] [--repeats R]
-    python -m bench.loaders.compare --cluster 2x2@1gbit     # store-based loaders across emulated hosts
+    python -m bench.loaders.compare [--full] [--ranks 2,4] [--batches 4,32,256] [--steps N]
+    [--repeats R]
+    python -m bench.loaders.compare --cluster 2x2@1gbit     # store-based loaders across emulated
+    hosts
 
 Writes ``bench/results/loaders.json`` and ``bench/loaders_<dataset>.png``,
 ``bench/loaders_memory.png``. Data sets are generated once into ``bench/work/`` (git-ignored).
@@ -537,7 +540,8 @@ def main() -> None:
                                "ranks": sorted({r["ranks"] for r in old["rows"]
                                                 if (r["dataset"], r["ranks"]) not in done})}
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    result = {"record": record(a), "machine": info, "full": a.full, "steps": steps, "repeats": repeats,
+    result = {"record": record(a), "machine": info, "full": a.full, "steps": steps,
+        "repeats": repeats,
               "pss_every": a.pss_every, "onesided_numpy": a.onesided_numpy,
               "budget_s": budget, "cluster": a.cluster, "profile": a.profile or "local",
               "rows": rows}

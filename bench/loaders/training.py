@@ -131,12 +131,14 @@ def main() -> None:
     print(f"training {len(variants)} variants x {rounds} rounds on {ranks} ranks, {graphs} "
           f"graphs, {a.epochs} epochs ...", flush=True)
     mpiexec(ranks, [*module("bench.loaders.training"), "--worker", "--variants",
-                    ",".join(variants), "--data", str(data), "--epochs", str(a.epochs), "--rounds", str(rounds), "--tmp", str(tmp)],
+                    ",".join(variants), "--data", str(data), "--epochs", str(a.epochs),
+                        "--rounds", str(rounds), "--tmp", str(tmp)],
             timeout=3600)
     runs = json.loads(tmp.read_text())
     tmp.unlink()
     info["loadavg_end"] = [round(x, 2) for x in __import__("os").getloadavg()]
-    result = {"record": record(a), "machine": info, "ranks": ranks, "graphs": graphs, "epochs": a.epochs,
+    result = {"record": record(a), "machine": info, "ranks": ranks, "graphs": graphs,
+        "epochs": a.epochs,
               "rounds": rounds, "config": "recipes/hydragnn/demo.yaml", "runs": runs,
               "summary": [summarise([r for r in runs if r["variant"] == v]) for v in variants]}
     out = RESULTS / "training.json"

@@ -3,7 +3,8 @@
 The benchmarks the compact index and the scalable order could affect are run twice each, on the
 tree before issue 19 (``git archive 82fc212``, the commit before the compact index) and on this
 one, alternately, in one session under the bench lock (``flock /work/wt/bench.lock``):
-``bench/loaders/compare.py --loaders collective,onesided,auto`` (reduced grid), ``bench/loaders/training.py``
+``bench/loaders/compare.py --loaders collective,onesided,auto`` (reduced grid),
+``bench/loaders/training.py``
 (reduced) and ``bench/scale/step.py`` (per-step index and order cost, this tree only: it
 interleaves the ``full`` index, which is the representation before issue 19, with the compact
 one). The committed figures before issue 19 (``git show 0a94d52:bench/results/loaders.json``)
@@ -17,7 +18,8 @@ Writes ``bench/results/scale_regression.json`` and ``.md`` (included in RESULTS.
 docs/scale.md).
 
 The targeted re-check of the two 4-rank cells that stayed ~1.3x (``--ab DIR``: runs of
-``bench/loaders/compare.py --ranks 4 --batches 4 --loaders collective,onesided --steps 8 --repeats 3``
+``bench/loaders/compare.py --ranks 4 --batches 4 --loaders collective,onesided --steps 8 --repeats
+3``
 saved as ``pre_<i>.json``/``cur_<i>.json`` in ABBA order under the lock, and
 ``bench/scale/collective_step_cpu.py`` from each tree as ``cpu[1024]_<pre|cur>_<i>.json``; optional
 ``bench/loaders/training.py`` runs as ``train_<pre|cur>_<i>.json``) writes
@@ -269,8 +271,10 @@ def main_ab(folder: str, out: str, title: str | None = None) -> None:
           f"{n['pre']} runs before, {n['cur']} now)", ""] + lines
     tp, tc = ([json.loads(p.read_text()) for p in sorted(Path(folder).glob(f"train_{t}_*.json"))]
               for t in ("pre", "cur"))
-    if tp and tc:  # bench/loaders/training.py runs of each tree in ABBA order (train_<tree>_<i>.json)
-        md += ["", f"HydraGNN training re-checked (`bench/loaders/training.py --ranks {tc[0]['ranks']} "
+    if tp and tc:  # bench/loaders/training.py runs of each tree in ABBA order
+    # (train_<tree>_<i>.json)
+        md += ["",
+            f"HydraGNN training re-checked (`bench/loaders/training.py --ranks {tc[0]['ranks']} "
                    f"--graphs {tc[0]['graphs']} --epochs {tc[0]['epochs']} --variants "
                    f"mdloader-collective,hydragnn-native`, ABBA; before {_load_note(tp)}, now "
                    f"{_load_note(tc)}):", ""] + training_table(tp, tc)
@@ -311,7 +315,8 @@ def main() -> None:
            "cur_dates": [d["machine"] for d in cur]}
     if a.train_pre and a.train_cur:
         tp, tc = load(a.train_pre), load(a.train_cur)
-        md += ["", "### Before/after the compact index: HydraGNN training (`bench/loaders/training.py`, "
+        md += ["",
+            "### Before/after the compact index: HydraGNN training (`bench/loaders/training.py`, "
                f"reduced: "
                    f"{tc[0]['ranks']} ranks, {tc[0]['graphs']} graphs, {tc[0]['epochs']} epochs; "
                    f"before {_load_note(tp)}, now {_load_note(tc)})", ""] + \

@@ -2,7 +2,8 @@
 OC20-like file, in one process without MPI, so that two trees can be compared part by part:
 ``plan`` (the sampler's plan of a step), ``index`` (``nbytes``, ``offsets``, ``owner_of`` of the
 step's ids, warm), ``index_cold`` (the same right after reading ``/proc/self/smaps_rollup``, as
-``bench/loaders/compare.py`` does between steps: caches and TLB cold; wall time), ``gather`` (copying the
+``bench/loaders/compare.py`` does between steps: caches and TLB cold; wall time), ``gather``
+(copying the
 step's records) and ``collate`` (the column-wise ``Batch``). Run from a tree's root (the tree
 before issue 19 works too):
 

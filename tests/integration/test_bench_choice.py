@@ -1,18 +1,16 @@
-"""bench/backend_choice.py's scoring: halves kept apart, picks scored against measured steps, and
+"""bench/estimator/backend_choice.py's scoring: halves kept apart, picks scored against measured
+steps, and
 the online decision replayed on measured series (no cluster needed)."""
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
 import pytest
 
-from mpirun import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
-backend_choice = pytest.importorskip("backend_choice")
+backend_choice = pytest.importorskip("bench.estimator.backend_choice")
 
 
 def _row(cluster: str, batch: int, onesided: float, collective: float, hosts: int = 2) -> dict:
@@ -145,7 +143,7 @@ def test_tie_aware_score_counts_ties_apart_and_needs_the_faster_where_resolved()
 def test_more_rounds_only_while_apart_and_not_told_apart():
     import numpy as np
 
-    choice_worker = pytest.importorskip("choice_worker")
+    choice_worker = pytest.importorskip("bench.estimator.choice_worker")
     rng = np.random.default_rng(3)
     clear = _rounds(rng, 4, 5, 1e-3, 1.5e-3, noise=0.05)  # resolved: stop
     assert not choice_worker.more_rounds(clear["steps_s"], clear["round_sizes"])
@@ -167,7 +165,7 @@ def test_more_rounds_only_while_apart_and_not_told_apart():
 def test_a_configurations_epoch_is_its_timed_steps_drawn_from_the_whole_store():
     """Closing a collective loader early runs the rest of its epoch (matched Alltoallvs): the
     benchmark's epochs must be exactly warm-up + steps long, yet read the whole store."""
-    choice_worker = pytest.importorskip("choice_worker")
+    choice_worker = pytest.importorskip("bench.estimator.choice_worker")
     from mdloader_plugin.loader.loader import MDLoader
     from mdloader_plugin.mpi.world import World
 
