@@ -23,8 +23,8 @@ import re
 import sys
 from pathlib import Path
 
-from bench.loaders.tables import targets  # noqa: F401  (re-exported:
-# tests/integration/test_bench.py)
+# re-exported: tests/integration/test_bench.py calls report.targets
+from bench.loaders.tables import targets  # noqa: F401
 from bench.reporting import Section
 from bench.sections import BY_HAND, ENTRY_POINTS, OTHER_RESULTS, SECTIONS
 

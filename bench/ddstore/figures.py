@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import statistics
-from pathlib import Path
 from typing import Callable
 
 from bench.harness import RESULTS

@@ -18,16 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from bench.harness import BENCH, BIN, RESULTS, ROOT, module, record  # noqa: F401  (BIN:
-# re-exported)
+from bench.harness import BENCH, RESULTS, module, record
 from bench.harness import mpiexec as _mpiexec
 
 DISTS = {"hydragnn": (5000.0, 0.35, 2000, 10000), "oc20": (40000.0, 0.8, 5000, 200000)}

@@ -1,6 +1,5 @@
 """The figures pages quote about the backend estimator and the backend choice on varied clusters
-(``FIGURES``: key -> function; merged
-into ``bench.figures.FIGURES``)."""
+(``FIGURES``: key -> function; merged into ``bench.figures.FIGURES``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """The figures docs/fairchem.md quotes, from bench/results/fairchem_batches.json (``python
-bench/fairchem/batches.py``); merged into ``figures.FIGURES`` under ``fairchem.*``."""
+-m bench.fairchem.batches``); merged into ``figures.FIGURES`` under ``fairchem.*``."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Callable
 
 from bench.harness import RESULTS

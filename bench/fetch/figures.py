@@ -1,6 +1,5 @@
 """The figures pages quote about the fixed per-step fetch cost, several data sets in one store, and
-progress under MPICH (``FIGURES``: key -> function; merged
-into ``bench.figures.FIGURES``)."""
+progress under MPICH (``FIGURES``: key -> function; merged into ``bench.figures.FIGURES``)."""
 
 from __future__ import annotations
 

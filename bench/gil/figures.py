@@ -1,6 +1,5 @@
 """The figures pages quote about the GIL-free producer and the producer's CPU a step (``FIGURES``:
-key -> function; merged
-into ``bench.figures.FIGURES``)."""
+key -> function; merged into ``bench.figures.FIGURES``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The figures pages quote about keeping a GPU fed (the H200 node) and the HydraGNN GPU demo
-(``FIGURES``: key -> function; merged
-into ``bench.figures.FIGURES``)."""
+(``FIGURES``: key -> function; merged into ``bench.figures.FIGURES``)."""
 
 from __future__ import annotations
 

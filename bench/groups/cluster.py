@@ -267,7 +267,7 @@ def drive_loading(args) -> None:
                                            env={"PYTHONUNBUFFERED": "1"}))
     if "local" in args.shapes.split(","):
         record("1x4", "one host", mpiexec(4, cmd[3:], timeout=1200, capture=True, check=False))
-    out_path.write_text(json.dumps(out, indent=1))
+    out_path.write_text(json.dumps({**out, "record": harness_record(args)}, indent=1))
     print(f"wrote {out_path}")
 
 
@@ -355,10 +355,11 @@ def drive(args) -> None:
                         out["runs"] = [r for r in out["runs"] if (r["shape"], r["rate"],
                                                                   r["kind"], r["batch"]) != key]
                         out["runs"].append(run)
-                        out_path.write_text(json.dumps(out, indent=1))
+                        out_path.write_text(json.dumps({**out, "record": harness_record(args)},
+                                                       indent=1))
                         print(table(run), flush=True)
     out["summary"] = summary(out["runs"])
-    out_path.write_text(json.dumps(out, indent=1))
+    out_path.write_text(json.dumps({**out, "record": harness_record(args)}, indent=1))
     print(summary_text(out["summary"]))
     print(f"wrote {out_path}")
 

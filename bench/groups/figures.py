@@ -1,6 +1,5 @@
 """The figures pages quote about replica groups on the emulated cluster (``FIGURES``: key ->
-function; merged
-into ``bench.figures.FIGURES``)."""
+function; merged into ``bench.figures.FIGURES``)."""
 
 from __future__ import annotations
 

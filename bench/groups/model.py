@@ -21,8 +21,6 @@ larger ``W``). The data sets:
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 from bench.harness import BENCH as HERE, record
 

@@ -1,6 +1,5 @@
 """The figures pages quote about loaders side by side, across hosts, and training (``FIGURES``: key
--> function; merged
-into ``bench.figures.FIGURES``)."""
+-> function; merged into ``bench.figures.FIGURES``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The figures pages quote about data-set scale: index and order per rank (``FIGURES``: key ->
-function; merged
-into ``bench.figures.FIGURES``)."""
+function; merged into ``bench.figures.FIGURES``)."""
 
 from __future__ import annotations
 
