@@ -63,7 +63,7 @@ class Checked:
 
 class MDLRunner:
     def __init__(self, store, ref, batch: int, name: str):
-        from bench.loaders.compare import MDLStepper
+        from bench.loaders.stepping import MDLStepper
         from mdloader_plugin.loader.loader import MDLoader
 
         self.name = name

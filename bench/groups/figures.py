@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from bench.groups import cluster as groups_bench
+from bench.groups import score as groups_bench
 from bench.reporting import load as _load, of as _of, span as _range
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from bench.groups import cluster as groups_bench
+from bench.groups import score as groups_bench
 from bench.groups import model as groups_model
 from bench.reporting import Section
 
