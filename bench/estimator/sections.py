@@ -3,7 +3,7 @@ across emulated hosts, the choice on varied clusters), per-rank cost and scale o
 
 from __future__ import annotations
 
-from bench.estimator import backend_choice
+from bench.estimator import choice_report
 from bench.estimator import rank_cost_figures
 from bench.loaders import tables as t
 from bench.reporting import Other, Section
@@ -37,7 +37,7 @@ def _estimator_cluster(d: dict) -> list[str]:
     return out + ["", "Figure: `bench/estimator_cluster.png`."]
 
 def _backend_choice(d: dict) -> list[str]:
-    return backend_choice.results_section(d["backend_choice.json"]) + [
+    return choice_report.results_section(d["backend_choice.json"]) + [
         "", "Figure: `bench/backend_choice.png`."]
 
 def _scale(d: dict) -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 
 
 backend_choice = pytest.importorskip("bench.estimator.backend_choice")
+choice_report = pytest.importorskip("bench.estimator.choice_report")
 
 
 def _row(cluster: str, batch: int, onesided: float, collective: float, hosts: int = 2) -> dict:
@@ -41,8 +42,8 @@ def test_tuning_keeps_the_shipped_defaults_when_nothing_scores_better():
     assert set(shipped) == set(backend_choice.TUNE_GRID)
     assert all(v in backend_choice.TUNE_GRID[k] for k, v in shipped.items())
     assert backend_choice.tune(rows) == shipped
-    assert backend_choice._shipped(shipped) == "the shipped defaults"
-    assert "NOT" in backend_choice._shipped({**shipped, "margin": 0.08})
+    assert choice_report._shipped(shipped) == "the shipped defaults"
+    assert "NOT" in choice_report._shipped({**shipped, "margin": 0.08})
 
 
 def test_summary_counts_a_wrong_pick_and_its_regret():
