@@ -1,5 +1,7 @@
 """Collective against collective, step by step: MDLoader's collective backend (its small-step
-path, and the numpy path it replaced at <= 64 records) against DDStore 954ef59's collective
+path, and the numpy path it replaced at <= 64 records; and ``mdl_loader``, the same backend
+through the loader's own step, ``prefetch=0``, its fetch timer: the watchdog's arming and the fetch) against
+DDStore 954ef59's collective
 ``get_batch`` (padded and row layouts), the same plan step interleaved (each step every variant
 once, order rotated), every read checked. Fetch only: the backend's ``fetch`` of the step's plan
 (its sends included) and DDStore's row ids + ``get_batch``. A step: Barrier, fetch, MAX over ranks.
@@ -34,17 +36,21 @@ def main() -> None:
     a = ap.parse_args()
     from mpi4py import MPI
 
+    from bench.ddstore.batched import Checked
     from bench.ddstore.layouts import DDStoreBatched, Reference
     from bench.loaders.compare import DATASETS, WORK
     from bench.harness import rank_mpi, record
     from mdloader_plugin.backends import collective
     from mdloader_plugin.backends.collective import CollectiveBackend
+    from mdloader_plugin.core.log import get_logger
+    from mdloader_plugin.loader.loader import MDLoader
     from mdloader_plugin.mpi.world import World
     from mdloader_plugin.sampling.sampler import GlobalSampler
     from mdloader_plugin.store.shard import ShardStore
 
     world = World.detect()
     comm, rank = world.comm, world.rank
+    get_logger(rank).setLevel("WARNING")
     store = ShardStore.from_file(world, str(WORK / f"{a.dataset}-{DATASETS[a.dataset]}.bp"))
     ref = Reference(store, comm)
     be = CollectiveBackend(store, world)
@@ -74,7 +80,24 @@ def main() -> None:
             t, rows = dds[layout].fetch(ids)
             return t, dds[layout].check(ids, rows)
 
+        loader = MDLoader(store, batch_size=b, shuffle=True, seed=0, backend="collective",
+                          prefetch=0, name="ab")
+        check = loader._steps.build = Checked(loader._steps.build, ref)
+        it = {"epoch": -1, "iter": None}
+
+        def through_loader(k):
+            e = k // spe
+            if e != it["epoch"]:
+                loader.set_epoch(e)
+                it["epoch"], it["iter"] = e, iter(loader)
+            before = check.bad
+            next(it["iter"])
+            expect = core.plan(e, k % spe)[rank]
+            wrong = check.bad - before + int(not np.array_equal(check.ids, expect))
+            return loader.epoch_stats.step_fetch_s[-1], wrong
+
         variants = {"mdl_collective": lambda k: mdl(k, True),
+                    "mdl_loader": through_loader,
                     "mdl_collective_numpy": lambda k: mdl(k, False),
                     "dds_coll_pad": lambda k: dd(k, "pad"),
                     "dds_coll_rows": lambda k: dd(k, "rows")}
@@ -90,6 +113,7 @@ def main() -> None:
                 if k >= 3:  # warm-up
                     times[n].append(t)
         collective.SMALL_STEP = keep
+        loader.close()
         slow = {}
         for n in names:
             m = np.empty(len(times[n]))
