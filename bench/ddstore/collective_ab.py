@@ -1,7 +1,7 @@
 """Collective against collective, step by step: MDLoader's collective backend (its small-step
 path, and the numpy path it replaced at <= 64 records; and ``mdl_loader``, the same backend
-through the loader's own step, ``prefetch=0``, its fetch timer: the watchdog's arming and the fetch) against
-DDStore 954ef59's collective
+through the loader's own step, ``prefetch=0``, its fetch timer: the watchdog's arming and the
+fetch) against DDStore 954ef59's collective
 ``get_batch`` (padded and row layouts), the same plan step interleaved (each step every variant
 once, order rotated), every read checked. Fetch only: the backend's ``fetch`` of the step's plan
 (its sends included) and DDStore's row ids + ``get_batch``. A step: Barrier, fetch, MAX over ranks.
