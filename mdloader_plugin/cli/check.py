@@ -9,7 +9,7 @@ from ..core.errors import ConfigError
 EPILOG = """\
 examples:
   mpiexec -n 3 mdloader check data/mols.bp --batch-size 7 --epochs 2
-  mpiexec -n 4 mdloader check data/oc20.bp --batch-size 32 --backends onesided,collective \\
+  mpiexec -n 4 mdloader check data/oc20/oc20.bp --batch-size 32 --backends onesided,collective \\
       --drop-last
   mpiexec -n 4 mdloader check data/mols.bp --group-size 1,2,4   # replica groups: same batches
   mpiexec -n 4 mdloader check mols=data/gfm/molecules.bp slabs=data/gfm/slabs.bp \\

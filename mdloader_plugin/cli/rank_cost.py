@@ -25,7 +25,7 @@ def register(sub) -> None:
         epilog="example:\n  mdloader rank-cost --ranks 64,512,8192 --num-samples 100000000 "
                "--batch-size 32 --backend collective --json out.json\n"
                "  mdloader rank-cost --ranks 64,1024,8192 --num-samples 1e8 --backend "
-               "collective \\\n      --profile my.json --profile-out my.json   # then: "
+               "collective \\\n      --profile local --profile-out my.json   # then: "
                "mdloader estimate --profile my.json ...",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ranks", required=True, help="comma list of world sizes P, e.g. 64,8192")
