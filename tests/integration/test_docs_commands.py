@@ -28,11 +28,11 @@ The generated reference pages (docs/reference/, written by tools/gen_reference.p
 ``--help`` and the docstrings) cannot carry markers: their commands are classified by
 :data:`GENERATED` below, and the others run.
 
-**How they run.** In one temporary folder laid out like a clone (``recipes/`` and ``slurm/``
-linked), with this checkout's package and the venv's ``mdloader`` and ``mpiexec`` first on the
-path, each block as one ``bash -e`` script, in page order; a command already run (after the
-substitutions) is not run again. :data:`SETUP` first makes what pages take from others (the
-data set of Getting started, the two demo runs' logs). :data:`SIZES` keeps the run small: at most
+**How they run.** In one temporary folder laid out like a clone (``recipes/``, ``slurm/`` and
+``mdloader_plugin/`` linked), with this checkout's package and the venv's ``mdloader`` and
+``mpiexec`` first on the path, each block as one ``bash -e`` script, in page order; a command
+already run (after the substitutions) is not run again. :data:`SETUP` first makes what pages take
+from others (the data set of Getting started, fairchem's demo shards, the demo runs' logs). :data:`SIZES` keeps the run small: at most
 2 ranks and smaller data sets, each substitution listed with the reason.
 """
 
@@ -65,7 +65,8 @@ GENERATED = [
 SIZES = [
     (r"mpiexec -n ([3-9]|\d\d+)\b", "mpiexec -n 2", "2 cores: at most 2 ranks"),
     (r"--group-size 1,2,4\b", "--group-size 1,2", "group sizes that divide 2 ranks"),
-    (r"--num-graphs 100000\b", "--num-graphs 1000", "a synthetic set 100 times smaller"),
+    (r"--kind hydragnn --num-graphs (100000|3001)\b", "--kind hydragnn --num-graphs 301",
+     "a synthetic set 10 to 300 times smaller"),
     (r"--kind oc20 --num-graphs 2000\b", "--kind oc20 --num-graphs 40", "slabs of 25-200 KB"),
     (r"--num-graphs 800,600\b", "--num-graphs 80,60", "a synthetic set 10 times smaller"),
     (r"--num-samples (1e8|100000000)\b", "--num-samples 1e6", "an index 100 times smaller"),
@@ -179,7 +180,7 @@ def demo_logs(folder: Path) -> None:
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory):
     d = tmp_path_factory.mktemp("clone")
-    for name in ("recipes", "slurm"):
+    for name in ("recipes", "slurm", "mdloader_plugin"):
         (d / name).symlink_to(ROOT / name)
     env = _env()
     script = "\n".join(substituted(c) for c in SETUP)
@@ -213,7 +214,7 @@ def test_the_runnable_commands_run_as_printed(clone):
     assert not failed, "\n".join(failed)
 
 
-if __name__ == "__main__":  # list what the test sees: python tests/integration/test_docs_commands.py
+if __name__ == "__main__":  # what the test sees: python tests/integration/test_docs_commands.py
     sys.path.insert(0, str(ROOT / "tests"))
     for b, cmd, cls in collected():
         print(f"{cls or 'UNMARKED':10} {b.where:40} {substituted(cmd)[:110]}")
