@@ -214,6 +214,28 @@ def test_the_runnable_commands_run_as_printed(clone):
     assert not failed, "\n".join(failed)
 
 
+#: what docs/troubleshooting.md quotes of the lines a job prints: each must be on the page and,
+#: as one string literal, in the package (a reworded message fails here until the page follows)
+LOG_LINES = [
+    " samples on ", " on all ranks; memory on rank 0: records ",
+    "] memory on rank ", "N-proportional: ",
+    "MDLOADER-BACKEND backend=", " predicted_s=", " measured_s=",
+    "MDLOADER-EPOCH", "data_wait_s=",
+    "MPI was initialised without MPI_THREAD_MULTIPLE: prefetch disabled",
+    " did not complete in ", "although every rank is alive: ranks are stuck",
+    "MPI world size ", " while loading (", ") but max_memory_per_rank is ",
+    "MDLOADER_FETCH_TIMEOUT", "MDLOADER_READ_TIMEOUT",
+]
+
+
+def test_troubleshooting_quotes_what_the_code_prints():
+    page = " ".join((ROOT / "docs" / "troubleshooting.md").read_text().split())
+    source = "\n".join(p.read_text() for p in (ROOT / "mdloader_plugin").rglob("*.py"))
+    assert not [f for f in LOG_LINES if f not in page], "not on the page"
+    missing = [f for f in LOG_LINES if f not in source]
+    assert not missing, f"docs/troubleshooting.md explains lines the code no longer prints: {missing}"
+
+
 if __name__ == "__main__":  # what the test sees: python tests/integration/test_docs_commands.py
     sys.path.insert(0, str(ROOT / "tests"))
     for b, cmd, cls in collected():
