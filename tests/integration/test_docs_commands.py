@@ -32,8 +32,9 @@ The generated reference pages (docs/reference/, written by tools/gen_reference.p
 ``mdloader_plugin/`` linked), with this checkout's package and the venv's ``mdloader`` and
 ``mpiexec`` first on the path, each block as one ``bash -e`` script, in page order; a command
 already run (after the substitutions) is not run again. :data:`SETUP` first makes what pages take
-from others (the data set of Getting started, fairchem's demo shards, the demo runs' logs). :data:`SIZES` keeps the run small: at most
-2 ranks and smaller data sets, each substitution listed with the reason.
+from others (the data set of Getting started, fairchem's demo shards, the demo runs' logs).
+:data:`SIZES` keeps the run small: at most 2 ranks and smaller data sets, each substitution
+listed with the reason.
 """
 
 from __future__ import annotations
@@ -233,7 +234,7 @@ def test_troubleshooting_quotes_what_the_code_prints():
     source = "\n".join(p.read_text() for p in (ROOT / "mdloader_plugin").rglob("*.py"))
     assert not [f for f in LOG_LINES if f not in page], "not on the page"
     missing = [f for f in LOG_LINES if f not in source]
-    assert not missing, f"docs/troubleshooting.md explains lines the code no longer prints: {missing}"
+    assert not missing, f"docs/troubleshooting.md explains lines no longer printed: {missing}"
 
 
 if __name__ == "__main__":  # what the test sees: python tests/integration/test_docs_commands.py
