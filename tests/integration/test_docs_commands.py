@@ -42,7 +42,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -237,7 +236,6 @@ def test_troubleshooting_quotes_what_the_code_prints():
     assert not missing, f"docs/troubleshooting.md explains lines no longer printed: {missing}"
 
 
-if __name__ == "__main__":  # what the test sees: python tests/integration/test_docs_commands.py
-    sys.path.insert(0, str(ROOT / "tests"))
+if __name__ == "__main__":  # what it sees: PYTHONPATH=tests python tests/integration/THIS_FILE
     for b, cmd, cls in collected():
         print(f"{cls or 'UNMARKED':10} {b.where:40} {substituted(cmd)[:110]}")
