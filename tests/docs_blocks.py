@@ -76,7 +76,7 @@ def parse(path: Path) -> list[Block]:
             j = i + 1
             while j < len(lines) and not lines[j].strip().startswith(fence):
                 j += 1
-            body = [ln[indent:] if ln[:indent].isspace() else ln.lstrip()
+            body = [ln[indent:] if not ln[:indent].strip() else ln.lstrip()
                     for ln in lines[i + 1:j]]
             out.append(Block(rel, i + 2, lang, "\n".join(body) + "\n", _marker_above(lines, i)))
             i, prev_blank = j + 1, False
