@@ -22,7 +22,7 @@ over TCP a rank's incoming Alltoallv fragments are only read while that rank is 
 reach the exchange at different times (each packs, decodes and collates on its own), so without a
 thread the early ranks' data waits in socket buffers while the late ones compute. The same
 process's poller (:mod:`~..mpi.progress`) the one-sided backend uses keeps reading them. Measured on
-the emulated cluster (``bench/probes/coll_progress.py``, step to a ready batch, interleaved in
+the emulated cluster (``bench/fetch/coll_progress.py``, step to a ready batch, interleaved in
 one job, a shared and loaded 2-core machine): one rank a host, 1.15-1.57x faster with the thread (4
 hosts at 300mbit, 3 hosts at 500mbit, molecules and OC20 slabs, batch 2-64); 3 ranks a host at
 100mbit, 0.90-1.11x (link-bound). Not the 2x an earlier run saw, but real where ranks are few a
@@ -121,7 +121,7 @@ class CollectiveBackend(Backend):
         step of a few records pays per call, not per byte: the numpy path's ~25 small numpy calls
         (sizes, offsets, grouping, counts, displacements, packing, traffic) cost more than the
         exchange itself on two ranks, where DDStore's compiled ``get_batch`` (three collectives)
-        had none of them (bench/ddstore_batched.py)."""
+        had none of them (bench/ddstore/batched.py)."""
         st, rank, MPI = self.store, self.rank, self._MPI
         nb_l, own_l = nb.tolist(), owners.tolist()
         order = sorted(range(len(nb_l)), key=own_l.__getitem__)  # stable: plan order inside
