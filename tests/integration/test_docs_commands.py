@@ -49,8 +49,6 @@ import pytest
 import docs_blocks
 from mpirun import BIN, ROOT, mpi_env
 
-pytestmark = pytest.mark.mpi
-
 KINDS = {"cluster", "network", "root", "training", "benchmark", "synopsis"}
 
 #: commands of the generated reference pages that do not run here: (pattern, kind)
@@ -198,6 +196,7 @@ def _env() -> dict:
     return env
 
 
+@pytest.mark.mpi
 @pytest.mark.timeout(900)
 def test_the_runnable_commands_run_as_printed(clone):
     blocks = runnable()
