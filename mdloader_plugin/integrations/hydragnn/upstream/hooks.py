@@ -2,12 +2,12 @@
 
 :func:`install` imports the HydraGNN on the path (5.0 or main) and replaces, in every loaded
 ``hydragnn`` module that holds them, upstream's ``AdiosDataset`` and ``adios2_open`` (MDLoader's
-serial reader, :mod:`.upstream_reader`, where the installed ADIOS2 has no MPI or
-``MDLOADER_READER=mdloader``), ``DistDataset`` and ``create_dataloaders`` (:mod:`.upstream_data`).
+serial reader, :mod:`.reader`, where the installed ADIOS2 has no MPI or
+``MDLOADER_READER=mdloader``), ``DistDataset`` and ``create_dataloaders`` (:mod:`.data`).
 A script that imports those names after the hooks are in gets the replacements; nothing else of
 upstream's changes (models, training loop, checkpoints, logs). Whoever serves the loaders
 (MDLoader, or upstream's own with ``MDLOADER_REPLACE=none`` or without ``--ddstore``), the train
-loader is timed (:func:`.epochs.time_upstream`): one ``MDLOADER-EPOCH`` line an epoch in the
+loader is timed (:func:`.timing.time_upstream`): one ``MDLOADER-EPOCH`` line an epoch in the
 script's run.log, so ``mdloader compare-logs`` compares the two runs of a script.
 
 :data:`FLAGS` is the table of upstream's data flags and ``HYDRAGNN_*`` variables with what
@@ -22,8 +22,8 @@ import functools
 import os
 import sys
 
-from ...core.errors import ConfigError
-from ...core.options import env
+from ....core.errors import ConfigError
+from ....core.options import env
 
 #: ``(flag or variable, what MDLoader does)``; the first word says how: honoured, mapped,
 #: ignored (with a warning) or refused.
@@ -116,10 +116,10 @@ def refuse(argv: list[str]) -> None:
 def check_inputfile(script: str, argv: list[str]) -> None:
     """The script's ``--inputfile`` JSON (resolved as upstream's scripts do: against the
     script's folder, which an absolute path overrides) in the variable form the installed
-    HydraGNN reads (:func:`.compat.check_form`); one line, every rank alike."""
+    HydraGNN reads (:func:`..compat.check_form`); one line, every rank alike."""
     import json
 
-    from . import compat
+    from .. import compat
 
     path = None
     for i, a in enumerate(argv):
@@ -191,14 +191,14 @@ def install() -> dict:
     import hydragnn.utils.datasets.adiosdataset as adios_mod
     import hydragnn.utils.datasets.distdataset as dist_mod
 
-    from . import epochs, upstream_data, upstream_reader
+    from . import data, reader, timing
 
     replace = (env("MDLOADER_REPLACE") or "").lower()
     if replace not in ("", "all", "none"):
         _refused(f"MDLOADER_REPLACE={replace!r}: choose all (MDLoader serves every "
                  "create_dataloaders call) or none (only the reader; DDStore and loaders stay "
                  "upstream's)")
-    swaps = {} if replace == "none" else {dist_mod.DistDataset: upstream_data.DistDataset}
+    swaps = {} if replace == "none" else {dist_mod.DistDataset: data.DistDataset}
     original = load_data.create_dataloaders
 
     @functools.wraps(original)
@@ -206,15 +206,15 @@ def install() -> dict:
         if replace == "none":
             loaders = original(*args, **kwargs)
         else:
-            loaders = upstream_data.create_dataloaders(*args, _upstream=original, **kwargs)
+            loaders = data.create_dataloaders(*args, _upstream=original, **kwargs)
         announce(log_line())
-        return epochs.time_upstream(loaders, upstream_data.REPORT.get("run", "upstream"))
+        return timing.time_upstream(loaders, data.REPORT.get("run", "upstream"))
 
     swaps[original] = create_dataloaders
-    reader = reader_wanted()
-    if reader:
-        swaps[adios_mod.AdiosDataset] = upstream_reader.AdiosDataset
-        swaps[adios_mod.adios2_open] = upstream_reader.adios2_open
+    serial = reader_wanted()
+    if serial:
+        swaps[adios_mod.AdiosDataset] = reader.AdiosDataset
+        swaps[adios_mod.adios2_open] = reader.adios2_open
     for name, mod in list(sys.modules.items()):
         if name == "hydragnn" or name.startswith("hydragnn."):
             for attr, value in list(vars(mod).items()):
@@ -225,8 +225,8 @@ def install() -> dict:
                 if new is not None:
                     setattr(mod, attr, new)
     pre.create_dataloaders = load_data.create_dataloaders = create_dataloaders
-    upstream_data.REPORT["reader"] = "MDLoader's serial reader" if reader else "upstream's"
-    return {"reader": reader}
+    data.REPORT["reader"] = "MDLoader's serial reader" if serial else "upstream's"
+    return {"reader": serial}
 
 
 _ANNOUNCED: list = []
@@ -236,15 +236,15 @@ def announce(served: str | None) -> None:
     """Rank 0's one line: what was replaced and how the flags in use were mapped."""
     from mpi4py import MPI
 
-    from . import upstream_data
+    from . import data
 
     if _ANNOUNCED or MPI.COMM_WORLD.Get_rank() != 0:
         return
     _ANNOUNCED.append(True)
-    parts = [f"AdiosDataset/adios2_open -> {upstream_data.REPORT.get('reader', '?')}"]
+    parts = [f"AdiosDataset/adios2_open -> {data.REPORT.get('reader', '?')}"]
     parts.append(served or "create_dataloaders -> upstream's (no --ddstore, "
                            "HYDRAGNN_USE_ddstore=1 or MDLOADER_REPLACE=all)")
-    notes = flag_notes(upstream_data.REPORT.get("argv", []))
+    notes = flag_notes(data.REPORT.get("argv", []))
     if notes:
         parts.append("flags: " + ", ".join(notes))
     print("mdloader: launcher: " + "; ".join(parts), file=sys.stderr, flush=True)
@@ -252,12 +252,12 @@ def announce(served: str | None) -> None:
 
 def log_line() -> str | None:
     """The launcher's one line on what MDLoader served (None if it served nothing)."""
-    from . import upstream_data
+    from . import data
 
-    if "loaders" not in upstream_data.REPORT:
+    if "loaders" not in data.REPORT:
         return None
-    ld, parts = upstream_data.REPORT["loaders"], []
-    stores = upstream_data.REPORT.get("stores", [])
+    ld, parts = data.REPORT["loaders"], []
+    stores = data.REPORT.get("stores", [])
     if stores:
         _, nfiles, size, group = stores[0]
         w = group.size if group is not None else size
@@ -267,8 +267,8 @@ def log_line() -> str | None:
                  f"batch {ld['batch_size']}, shuffle train/val/test "
                  f"{'/'.join('yes' if s else 'no' for s in ld['shuffle'])}"
                  f", sampler over {ld['group']} of {ld['world']} ranks)")
-    if "ddstore_group" in upstream_data.REPORT:
-        w, size = upstream_data.REPORT["ddstore_group"]
+    if "ddstore_group" in data.REPORT:
+        w, size = data.REPORT["ddstore_group"]
         parts.append(f"group=ddstore_comm ({w} ranks) -> sampler over the {size} ranks of the "
                      "DistDataset (each replica group holds the whole store)")
     if ld["oversampling"]:

@@ -3,7 +3,7 @@ unmodified scripts under the launcher (:mod:`.launcher`).
 
 :class:`DistDataset` takes upstream's arguments (``data, label, comm, ddstore_width, local``).
 Collectively over `comm` it learns what every rank's `data` is (file, label, keys, subset,
-targets, data set id: :meth:`.upstream_reader.AdiosDataset.describe`) and builds one MDLoader
+targets, data set id: :meth:`.reader.AdiosDataset.describe`) and builds one MDLoader
 store over the files, each rank reading its block once (no graph-by-graph copy as upstream's
 ``DistDataset`` makes). The data set the samplers see is upstream's: with ``local=True`` the
 ranks' subsets joined in rank order, otherwise the one data set every rank passed
@@ -39,10 +39,10 @@ import numpy as np
 import torch
 from hydragnn.utils.datasets.abstractbasedataset import AbstractBaseDataset
 
-from ...core.errors import ConfigError
-from ...core.options import env
-from ...mpi.world import World, agree
-from . import upstream_reader
+from ....core.errors import ConfigError
+from ....core.options import env
+from ....mpi.world import World, agree
+from . import reader
 
 REPORT: dict = {}  # what was mapped, for the launcher's one log line
 LABELS = ("trainset", "valset", "testset")
@@ -71,7 +71,7 @@ class UpstreamSample:
     def __call__(self, arrays):
         arrays = dict(arrays)
         tag = arrays.pop("dataset_name", None)
-        data = upstream_reader.to_data(arrays)
+        data = reader.to_data(arrays)
         t = self.targets
         if t is not None:
             from hydragnn.preprocess import update_atom_features, update_predicted_values
@@ -98,7 +98,7 @@ class DistDataset(AbstractBaseDataset):
         self.comm = comm if comm is not None else MPI.COMM_WORLD
         self.world = World.detect(self.comm)
         self.ddstore, self.ddstore_width = _Fences(), ddstore_width
-        mine = data.describe() if isinstance(data, upstream_reader.AdiosDataset) else None
+        mine = data.describe() if isinstance(data, reader.AdiosDataset) else None
         every = self.comm.allgather(mine)
         self.plan = agree(self.world, _plan, every, self.local, label, type(data).__name__)
         self.store = _open(self.world, self.plan, label, ddstore_width)
@@ -131,7 +131,7 @@ class DistDataset(AbstractBaseDataset):
 
     def get(self, idx):
         """List entry `idx`, read from its file (no MPI: safe from any rank at any time)."""
-        from ...sources.adios import GraphFile
+        from ....sources.adios import GraphFile
 
         gid = int(self.ids[int(idx)])
         starts = self.store.meta.get("dataset_starts", [0, self.store.num_samples])
@@ -154,7 +154,7 @@ class DistDataset(AbstractBaseDataset):
 
     def get_node_counts(self) -> np.ndarray:
         """Nodes of every list entry, from the files' extents (cost-aware batching)."""
-        from ...sources.adios import GraphFile
+        from ....sources.adios import GraphFile
 
         parts = []
         for path in self.plan["files"]:
@@ -196,8 +196,8 @@ def _plan(every: list, local: bool, label: str, kind: str) -> dict:
 
 
 def _open(world, plan: dict, label: str, width):
-    from ...mpi import groups
-    from ...loader.open import open_store
+    from ....mpi import groups
+    from ....loader.open import open_store
 
     if width is not None:
         valid = groups.valid_sizes(world.node_of)
@@ -267,14 +267,14 @@ def create_dataloaders(trainset, valset, testset, batch_size, train_sampler_shuf
 
 def _loader(ds: DistDataset, batch_size: int, shuffle: bool, oversample: int | None, batching,
             cap):
-    from ...loader import MDLoader
+    from ....loader import MDLoader
 
     spec = {"type": "chunks", "chunks": ds.chunks}
     if oversample is not None:
         spec["oversampling"] = oversample
     kw = {}
     if batching is not None:
-        from ...sampling.node_budget import from_batching
+        from ....sampling.node_budget import from_batching
 
         kw["batches"] = agree(ds.world, from_batching, batching, ds.get_node_counts(),
                               ds.comm.Get_size(), ids=ds.ids, shuffle=shuffle, names=ds.name_of)
@@ -370,6 +370,6 @@ def _comm_of(group, sets):
 def _is_local(dataset, comm) -> bool:
     """A plain dataset handed to MDLoader: per-rank subsets (joined, as ``local=True``) unless
     every rank passed the same one."""
-    mine = dataset.describe() if isinstance(dataset, upstream_reader.AdiosDataset) else None
+    mine = dataset.describe() if isinstance(dataset, reader.AdiosDataset) else None
     every = comm.allgather(mine)
     return any(d != every[0] for d in every)

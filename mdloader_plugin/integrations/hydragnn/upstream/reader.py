@@ -20,7 +20,7 @@ MPI-enabled ADIOS2; PyPI's wheels are serial and refuse a communicator. Under th
   (:class:`~mdloader_plugin.sources.adios.GraphFile`).
 
 What the served data set is made of (file, label, keys, subset, targets, data set id) is
-:meth:`AdiosDataset.describe`: the DDStore stand-in (:mod:`.upstream_data`) builds MDLoader's
+:meth:`AdiosDataset.describe`: the DDStore stand-in (:mod:`.data`) builds MDLoader's
 store from it instead of copying graphs one by one. ``shmem`` and ``ddstore`` (node shared memory
 and DDStore inside the dataset) change only where upstream keeps the bytes: here they are
 ignored with a warning (the graphs are the same), and ``ddstore=True`` with its
@@ -36,8 +36,8 @@ import numpy as np
 import torch
 from hydragnn.utils.datasets.abstractbasedataset import AbstractBaseDataset
 
-from ...core.errors import ConfigError, DataError
-from ...sources.adios import GraphFile
+from ....core.errors import ConfigError, DataError
+from ....sources.adios import GraphFile
 
 
 class _Reader:

@@ -4,20 +4,20 @@
 ``mpiexec -n N mdloader run hydragnn SCRIPT [ARGS]``):
 
 1. checks ``SCRIPT`` exists and refuses flag combinations MDLoader cannot honour
-   (:func:`.upstream_hooks.refuse`: one line from rank 0, every rank exits 2, nothing started);
+   (:func:`.hooks.refuse`: one line from rank 0, every rank exits 2, nothing started);
 2. sets up what upstream's ``setup_ddp`` reads and gets wrong under a plain ``mpiexec``: the rank
    variables where neither Open MPI's nor Slurm's are set, and a free rendezvous port chosen by
    rank 0 (``HYDRAGNN_MASTER_ADDR``/``HYDRAGNN_MASTER_PORT``, unless the user set them), so two
    jobs on a node do not meet on upstream's fixed port 8889;
-3. installs the hooks (:mod:`.upstream_hooks`): MDLoader's reader behind ``AdiosDataset`` and
+3. installs the hooks (:mod:`.hooks`): MDLoader's reader behind ``AdiosDataset`` and
    ``adios2_open`` where ADIOS2 is serial, MDLoader behind ``DistDataset`` and
-   ``create_dataloaders`` (:mod:`.upstream_data`);
+   ``create_dataloaders`` (:mod:`.data`);
 4. runs the script as ``__main__`` (``sys.argv`` and ``sys.path[0]`` as ``python SCRIPT`` sets
    them). An uncaught exception on any rank aborts the whole job, as ``python -m mpi4py`` does;
    an error every rank raises alike (a refused flag) is printed once and every rank exits 2.
 
 Rank 0 prints one ``mdloader: launcher:`` line when the script creates its loaders: what was
-replaced and what each data flag in use became (table: :data:`.upstream_hooks.FLAGS`,
+replaced and what each data flag in use became (table: :data:`.hooks.FLAGS`,
 docs/hydragnn-upstream-scripts.md). Each training epoch adds one ``MDLOADER-EPOCH`` line
 (``run=<script name>``, ``loader=mdloader`` or ``hydragnn``) to the script's run.log.
 """
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     script, args = argv[0], argv[1:]
     from mpi4py import MPI
 
-    from ...mpi.world import abort_on_error
+    from ....mpi.world import abort_on_error
 
     comm = MPI.COMM_WORLD
     if not os.path.isfile(script):  # the same answer on every rank: no collective needed
@@ -54,27 +54,27 @@ def main(argv: list[str] | None = None) -> int:
                   "HydraGNN/examples/multibranch/train.py", file=sys.stderr, flush=True)
         return 2
     with abort_on_error(comm):
-        from . import upstream_data, upstream_hooks
+        from . import data, hooks
 
-        upstream_hooks.refuse(args)
+        hooks.refuse(args)
         _rank_env(comm)
-        upstream_hooks.install()
-        upstream_hooks.check_inputfile(script, args)
-        upstream_data.REPORT["argv"] = args
-        upstream_data.REPORT["run"] = os.path.splitext(os.path.basename(script))[0]
+        hooks.install()
+        hooks.check_inputfile(script, args)
+        data.REPORT["argv"] = args
+        data.REPORT["run"] = os.path.splitext(os.path.basename(script))[0]
         run_script(script, args)
     return 0
 
 
 def _rank_env(comm) -> None:
     """Rank variables and a rendezvous for upstream's ``setup_ddp`` (see the module docstring)."""
-    from ...mpi.world import rendezvous_env
-    from . import compat
+    from ....mpi.world import rendezvous_env
+    from .. import compat
 
     compat.export_rank_env(comm.Get_rank(), comm.Get_size())
     if os.getenv("HYDRAGNN_MASTER_PORT") or os.getenv("SLURM_JOB_ID"):
         return  # the user's port, or upstream's own per-job port under Slurm
-    from ...mpi.world import World
+    from ....mpi.world import World
 
     world = World.detect(comm)
     env = rendezvous_env(comm, single_node=world.num_nodes == 1)
