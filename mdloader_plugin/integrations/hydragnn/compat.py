@@ -7,7 +7,9 @@ HydraGNN 3.0 has flat modules (``hydragnn.utils.config_utils``, ``hydragnn.utils
 Every HydraGNN function the integration calls is looked up here by name in a list of candidate
 modules, first hit wins, so a version change means editing one table, not the driver.
 
-It also owns the two things HydraGNN 3.0 gets wrong under a plain ``mpiexec``:
+It also owns the two things HydraGNN 3.0 gets wrong under a plain ``mpiexec``, and the
+communicator of a ``create_dataloaders(group=...)`` (:func:`comm_of`, for the drop-in and the
+launcher alike):
 
 * ranks come only from ``OMPI_COMM_WORLD_*`` or ``SLURM_*`` (MPICH ranks all think they are 0):
   :func:`export_rank_env` sets the Open MPI names from MPI when neither is present;
@@ -282,6 +284,29 @@ def export_rank_env(rank: int, size: int) -> None:
         return
     os.environ["OMPI_COMM_WORLD_RANK"] = str(rank)
     os.environ["OMPI_COMM_WORLD_SIZE"] = str(size)
+
+
+def comm_of(group, default=None):
+    """The mpi4py communicator of ``create_dataloaders(group=...)``: None is `default` (else the
+    world), an mpi4py communicator is itself, torch's default group is the world, and a torch
+    sub-group (upstream's ``--task_parallel`` branch group) is split from the world by its ranks
+    (collective over the world: every rank passes its own group, as upstream's scripts do)."""
+    from mpi4py import MPI
+
+    if group is None:
+        return default if default is not None else MPI.COMM_WORLD
+    if isinstance(group, MPI.Comm):
+        return group
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        raise ConfigError(f"create_dataloaders(group={group!r}): neither an mpi4py communicator "
+                          "nor a torch process group (torch.distributed is not initialised); "
+                          "pass the mpi4py communicator of the ranks")
+    if group == dist.group.WORLD:
+        return MPI.COMM_WORLD
+    ranks = sorted(dist.get_process_group_ranks(group))
+    return MPI.COMM_WORLD.Split(ranks[0], MPI.COMM_WORLD.Get_rank())
 
 
 def _leave_distributed() -> None:

@@ -42,6 +42,7 @@ from hydragnn.utils.datasets.abstractbasedataset import AbstractBaseDataset
 from ....core.errors import ConfigError
 from ....core.options import env
 from ....mpi.world import World, agree
+from .. import compat
 from . import reader
 
 REPORT: dict = {}  # what was mapped, for the launcher's one log line
@@ -231,7 +232,8 @@ def create_dataloaders(trainset, valset, testset, batch_size, train_sampler_shuf
                          val_sampler_shuffle, test_sampler_shuffle, group=group,
                          oversampling=oversampling, num_samples=num_samples, **kw)
     group = _ddstore_group(group, sets)
-    comm = _comm_of(group, sets)
+    comm = compat.comm_of(group, next((d.comm for d in sets if isinstance(d, DistDataset)),
+                                      None))
     node_budget = bool(batching) and batching.get("mode", "fixed") != "fixed"
     if node_budget and oversampling:
         raise _agreed("Training.Batching mode node_budget with --oversampling: upstream refuses "
@@ -347,24 +349,6 @@ def _ddstore_group(group, sets):
             REPORT["ddstore_group"] = (d.ddstore_comm_size, d.comm_size)
             return d.comm
     return group
-
-
-def _comm_of(group, sets):
-    """The mpi4py communicator of `group`: None (the datasets' communicator, else the world),
-    an mpi4py communicator, or a torch process group (split from the world by its ranks)."""
-    from mpi4py import MPI
-
-    if group is None:
-        comms = [s.comm for s in sets if isinstance(s, DistDataset)]
-        return comms[0] if comms else MPI.COMM_WORLD
-    if isinstance(group, MPI.Comm):
-        return group
-    import torch.distributed as dist
-
-    if group == dist.group.WORLD:
-        return MPI.COMM_WORLD
-    ranks = sorted(dist.get_process_group_ranks(group))
-    return MPI.COMM_WORLD.Split(ranks[0], MPI.COMM_WORLD.Get_rank())
 
 
 def _is_local(dataset, comm) -> bool:
