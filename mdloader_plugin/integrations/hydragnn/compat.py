@@ -234,15 +234,24 @@ def train_config(cfg: dict, ver: str) -> dict:
     return cfg if ver in NAMED else cfg["NeuralNetwork"]
 
 
-def max_batches(ver: str) -> int | None:
-    """HydraGNN 5.0 ends every epoch after ``HYDRAGNN_MAX_NUM_BATCH`` batches (3.0 ignores it)."""
+def max_batches(ver: str = "5.0") -> int | None:
+    """HydraGNN 5.0 and later end every epoch after ``HYDRAGNN_MAX_NUM_BATCH`` batches (3.0
+    ignores it); a value that is not an integer is refused on every rank alike."""
     cap = os.getenv("HYDRAGNN_MAX_NUM_BATCH")
     if ver == "3.0" or cap is None:
         return None
     try:
         return max(int(cap), 0)
     except ValueError:
-        raise ConfigError(f"HYDRAGNN_MAX_NUM_BATCH={cap!r} is not an integer") from None
+        raise agreed(f"HYDRAGNN_MAX_NUM_BATCH={cap!r} is not an integer") from None
+
+
+def agreed(msg: str) -> ConfigError:
+    """A one-line error every rank raises alike (the same inputs everywhere): rank 0 prints it
+    once and every rank exits 2, with no abort."""
+    err = ConfigError(msg)
+    err.agreed = True
+    return err
 
 
 def get(name: str) -> Callable[..., Any]:

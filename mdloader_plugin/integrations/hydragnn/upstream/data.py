@@ -43,10 +43,11 @@ from ....core.errors import ConfigError
 from ....core.options import env
 from ....mpi.world import World, agree
 from .. import compat
+from ..compat import agreed
+from ..loaders import LABELS
 from . import reader
 
 REPORT: dict = {}  # what was mapped, for the launcher's one log line
-LABELS = ("trainset", "valset", "testset")
 
 
 class _Fences:
@@ -203,9 +204,9 @@ def _open(world, plan: dict, label: str, width):
     if width is not None:
         valid = groups.valid_sizes(world.node_of)
         if isinstance(width, bool) or not isinstance(width, int) or width not in valid:
-            raise _agreed(f"--ddstore_width {width!r} does not divide the {world.size} ranks of "
-                          f"the DDStore communicator into groups aligned with nodes; choose one "
-                          f"of {', '.join(map(str, valid))}")
+            raise agreed(f"--ddstore_width {width!r} does not divide the {world.size} ranks of "
+                         f"the DDStore communicator into groups aligned with nodes; choose one "
+                         f"of {', '.join(map(str, valid))}")
     files = plan["files"]
     path = files[0] if len(files) == 1 else [
         {"path": p, "name": f"{i}:{os.path.basename(p.rstrip('/'))}"} for i, p in enumerate(files)]
@@ -236,11 +237,11 @@ def create_dataloaders(trainset, valset, testset, batch_size, train_sampler_shuf
                                       None))
     node_budget = bool(batching) and batching.get("mode", "fixed") != "fixed"
     if node_budget and oversampling:
-        raise _agreed("Training.Batching mode node_budget with --oversampling: upstream refuses "
-                      "the pair too; drop --oversampling or use mode: fixed")
+        raise agreed("Training.Batching mode node_budget with --oversampling: upstream refuses "
+                     "the pair too; drop --oversampling or use mode: fixed")
     if oversampling and (num_samples is None or len(num_samples) < 3):
-        raise _agreed("create_dataloaders(oversampling=True) needs num_samples for train, val "
-                      "and test (upstream's --oversampling sets them)")
+        raise agreed("create_dataloaders(oversampling=True) needs num_samples for train, val "
+                     "and test (upstream's --oversampling sets them)")
     served = [s if isinstance(s, DistDataset) else
               DistDataset(s, label, comm, getattr(s, "ddstore_width", None), _is_local(s, comm))
               for s, label in zip(sets, LABELS)]
@@ -249,13 +250,13 @@ def create_dataloaders(trainset, valset, testset, batch_size, train_sampler_shuf
             if s is not ds and hasattr(s, attr) and not hasattr(ds, attr):
                 setattr(ds, attr, getattr(s, attr))
     shuffles = (train_sampler_shuffle, val_sampler_shuffle, test_sampler_shuffle)
-    cap = _max_batches()
+    cap = compat.max_batches()
     loaders = []
     for i, (ds, shuffle) in enumerate(zip(served, shuffles)):
         if _members(ds.comm) != _members(comm):
-            raise _agreed(f"create_dataloaders(group=...) spans other ranks than the "
-                          f"DistDataset({ds.label}) communicator; with --task_parallel pass the "
-                          "branch's group for both (upstream's multibranch script does)")
+            raise agreed(f"create_dataloaders(group=...) spans other ranks than the "
+                         f"DistDataset({ds.label}) communicator; with --task_parallel pass the "
+                         "branch's group for both (upstream's multibranch script does)")
         k = int(num_samples[i]) if oversampling else None
         loaders.append(_loader(ds, int(batch_size), bool(shuffle), k, batching if node_budget
                                else None, cap))
@@ -308,23 +309,6 @@ class UpstreamLoader:
 
     def __getattr__(self, name):
         return getattr(self.__dict__["loader"], name)
-
-
-def _max_batches() -> int | None:
-    cap = os.getenv("HYDRAGNN_MAX_NUM_BATCH")
-    if cap is None:
-        return None
-    try:
-        return max(int(cap), 0)
-    except ValueError:
-        raise _agreed(f"HYDRAGNN_MAX_NUM_BATCH={cap!r} is not an integer") from None
-
-
-def _agreed(msg: str) -> ConfigError:
-    """An error every rank raises alike (rank 0 prints it once; no abort needed)."""
-    err = ConfigError(msg)
-    err.agreed = True
-    return err
 
 
 def _world_size() -> int:

@@ -24,6 +24,7 @@ import sys
 
 from ....core.errors import ConfigError
 from ....core.options import env
+from ..compat import agreed
 
 #: ``(flag or variable, what MDLoader does)``; the first word says how: honoured, mapped,
 #: ignored (with a warning) or refused.
@@ -103,14 +104,14 @@ def refuse(argv: list[str]) -> None:
         import torch
 
         if not torch.cuda.is_available():
-            _refused("--use_devicemesh needs CUDA devices (upstream calls init_device_mesh("
-                     "'cuda')); drop it: --task_parallel alone splits the ranks by branch")
+            raise agreed("--use_devicemesh needs CUDA devices (upstream calls init_device_mesh("
+                         "'cuda')); drop it: --task_parallel alone splits the ranks by branch")
     if "--ddstore" in used and "--shmem" in used:
-        _refused("--ddstore with --shmem: upstream refuses the pair too; keep --ddstore "
-                 "(MDLoader serves it) and drop --shmem")
+        raise agreed("--ddstore with --shmem: upstream refuses the pair too; keep --ddstore "
+                     "(MDLoader serves it) and drop --shmem")
     if "--pickle" in used and ("--ddstore" in used or _replacing()):
-        _refused("--pickle with --ddstore: MDLoader serves data sets read from ADIOS2 files; "
-                 "use --adios/--multi, or drop --ddstore to run upstream's own loader")
+        raise agreed("--pickle with --ddstore: MDLoader serves data sets read from ADIOS2 files; "
+                     "use --adios/--multi, or drop --ddstore to run upstream's own loader")
 
 
 def check_inputfile(script: str, argv: list[str]) -> None:
@@ -139,17 +140,11 @@ def check_inputfile(script: str, argv: list[str]) -> None:
         try:
             compat.check_form(cfg, compat.version())
         except ConfigError as exc:
-            _refused(f"--inputfile {path}: {exc}")
+            raise agreed(f"--inputfile {path}: {exc}")
 
 
 def _replacing() -> bool:
     return (env("MDLOADER_REPLACE") or "").lower() == "all"
-
-
-def _refused(msg: str) -> None:
-    err = ConfigError(msg)
-    err.agreed = True
-    raise err
 
 
 def reader_wanted() -> bool:
@@ -158,7 +153,7 @@ def reader_wanted() -> bool:
     if choice in ("mdloader", "upstream"):
         return choice == "mdloader"
     if choice:
-        _refused(f"MDLOADER_READER={choice!r}: choose mdloader or upstream")
+        raise agreed(f"MDLOADER_READER={choice!r}: choose mdloader or upstream")
     try:
         import adios2
     except ImportError:
@@ -195,9 +190,9 @@ def install() -> dict:
 
     replace = (env("MDLOADER_REPLACE") or "").lower()
     if replace not in ("", "all", "none"):
-        _refused(f"MDLOADER_REPLACE={replace!r}: choose all (MDLoader serves every "
-                 "create_dataloaders call) or none (only the reader; DDStore and loaders stay "
-                 "upstream's)")
+        raise agreed(f"MDLOADER_REPLACE={replace!r}: choose all (MDLoader serves every "
+                     "create_dataloaders call) or none (only the reader; DDStore and loaders stay "
+                     "upstream's)")
     swaps = {} if replace == "none" else {dist_mod.DistDataset: data.DistDataset}
     original = load_data.create_dataloaders
 

@@ -68,15 +68,15 @@ def time_upstream(loaders: tuple, run: str) -> tuple:
     """Upstream ``create_dataloaders``' three loaders with the train loader timed
     (:class:`ArmedTimedLoader`; collective over the world: every rank calls it alike).
     ``loader=mdloader`` where MDLoader serves, ``hydragnn`` for upstream's own loader."""
-    import os
-
     from mpi4py import MPI
+
+    from .. import compat
 
     train = loaders[0]
     n = len(train)
-    cap = os.getenv("HYDRAGNN_MAX_NUM_BATCH")
-    if cap is not None and cap.strip().lstrip("-").isdigit():
-        n = min(n, max(int(cap), 0))
+    cap = compat.max_batches()
+    if cap is not None:
+        n = min(n, cap)
     comm = MPI.COMM_WORLD.Dup()  # its own communicator: no ordering against the script's
     nbatch = comm.allreduce(n, op=MPI.MIN)
     served = getattr(train, "backend_name", None) is not None
