@@ -135,13 +135,10 @@ class DistDataset(AbstractBaseDataset):
         """List entry `idx`, read from its file (no MPI: safe from any rank at any time)."""
         from ....sources.adios import GraphFile
 
-        gid = int(self.ids[int(idx)])
-        starts = self.store.meta.get("dataset_starts", [0, self.store.num_samples])
-        f = int(np.searchsorted(starts, gid, side="right") - 1)
+        f, j = self._locate(idx)
         path = self.plan["files"][f]
         if path not in self._files:
             self._files[path] = GraphFile(path)
-        j = gid - int(starts[f])
         arrays = self._files[path].read_block(self.label, j, j + 1, self.plan["keys"]).sample(0)
         if len(self.plan["files"]) > 1:
             arrays["dataset_name"] = np.full((1, 1), f, dtype=np.int64)
@@ -149,10 +146,15 @@ class DistDataset(AbstractBaseDataset):
 
     def name_of(self, idx: int) -> str:
         """List entry `idx` as a person finds it: graph j of file F [label]."""
+        f, j = self._locate(idx)
+        return f"graph {j} of {self.plan['files'][f]} [{self.label}]"
+
+    def _locate(self, idx) -> tuple[int, int]:
+        """List entry `idx` as (file, graph in that file's label)."""
         gid = int(self.ids[int(idx)])
         starts = self.store.meta.get("dataset_starts", [0, self.store.num_samples])
         f = int(np.searchsorted(starts, gid, side="right") - 1)
-        return f"graph {gid - int(starts[f])} of {self.plan['files'][f]} [{self.label}]"
+        return f, gid - int(starts[f])
 
     def get_node_counts(self) -> np.ndarray:
         """Nodes of every list entry, from the files' extents (cost-aware batching)."""
