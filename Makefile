@@ -32,7 +32,7 @@ bench: install
 
 # The GIL-free producer's targets alone (producer CPU a step, data-wait at 1-2 ms; bench/RESULTS.md).
 bench-gil: install
-	$(PY) bench/gil_free.py
+	$(PY) -m bench.gil.targets
 
 # The documentation site into site/ (strict: a broken link or reference fails; make test builds it too).
 docs: install

@@ -1,7 +1,8 @@
 """Is one step series faster than another, or can the measurement not tell? (issues 15, 16)
 
-The statistics of the benchmarks' *tie-aware* scores (``bench/backend_choice.py``,
-``bench/groups.py``): a configuration's two contenders ran in interleaved rounds (back to back,
+The statistics of the benchmarks' *tie-aware* scores (``bench/estimator/backend_choice.py``,
+``bench/groups/cluster.py``): a configuration's two contenders ran in interleaved rounds (back to
+back,
 alternating order), and a stratified Mann-Whitney test (van Elteren) over those rounds asks
 whether their step distributions differ at ``ALPHA``. Comparing inside each round cancels a
 drift of the machine's speed that affects both; a difference the test cannot see is a **tie**

@@ -46,6 +46,11 @@ ALIASES: dict[str, str] = {
     "cluster.launch": "devtools.cluster.launch",
     "cluster.netns": "devtools.cluster.netns",
     "estimator.layout": "estimator.group_size",
+    # the launcher's pieces, now in their own sub-package (upstream HydraGNN's own scripts)
+    "integrations.hydragnn.launcher": "integrations.hydragnn.upstream.launcher",
+    "integrations.hydragnn.upstream_hooks": "integrations.hydragnn.upstream.hooks",
+    "integrations.hydragnn.upstream_reader": "integrations.hydragnn.upstream.reader",
+    "integrations.hydragnn.upstream_data": "integrations.hydragnn.upstream.data",
 }
 
 

@@ -20,75 +20,75 @@ start=$(date +%s)
 echo "== the real DDStore (bench-only baseline; skipped if already built)"
 tools/build_ddstore.sh || echo "bench: real DDStore not built: its rows are skipped"
 echo "== loaders side by side"
-"$PY" bench/loaders.py "${full[@]}"
+"$PY" -m bench.loaders.compare "${full[@]}"
 if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then  # needs root (network namespaces)
   echo "== store-based loaders across 2 emulated hosts"
-  "$PY" bench/loaders.py --cluster "${BENCH_CLUSTER_SHAPE:-2x2@1gbit}" --steps 16 --repeats 3
+  "$PY" -m bench.loaders.compare --cluster "${BENCH_CLUSTER_SHAPE:-2x2@1gbit}" --steps 16 --repeats 3
 fi
 echo "== DDStore 954ef59's batched reads (get_batch, methods 0 and 1, padded and row layouts), fetch only"
 if tools/build_ddstore.sh 954ef59; then
-  if [[ "${BENCH_FULL:-0}" == 1 ]]; then "$PY" bench/ddstore_batched.py --rounds 7 --steps 8
-  else "$PY" bench/ddstore_batched.py --ranks 2 --heldout-ranks "" --rounds 3 --steps 4; fi
+  if [[ "${BENCH_FULL:-0}" == 1 ]]; then "$PY" -m bench.ddstore.batched --rounds 7 --steps 8
+  else "$PY" -m bench.ddstore.batched --ranks 2 --heldout-ranks "" --rounds 3 --steps 4; fi
   if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then  # 2 emulated hosts (root)
-    "$PY" bench/ddstore_batched.py --cluster 2x2@1gbit --merge
+    "$PY" -m bench.ddstore.batched --cluster 2x2@1gbit --merge
   fi
 else
   echo "bench: DDStore 954ef59 not built: bench/results/ddstore_batched.json keeps the last run"
 fi
 echo "== GPU-rate consumer (trainer stand-in at 2-20 ms steps)"
-if [[ "${BENCH_FULL:-0}" == 1 ]]; then "$PY" bench/gpu_rate.py --steps 150 --repeats 3
-else "$PY" bench/gpu_rate.py --steps 40 --repeats 1; fi
+if [[ "${BENCH_FULL:-0}" == 1 ]]; then "$PY" -m bench.gpu.rate --steps 150 --repeats 3
+else "$PY" -m bench.gpu.rate --steps 40 --repeats 1; fi
 echo "== GIL-free producer: CPU a step (GIL-held/free), data-wait at 1-2 ms, kernels vs numpy"
-"$PY" bench/gil_free.py --no-report
+"$PY" -m bench.gil.targets --no-report
 if "$PY" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"; then
   echo "== HydraGNN demo on this node's GPU (host batches, device: auto pinned and not; 1 and 2 ranks)"
-  OUT=run/gpu-demo bash tools/gpu_demo.sh && "$PY" bench/gpu_demo.py run/gpu-demo/epochs.log \
+  OUT=run/gpu-demo bash tools/gpu_demo.sh && "$PY" -m bench.gpu.demo run/gpu-demo/epochs.log \
     --machine "$(hostname), $("$PY" -c "import torch; print(torch.cuda.get_device_name(0))")" \
     --date "$(date -u +%F)"
 else
   echo "== HydraGNN demo on a GPU: skipped (no CUDA device; bench/results/gpu_demo.json keeps the last)"
 fi
 echo "== HydraGNN training"
-"$PY" bench/training.py "${full[@]}"
+"$PY" -m bench.loaders.training "${full[@]}"
 echo "== scale on paper (model output)"
-"$PY" bench/scale.py
+"$PY" -m bench.estimator.scale_model
 echo "== replica groups on paper: auto's (backend, W) on Perlmutter/Frontier at 64-2048 ranks (model output)"
-"$PY" bench/groups_model.py
+"$PY" -m bench.groups.model
 echo "== data-set scale: index + order per rank, epoch start, load (${BENCH_SCALE_SAMPLES:-20000000} tiny records, 4 ranks)"
-"$PY" bench/dataset_scale.py --samples "${BENCH_SCALE_SAMPLES:-20000000}"
+"$PY" -m bench.scale.dataset --samples "${BENCH_SCALE_SAMPLES:-20000000}"
 echo "== data-set scale: per-step cost of the index kinds and orders (one process)"
-"$PY" bench/scale_step.py
+"$PY" -m bench.scale.step
 echo "== per-rank cost against the number of ranks (mdloader rank-cost, one process; 2-8 rank A/B)"
-"$PY" bench/rank_cost.py
-"$PY" bench/rank_cost.py --small-only
+"$PY" -m bench.estimator.rank_cost
+"$PY" -m bench.estimator.rank_cost --small-only
 echo "== fairchem: max_atoms batches against fairchem's sampler, the 4-data-set mix's state"
-"$PY" bench/fairchem_batches.py
+"$PY" -m bench.fairchem.batches
 echo "== conversion rate against ranks (mdloader convert, 512 OC20-like structures in 16 shards; 1, 2, 4 ranks)"
-"$PY" bench/convert_rate.py
+"$PY" -m bench.convert.rate
 echo "== load peak: memory while a store loads, over records + index (1 and 4 ranks)"
-"$PY" bench/load_peak.py
+"$PY" -m bench.store.load_peak
 echo "== estimator accuracy"
-"$PY" bench/estimator_accuracy.py "${quick[@]}"
+"$PY" -m bench.estimator.accuracy "${quick[@]}"
 # --- estimator on the emulated multi-node cluster (issue 10; needs root, ~3-5 min; opt-in) ---
 if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then
   echo "== estimator accuracy on the emulated cluster (2 hosts, 200mbit and unlimited links)"
-  "$PY" bench/estimator_cluster.py
+  "$PY" -m bench.estimator.cluster
 fi
 if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then
   echo "== backend choice on varied emulated clusters (issue 15; reduced slice unless BENCH_FULL=1)"
-  "$PY" bench/backend_choice.py "${full[@]}"
+  "$PY" -m bench.estimator.backend_choice "${full[@]}"
 fi
 # --- replica groups on the emulated cluster (issue 16; needs root; opt-in) ---
 if [[ "${BENCH_CLUSTER:-0}" == 1 ]]; then
   echo "== replica groups: every W x backend and auto across emulated hosts"
   if [[ "${BENCH_FULL:-0}" == 1 ]]; then
-    "$PY" bench/groups.py --rates 200mbit,1gbit --shapes 2x2,4x1 --kinds hydragnn,oc20 \
+    "$PY" -m bench.groups.cluster --rates 200mbit,1gbit --shapes 2x2,4x1 --kinds hydragnn,oc20 \
         --batches 4,32,256
   else
-    "$PY" bench/groups.py  # reduced slice: 2x2 at 200mbit, OC20-like, batch 32
+    "$PY" -m bench.groups.cluster  # reduced slice: 2x2 at 200mbit, OC20-like, batch 32
   fi
 fi
 # --- end of the emulated-cluster block ---
-"$PY" bench/report.py
+"$PY" -m bench.report
 "$PY" tools/docs_figures.py   # the figures README.md and docs/ quote, from the new JSON
 echo "bench done in $(( $(date +%s) - start )) s: bench/RESULTS.md, bench/*.png, bench/results/*.json"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Bench-only: build ORNL's real DDStore (pyddstore, BSD-3), the baseline of bench/loaders.py,
-# bench/gpu_rate.py (cc80335) and bench/ddstore_batched.py (954ef59). Called by tools/bench.sh,
+# Bench-only: build ORNL's real DDStore (pyddstore, BSD-3), the baseline of bench/loaders/compare.py,
+# bench/gpu/rate.py (cc80335) and bench/ddstore/batched.py (954ef59). Called by tools/bench.sh,
 # never by `make install` or `make test` (nothing in mdloader_plugin or tests/ imports it).
 # Idempotent: does nothing when that version's pyddstore already imports from its prefix.
 # Pinned: the vendored sources, Cython 3.3.1, libfabric-dev 1.17.0-3 (headers only).

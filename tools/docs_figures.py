@@ -3,7 +3,8 @@
     python tools/docs_figures.py           # rewrite every <!-- figure: KEY -->VALUE<!-- /figure -->
     python tools/docs_figures.py --check   # exit 1, naming page, key, quoted and measured value
 
-``KEY`` is a function of ``bench/figures.py`` (``FIGURES``) that computes the value from
+``KEY`` is a function of ``bench/figures.py`` (``FIGURES``, merged from
+``bench/<topic>/figures.py``) that computes the value from
 ``bench/results/``. The markers are HTML comments, invisible on GitHub and on the site, so a page
 reads as plain prose with the number in it. ``tests/integration/test_bench_report.py`` runs the
 check.
@@ -17,9 +18,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # this checkout's package and bench/
+sys.path.insert(0, str(ROOT))  # this checkout's package and bench/ (run as a script from tools/)
 
-import figures  # noqa: E402  (bench/figures.py)
+from bench import figures  # noqa: E402
 
 #: a quoted value runs to its closing marker, on the same line or (a table) over several; a
 #: marker right after a backtick is an example in inline code, not a quote

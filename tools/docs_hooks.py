@@ -215,6 +215,7 @@ def parsers() -> list[tuple[str, argparse.ArgumentParser]]:
     out = []
 
     def walk(prog: str, parser: argparse.ArgumentParser) -> None:
+        parser.format_help()  # a framework's parser adds its arguments then (cli/train.py)
         out.append((prog, parser))
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):

@@ -22,7 +22,7 @@ over TCP a rank's incoming Alltoallv fragments are only read while that rank is 
 reach the exchange at different times (each packs, decodes and collates on its own), so without a
 thread the early ranks' data waits in socket buffers while the late ones compute. The same
 process's poller (:mod:`~..mpi.progress`) the one-sided backend uses keeps reading them. Measured on
-the emulated cluster (``bench/probes/coll_progress.py``, step to a ready batch, interleaved in
+the emulated cluster (``bench/fetch/coll_progress.py``, step to a ready batch, interleaved in
 one job, a shared and loaded 2-core machine): one rank a host, 1.15-1.57x faster with the thread (4
 hosts at 300mbit, 3 hosts at 500mbit, molecules and OC20 slabs, batch 2-64); 3 ranks a host at
 100mbit, 0.90-1.11x (link-bound). Not the 2x an earlier run saw, but real where ranks are few a
@@ -32,6 +32,7 @@ host: on across nodes by default. The backend ``auto`` does not serve holds no l
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from itertools import accumulate
 
 import numpy as np
@@ -63,6 +64,8 @@ class CollectiveBackend(Backend):
             self.comm = world.comm
             self._off_node = (world.node_of != world.node_of[self.rank]).tolist()
             self._local = memoryview(store.buffer).cast("B")  # the store's records: unmoved
+            # P + 1 ints for the small steps' owners (only where they run: P <= 64)
+            self._starts = store.block_starts.tolist() if self.size <= SMALL_RANKS else None
             self._progress = _progress.start(
                 world, wants_progress_thread(world, progress), "collective",
                 "so Alltoallv fragments are read while ranks pack and decode "
@@ -83,12 +86,12 @@ class CollectiveBackend(Backend):
             self._progress.fetching()  # the first fetch takes the process's poller
         st = self.store
         ids = plan.ids
-        nb = st.nbytes[ids]
-        owners = st.owner_of(ids)
         if 1 < self.size <= SMALL_RANKS and ids.size <= SMALL_STEP:
             wanted, dest = plan.sends()
             if wanted.size <= SMALL_STEP:
-                return self._fetch_small(ids, nb, owners, wanted, dest)
+                return self._fetch_small(ids, wanted, dest)
+        nb = st.nbytes[ids]
+        owners = st.owner_of(ids)
         order = np.argsort(owners, kind="stable")
         dst = np.empty(ids.size, dtype=np.int64)
         dst[order] = exclusive_cumsum(nb[order])
@@ -115,17 +118,21 @@ class CollectiveBackend(Backend):
         return sendbuf, counts
 
 
-    def _fetch_small(self, ids, nb, owners, wanted, dest) -> Fetched:
+    def _fetch_small(self, ids, wanted, dest) -> Fetched:
         """The same step as the numpy path (same layout: records grouped by owner, ascending,
         plan order inside an owner; the same single ``Alltoallv``), planned on Python lists. A
         step of a few records pays per call, not per byte: the numpy path's ~25 small numpy calls
         (sizes, offsets, grouping, counts, displacements, packing, traffic) cost more than the
         exchange itself on two ranks, where DDStore's compiled ``get_batch`` (three collectives)
-        had none of them (bench/ddstore_batched.py)."""
-        st, rank, MPI = self.store, self.rank, self._MPI
-        nb_l, own_l = nb.tolist(), owners.tolist()
-        order = sorted(range(len(nb_l)), key=own_l.__getitem__)  # stable: plan order inside
-        dst_l, recv, at = [0] * len(nb_l), [0] * self.size, 0
+        had none of them (bench/ddstore/batched.py). One index lookup serves the received and
+        the sent records; owners come from the block starts by bisection."""
+        st, rank, MPI, k = self.store, self.rank, self._MPI, ids.size
+        both = st.nbytes[np.concatenate((ids, wanted))]  # one call: ~5 us each on a compact index
+        nb_l, w_nb = both[:k].tolist(), both[k:].tolist()
+        starts = self._starts
+        own_l = [bisect_right(starts, i) - 1 for i in ids.tolist()]
+        order = sorted(range(k), key=own_l.__getitem__)  # stable: plan order inside an owner
+        dst_l, recv, at = [0] * k, [0] * self.size, 0
         for i in order:
             dst_l[i] = at
             n, o = nb_l[i], own_l[i]
@@ -134,7 +141,7 @@ class CollectiveBackend(Backend):
             if o != rank:
                 self.traffic["off_node" if self._off_node[o] else "on_node"] += n
         out = self.buffers.take(at)
-        w_nb, w_src = st.nbytes[wanted].tolist(), st.offsets[wanted].tolist()
+        w_src = st.offsets[wanted].tolist() if wanted.size else []
         sendbuf, send = self._sends.take(sum(w_nb)), [0] * self.size
         mv, local, at = memoryview(sendbuf), self._local, 0
         for s, n, d in zip(w_src, w_nb, dest.tolist()):
@@ -147,7 +154,7 @@ class CollectiveBackend(Backend):
         else:  # a few records of over 2 GiB / P: in pieces
             alltoallv_big(self.comm, sendbuf, np.array(send), out, np.array(recv))
         self._sends.give(sendbuf)
-        return Fetched(ids, out, np.array(dst_l, dtype=np.int64), nb)
+        return Fetched(ids, out, np.array(dst_l, dtype=np.int64), both[:k])
 
 
 def wants_progress_thread(world, setting="auto") -> bool:

@@ -116,7 +116,7 @@ class OneSidedBackend(Backend):
         plan order inside an owner; the same Gets through :meth:`_get_owner`), planned on Python
         lists. A step of a few records pays per call, not per byte: ~40 small numpy calls cost
         4-5x more than these list operations once a collate between two fetches has left the
-        caches cold (bench/probes/fetch_profile.py)."""
+        caches cold (bench/fetch/profile.py)."""
         rank = self.rank
         nb_l, src_l, owners = nb.tolist(), src.tolist(), owners.tolist()
         order = sorted(range(len(nb_l)), key=owners.__getitem__)  # stable: plan order inside
@@ -151,7 +151,7 @@ class OneSidedBackend(Backend):
     def _get_remote(self, out, owners, order, src, nb, dst) -> None:
         """The numpy path's Gets: one :meth:`_get_owner` a remote owner's run, one flush. (This
         rank's own run by one indexed Get from its own window was tried and is slower than the
-        Python copies: ``local_get`` in bench/probes/fetch_profile.py, docs/gpu-feeding.md.)"""
+        Python copies: ``local_get`` in bench/fetch/profile.py, docs/gpu-feeding.md.)"""
         sorted_owners = owners[order]
         bounds = np.flatnonzero(sorted_owners[1:] != sorted_owners[:-1]) + 1
         types = []

@@ -16,7 +16,8 @@ def register(sub) -> None:
                     "that `mdloader estimate --profile FILE` and `backend: auto` can use "
                     "(export MDLOADER_PROFILE=FILE). Run it with the ranks per node of your "
                     "training jobs, on at least two nodes to measure inter-node costs.",
-        epilog="example: mpiexec -n 4 mdloader calibrate --out profiles/$(hostname -s).json",
+        epilog="example: mpiexec -n 4 mdloader calibrate --out my-machine.json\n"
+               "(then `profile: my-machine.json` in a config, or MDLOADER_PROFILE)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="profile file to write (.json)")
     p.add_argument("--quick", action="store_true",

@@ -9,11 +9,11 @@ from ..core.errors import ConfigError
 EPILOG = """\
 examples:
   mpiexec -n 3 mdloader check data/mols.bp --batch-size 7 --epochs 2
-  mpiexec -n 4 mdloader check data/oc20.bp --batch-size 32 --backends onesided,collective \\
+  mpiexec -n 4 mdloader check data/oc20/oc20.bp --batch-size 32 --backends onesided,collective \\
       --drop-last
-  mpiexec -n 4 mdloader check data/mols.bp --group-size 1,2,4   # replica groups: same batches
-  mpiexec -n 4 mdloader check mols=data/gfm/molecules.bp slabs=data/gfm/slabs.bp \\
-      --sampling temperature:temperature=2 --batch-size 8     # several data sets
+  mpiexec -n 4 mdloader check data/mols.bp --batch-size 8 --group-size 1,2,4   # replica groups
+  mpiexec -n 4 mdloader check mols=data/gfm/molecules.bp data/gfm/slabs.bp data/gfm/bulk.bp \\
+      --sampling temperature:temperature=2 --batch-size 8 --epochs 2   # several data sets
 
 On success the last line is
   check ok: P ranks, E epochs, N samples, backends onesided,collective,auto

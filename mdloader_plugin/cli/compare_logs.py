@@ -83,7 +83,7 @@ def register(sub) -> None:
                     "fairchem's run log) and print one row a run: loader, backend, epochs, "
                     "median epoch seconds, data-wait share, speed-up against the first run.",
         epilog="example (baseline first, so the speed-up column is MDLoader's):\n"
-               "  mdloader compare-logs logs/gin-hydragnn/run.log logs/gin-mdloader/run.log "
+               "  mdloader compare-logs logs/gin-demo-hydragnn logs/gin-demo-mdloader "
                "--plot epochs.png",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("logs", nargs="+", metavar="LOG",

@@ -22,11 +22,12 @@ def register(sub) -> None:
                     "index, grouping, packing and copies use the file's sizes (each record's "
                     "bytes copied as the file says) while the batch is still built from the "
                     "pool record i mod 64, so the batch phase is the pool molecules' cost.",
-        epilog="example:\n  mdloader rank-cost --ranks 64,512,8192 --num-samples 100000000 "
-               "--batch-size 32 --backend collective --json out.json\n"
-               "  mdloader rank-cost --ranks 64,1024,8192 --num-samples 1e8 --backend "
-               "collective \\\n      --profile my.json --profile-out my.json   # then: "
-               "mdloader estimate --profile my.json ...",
+        epilog="examples:\n"
+               "  mdloader rank-cost --ranks 64,8192 --num-samples 1e8 --backend collective\n"
+               "  mdloader rank-cost --ranks 64,512,2048,8192 --num-samples 1e8 --batch-size 32 "
+               "\\\n      --backend collective --steps 40 --profile local --profile-out fit.json\n"
+               "  mdloader estimate --profile fit.json --ranks 8192 --batch-size 32 "
+               "--sample-bytes 4000",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ranks", required=True, help="comma list of world sizes P, e.g. 64,8192")
     p.add_argument("--ranks-per-node", type=int, default=8, help="ranks a node (default 8)")

@@ -1,5 +1,5 @@
 """``mdloader run hydragnn SCRIPT [ARGS]``: an upstream HydraGNN script under the launcher
-(:mod:`mdloader_plugin.integrations.hydragnn.launcher`), the same as
+(:mod:`mdloader_plugin.integrations.hydragnn.upstream.launcher`), the same as
 ``python -m mdloader_plugin.hydragnn SCRIPT [ARGS]``."""
 
 from __future__ import annotations
@@ -24,6 +24,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..integrations.hydragnn.launcher import main
+    from ..integrations.hydragnn.upstream.launcher import main
 
     return main([args.script, *args.args])

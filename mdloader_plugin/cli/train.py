@@ -9,12 +9,36 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 
 from ..integrations import FRAMEWORKS
 
 
 def _driver(name: str):
     return importlib.import_module(f"mdloader_plugin.integrations.{name}.driver")
+
+
+class _DriverParser(argparse.ArgumentParser):
+    """A framework's parser that imports its driver (and with it the framework and torch) only
+    when ``mdloader train NAME`` is parsed or its help is shown: every other command, and
+    ``mdloader --help``, then starts without importing torch."""
+
+    framework = ""
+
+    def _load(self) -> None:
+        if self.get_default("func") is None:
+            driver = _driver(self.framework)
+            self.description = (driver.__doc__ or "").strip().splitlines()[0].replace("``", "")
+            driver.add_arguments(self)
+            self.set_defaults(func=driver.main)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._load()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._load()
+        return super().format_help()
 
 
 def register(sub) -> None:
@@ -25,16 +49,10 @@ def register(sub) -> None:
         epilog="example: mpiexec -n 4 mdloader train hydragnn --config "
                "recipes/hydragnn/demo.yaml --set loader=hydragnn",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    fw = p.add_subparsers(dest="framework", metavar="FRAMEWORK", required=True)
+    fw = p.add_subparsers(dest="framework", metavar="FRAMEWORK", required=True,
+                          parser_class=_DriverParser)
     for name in FRAMEWORKS:
-        try:
-            driver = _driver(name)
-        except ModuleNotFoundError as exc:
-            if (exc.name or "").startswith(f"mdloader_plugin.integrations.{name}"):
-                continue  # that integration is not in this tree
-            raise
-        q = fw.add_parser(name, help=f"train with {name}",
-                          description=(driver.__doc__ or "").strip().splitlines()[0]
-                          .replace("``", ""))
-        driver.add_arguments(q)
-        q.set_defaults(func=driver.main)
+        if importlib.util.find_spec(f"mdloader_plugin.integrations.{name}.driver") is None:
+            continue  # that integration is not in this tree
+        q = fw.add_parser(name, help=f"train with {name}")
+        q.framework = name

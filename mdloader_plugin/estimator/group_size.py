@@ -137,7 +137,7 @@ def layout_from_mean(ranks: int, ranks_per_node: int, batch_size: int, mean_byte
                      budget: int | None = None, group_size="auto",
                      fixed_bytes: int | None = None) -> LayoutDecision:
     """(backend, W) for a job described by its mean record size, as ``mdloader estimate`` and
-    ``bench/groups_model.py`` weigh it ahead of a run: memory a rank ``ceil(N / W)`` mean
+    ``bench/groups/model.py`` weigh it ahead of a run: memory a rank ``ceil(N / W)`` mean
     records plus the index's bound; the budget `budget` if given, else ``SHARE`` of the
     profile's node memory (``provenance.node_memory_bytes``) over its ranks, else this node's
     (:func:`detect_budget`). `group_size` ``"auto"`` weighs every valid ``W``; an int weighs it

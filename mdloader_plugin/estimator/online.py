@@ -26,7 +26,8 @@ estimates are within ``close`` of each other, and, with ``alpha`` set, while a r
 two backends' counted steps (Mann-Whitney, two-sided, :func:`rank_test_p`) cannot tell them apart
 at ``alpha``: a difference inside the step-to-step noise needs more steps, not a decision (with
 lognormal noise of sigma 0.5 it cut wrong picks of a 20% slower backend from 15-22% to 1-5%).
-The rank test is off by default: tuned on the measured half of ``bench/backend_choice.py``'s grid
+The rank test is off by default: tuned on the measured half of
+``bench/estimator/backend_choice.py``'s grid
 (2026-12-05, after the emulated cluster stopped stalling), it never helped and once cost +71%
 (2 hosts x 3 ranks, 100mbit, molecules batch 256: recurring 1-4 s collective stalls, and the
 longer probe it asked for let them decide). Up to ``max_rounds``, or ``cheap_rounds`` while the

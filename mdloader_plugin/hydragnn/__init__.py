@@ -1,3 +1,3 @@
 """``python -m mdloader_plugin.hydragnn SCRIPT [ARGS]``: upstream HydraGNN's own training scripts,
 unmodified, with MDLoader serving their data (the launcher lives in
-:mod:`mdloader_plugin.integrations.hydragnn.launcher`)."""
+:mod:`mdloader_plugin.integrations.hydragnn.upstream.launcher`)."""

@@ -2,6 +2,6 @@
 
 import sys
 
-from mdloader_plugin.integrations.hydragnn.launcher import main
+from mdloader_plugin.integrations.hydragnn.upstream.launcher import main
 
 sys.exit(main())

@@ -65,7 +65,7 @@ def reset() -> None:
 
 class _Timed:
     """The kernels with the thread CPU time inside each call summed
-    (``bench/probes/producer_cost.py`` reports it as the GIL-free time a batch; the few argument
+    (``bench/gil/producer_cost.py`` reports it as the GIL-free time a batch; the few argument
     checks each call makes with the GIL held are counted in it too)."""
 
     def __init__(self, mod):

@@ -17,7 +17,7 @@ step (``b w g`` = 2,048 with the defaults), at any number of ranks. Whole-window
 (``g = b``: ``w b^2`` = 16,384 a step) cost 3x the 64-rank plan at 8,192 ranks; balancing over
 all ``P`` ranks sorts the world's ``P b`` ids every step on every rank (~10 ms at 8,192).
 How close blocks come to the whole-world balance (max over mean of per-rank weight) is measured
-in bench/rank_cost.py (the ``balance`` rows: blocks, whole windows and the world).
+in bench/estimator/rank_cost.py (the ``balance`` rows: blocks, whole windows and the world).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ CHUNKS = 32  # a block is read in about this many chunks (between the two bounds
 CHUNK_MAX = 32 << 20
 #: Chunks' worth of memory a load holds beside the records and the index (a chunk's arrays as
 #: read, a row of ``edge_index`` in ADIOS2's buffer and ours, heap not yet returned);
-#: ``bench/load_peak.py`` measures the peak against this bound.
+#: ``bench/store/load_peak.py`` measures the peak against this bound.
 LOAD_CHUNKS = 4
 #: Bytes a sample of the block the load holds until the index is built (sizes, offsets).
 LOAD_BYTES_A_SAMPLE = 24
@@ -176,7 +176,7 @@ def load_peak(records_bytes: int, index: int, local_samples: int,
     """The bound of a rank's memory while it loads its block: the records (the window) and the
     index, plus what the load holds besides (``LOAD_CHUNKS`` chunks of :func:`load_chunk`, and
     ``LOAD_BYTES_A_SAMPLE`` for the block's sizes and offsets, and ``LOAD_FIXED_BYTES``).
-    ``bench/load_peak.py`` measures the peak against it (docs/how-it-works.md, "Memory")."""
+    ``bench/store/load_peak.py`` measures the peak against it (docs/how-it-works.md, "Memory")."""
     extra = LOAD_CHUNKS * min(load_chunk(records_bytes, chunk), records_bytes)
     return int(records_bytes + index + extra + LOAD_BYTES_A_SAMPLE * local_samples +
                LOAD_FIXED_BYTES)

@@ -8,7 +8,7 @@ a chunk of about :func:`.budget.load_chunk` bytes of records is read (one box re
 reading cost model of :mod:`~mdloader_plugin.sources.adios`), its samples are encoded one by
 one into the window, and the chunk is dropped before the next is read. After the index is
 built the freed heap goes back to the OS (``malloc_trim``). The peak is the records, the index
-and about two chunks (``bench/load_peak.py`` measures it; figures in docs/how-it-works.md).
+and about two chunks (``bench/store/load_peak.py`` measures it; figures in docs/how-it-works.md).
 
 With ``replicate="copy"`` (:mod:`.replicate`) only one rank a block streams it from the file;
 the others allocate their window from the broadcast sizes and receive the bytes.

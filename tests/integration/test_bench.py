@@ -12,7 +12,6 @@ import pytest
 from mpirun import ROOT, mpi_env
 
 BENCH = ROOT / "bench"
-sys.path[:0] = [str(BENCH), str(BENCH / "probes")]
 
 
 @pytest.mark.mpi
@@ -20,7 +19,7 @@ sys.path[:0] = [str(BENCH), str(BENCH / "probes")]
 @pytest.mark.timeout(900)  # with the real-DDStore rows; minutes on a loaded 2-core machine
 def test_loaders_side_by_side_serve_the_same_graphs(tmp_path: Path):
     out = tmp_path / "loaders.json"
-    r = subprocess.run([sys.executable, str(BENCH / "loaders.py"), "--ranks", "2", "--batches",
+    r = subprocess.run([sys.executable, "-m", "bench.loaders.compare", "--ranks", "2", "--batches",
                         "4,32", "--datasets", "hydragnn", "--graphs", "300", "--steps", "2",
                         "--repeats", "1", "--out", str(out), "--no-figures"],
                        capture_output=True, text=True, timeout=600, env=mpi_env(), cwd=ROOT)
@@ -52,7 +51,7 @@ def _row(loader: str, step: float, fetch: float, batch: int = 64) -> dict:
 
 
 def test_targets_table_says_met_or_not():
-    import report
+    from bench import report
 
     rows = [_row("auto", 0.010, 0.002), _row("onesided", 0.010, 0.002),
             _row("collective", 0.020, 0.004), _row("ddstore", 0.200, 0.150),
@@ -76,7 +75,7 @@ def test_gpu_rate_reports_every_loader_and_step_time(tmp_path: Path):
     fractions, the loader alone waits for almost all of its wall time, the figure is drawn."""
     out, fig = tmp_path / "gpu_rate.json", tmp_path / "gpu_rate.png"
     names = ["auto", "pyg-nw2", "hydragnn"] + (["ddstore-real"] if _pyddstore() else [])
-    r = subprocess.run([sys.executable, str(BENCH / "gpu_rate.py"), "--ranks", "2",
+    r = subprocess.run([sys.executable, "-m", "bench.gpu.rate", "--ranks", "2",
                         "--datasets", "hydragnn", "--batches", "32", "--graphs", "128",
                         "--step-ms", "0,2", "--steps", "3", "--repeats", "1",
                         "--loaders", ",".join(names), "--out", str(out), "--figure", str(fig)],
@@ -96,13 +95,13 @@ def test_gpu_rate_reports_every_loader_and_step_time(tmp_path: Path):
 @pytest.mark.mpi
 @pytest.mark.slow
 def test_dataset_scale_bench_reduced(tmp_path: Path):
-    """bench/dataset_scale.py at a reduced size (the bench runs 2e7): every configuration's
+    """bench/scale/dataset.py at a reduced size (the bench runs 2e7): every configuration's
     index equals the full one, the torch order's plan equals the pre-#19 table's, the compact
     index and feistel order take less per sample, and the formula matches the measurement."""
-    import dataset_scale
+    from bench.scale import dataset as dataset_scale
 
     out = tmp_path / "scale.json"
-    r = subprocess.run([sys.executable, str(BENCH / "dataset_scale.py"), "--samples", "30011",
+    r = subprocess.run([sys.executable, "-m", "bench.scale.dataset", "--samples", "30011",
                         "--ranks", "2", "--tmp", str(tmp_path / "data"), "--out", str(out)],
                        capture_output=True, text=True, timeout=900, env=mpi_env(), cwd=ROOT)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
@@ -123,11 +122,11 @@ def test_dataset_scale_bench_reduced(tmp_path: Path):
 
 
 def test_scale_step_and_regression_tables(tmp_path: Path):
-    """bench/scale_step.py (one process, tiny) measures every index kind and order at every
-    batch; bench/probes/scale_regression.py compares runs cell by cell (a run against itself:
+    """bench/scale/step.py (one process, tiny) measures every index kind and order at every
+    batch; bench/scale/regression.py compares runs cell by cell (a run against itself:
     1.00)."""
     step = tmp_path / "step.json"
-    r = subprocess.run([sys.executable, str(BENCH / "scale_step.py"), "--rounds", "1",
+    r = subprocess.run([sys.executable, "-m", "bench.scale.step", "--rounds", "1",
                         "--sizes", "4096", "--out", str(step)], capture_output=True, text=True,
                        timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -139,7 +138,7 @@ def test_scale_step_and_regression_tables(tmp_path: Path):
     assert all(row["us_per_step"] > 0 for row in rows)
     loaders = BENCH / "results" / "loaders.json"
     out = tmp_path / "reg"
-    r = subprocess.run([sys.executable, str(BENCH / "probes" / "scale_regression.py"), "--pre",
+    r = subprocess.run([sys.executable, "-m", "bench.scale.regression", "--pre",
                         str(loaders), "--cur", str(loaders), "--step", str(step), "--out",
                         str(out)], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -150,18 +149,18 @@ def test_scale_step_and_regression_tables(tmp_path: Path):
 
 def test_scale_regression_ab_mode_and_collective_step_cpu(tmp_path: Path):
     """--ab reads ABBA runs (pre_<i>/cur_<i>) and the step-CPU runs of each tree: the same run
-    as both trees gives 1.00; bench/probes/collective_step_cpu.py measures a positive cost."""
+    as both trees gives 1.00; bench/scale/collective_step_cpu.py measures a positive cost."""
     loaders = BENCH / "results" / "loaders.json"
     (tmp_path / "pre_1.json").write_text(loaders.read_text())
     (tmp_path / "cur_2.json").write_text(loaders.read_text())
     for t in ("pre", "cur"):
-        r = subprocess.run([sys.executable, str(BENCH / "probes" / "collective_step_cpu.py"),
+        r = subprocess.run([sys.executable, "-m", "bench.scale.collective_step_cpu",
                             "--graphs", "256", "--steps", "50", "--rounds", "1", "--out",
                             str(tmp_path / f"cpu_{t}_1.json")], capture_output=True, text=True,
                            timeout=120, cwd=ROOT)
         assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path / "reg"
-    r = subprocess.run([sys.executable, str(BENCH / "probes" / "scale_regression.py"), "--ab",
+    r = subprocess.run([sys.executable, "-m", "bench.scale.regression", "--ab",
                         str(tmp_path), "--out", str(out)], capture_output=True, text=True,
                        timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -175,7 +174,7 @@ def test_scale_regression_statistics():
     """The before/after tables' test statistics: the exact two-sided Mann-Whitney p of fully
     separated runs is 2 / C(8, 4), of identical runs 1; the Hodges-Lehmann shift is the median
     of the pairwise differences; the normal approximation takes over for large samples."""
-    from scale_regression import hodges_lehmann, mann_whitney
+    from bench.scale.regression import hodges_lehmann, mann_whitney
 
     assert mann_whitney([1, 2, 3, 4], [5, 6, 7, 8]) == (16.0, pytest.approx(2 / 70))
     assert mann_whitney([5, 6, 7, 8], [1, 2, 3, 4]) == (0.0, pytest.approx(2 / 70))

@@ -1,18 +1,17 @@
-"""bench/backend_choice.py's scoring: halves kept apart, picks scored against measured steps, and
+"""bench/estimator/backend_choice.py's scoring: halves kept apart, picks scored against measured
+steps, and
 the online decision replayed on measured series (no cluster needed)."""
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 
 import pytest
 
-from mpirun import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
-backend_choice = pytest.importorskip("backend_choice")
+backend_choice = pytest.importorskip("bench.estimator.backend_choice")
+choice_report = pytest.importorskip("bench.estimator.choice_report")
 
 
 def _row(cluster: str, batch: int, onesided: float, collective: float, hosts: int = 2) -> dict:
@@ -43,8 +42,8 @@ def test_tuning_keeps_the_shipped_defaults_when_nothing_scores_better():
     assert set(shipped) == set(backend_choice.TUNE_GRID)
     assert all(v in backend_choice.TUNE_GRID[k] for k, v in shipped.items())
     assert backend_choice.tune(rows) == shipped
-    assert backend_choice._shipped(shipped) == "the shipped defaults"
-    assert "NOT" in backend_choice._shipped({**shipped, "margin": 0.08})
+    assert choice_report._shipped(shipped) == "the shipped defaults"
+    assert "NOT" in choice_report._shipped({**shipped, "margin": 0.08})
 
 
 def test_summary_counts_a_wrong_pick_and_its_regret():
@@ -145,7 +144,7 @@ def test_tie_aware_score_counts_ties_apart_and_needs_the_faster_where_resolved()
 def test_more_rounds_only_while_apart_and_not_told_apart():
     import numpy as np
 
-    choice_worker = pytest.importorskip("choice_worker")
+    choice_worker = pytest.importorskip("bench.estimator.choice_worker")
     rng = np.random.default_rng(3)
     clear = _rounds(rng, 4, 5, 1e-3, 1.5e-3, noise=0.05)  # resolved: stop
     assert not choice_worker.more_rounds(clear["steps_s"], clear["round_sizes"])
@@ -167,7 +166,7 @@ def test_more_rounds_only_while_apart_and_not_told_apart():
 def test_a_configurations_epoch_is_its_timed_steps_drawn_from_the_whole_store():
     """Closing a collective loader early runs the rest of its epoch (matched Alltoallvs): the
     benchmark's epochs must be exactly warm-up + steps long, yet read the whole store."""
-    choice_worker = pytest.importorskip("choice_worker")
+    choice_worker = pytest.importorskip("bench.estimator.choice_worker")
     from mdloader_plugin.loader.loader import MDLoader
     from mdloader_plugin.mpi.world import World
 

@@ -1,17 +1,14 @@
-"""bench/groups.py's score on synthetic rows: a clear winner, a tie, a wrong pick the step
+"""bench/groups/cluster.py's score on synthetic rows: a clear winner, a tie, a wrong pick the step
 series resolve (issue 16's accuracy target), and which configurations get more rounds."""
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 import pytest
 
-from mpirun import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
-groups = pytest.importorskip("groups")
+groups = pytest.importorskip("bench.groups.cluster")
 pytest.importorskip("scipy")
 
 

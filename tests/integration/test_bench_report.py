@@ -11,24 +11,22 @@ import pytest
 
 from mpirun import ROOT
 
-BENCH = ROOT / "bench"
-sys.path[:0] = [str(BENCH)]
+from bench import report, sections
 
-import report  # noqa: E402
-import sections  # noqa: E402
+BENCH = ROOT / "bench"
 
 
 def test_results_md_is_what_the_json_gives():
     want = report.render()
     have = (BENCH / "RESULTS.md").read_text()
     assert have == want, ("bench/RESULTS.md is not what bench/report.py makes from "
-                          "bench/results/: run `python bench/report.py` and commit it")
+                          "bench/results/: run `python -m bench.report` and commit it")
 
 
 def test_bench_readme_tables_are_generated():
     have = (BENCH / "README.md").read_text()
     assert have == report.readme_text(have), (
-        "bench/README.md's tables are stale: run `python bench/report.py` and commit it")
+        "bench/README.md's tables are stale: run `python -m bench.report` and commit it")
 
 
 def test_every_section_is_headed_by_its_command_and_date():
@@ -80,13 +78,14 @@ def test_every_result_file_is_read_or_quoted_or_archived():
         if p.name == "archive":
             continue
         if p.is_dir():
-            ok = f"bench/results/{p.name}" in commands
+            ok = (f"bench/results/{p.name}" in commands
+                  or any(p.match(o) and o.endswith("*") for o in other))
         else:
             ok = p.name in read or any(p.match(o) for o in other)
         if not ok:
             loose.append(p.name)
     assert not loose, (f"bench/results/ files no section reads and no page quotes: {loose}; "
-                       "add a Section or an Other in bench/sections.py, or move them to "
+                       "add a Section or an Other in bench/<topic>/sections.py, or move them to "
                        "bench/results/archive/")
     for o in sections.OTHER_RESULTS:
         assert list((BENCH / "results").glob(o.data)), o.data
@@ -104,26 +103,41 @@ def test_scripts_and_figures_named_exist():
             assert (ROOT / fig).is_file(), fig
 
 
-def test_entry_points_are_what_make_bench_runs_and_probes_are_apart():
+def _modules() -> set[str]:
+    return {".".join(p.relative_to(ROOT).with_suffix("").parts)
+            for p in BENCH.rglob("*.py") if p.name != "__init__.py"}
+
+
+def test_make_bench_runs_the_entry_points_and_every_module_is_placed():
+    """tools/bench.sh runs the entry points as modules; every module of bench/ lives in a topic
+    folder or is one of the harness's; no benchmark edits sys.path or imports from tests/."""
     bench_sh = (ROOT / "tools" / "bench.sh").read_text()
-    ran = set(re.findall(r"bench/(\w+\.py)", bench_sh))
-    assert ran == set(sections.ENTRY_POINTS), (ran ^ set(sections.ENTRY_POINTS))
-    top = {p.name for p in BENCH.glob("*.py")}
-    assert top == set(sections.ENTRY_POINTS) | set(sections.HELPERS), (
-        top ^ (set(sections.ENTRY_POINTS) | set(sections.HELPERS)))
-    assert not re.search(r"bench/probes/", bench_sh)
+    ran = set(re.findall(r"-m (bench\.[\w.]+)", bench_sh))
+    assert ran == set(sections.ENTRY_POINTS), ran ^ set(sections.ENTRY_POINTS)
+    assert not re.search(r"bench/\w+(/\w+)?\.py", bench_sh)
+    mods = _modules()
+    assert set(sections.ENTRY_POINTS) | set(sections.BY_HAND) <= mods
+    top = {m for m in mods if m.count(".") == 1}
+    assert top == {"bench.harness", "bench.reporting", "bench.report", "bench.sections",
+                   "bench.figures", "bench.ties"}, top
+    for p in BENCH.rglob("*.py"):
+        text = p.read_text()
+        assert "sys.path" not in text, p
+        assert not re.search(r"^\s*(from|import) (mpirun|tests)\b", text, re.M), p
 
 
-POSITIONAL = ("fetch_ab.py", "step_cpu_parts.py")  # no argparse: positional arguments only
+#: benchmarks without argparse: positional arguments only, or none
+NO_OPTIONS = {"bench.fetch.trees_ab", "bench.scale.step_cpu_parts", "bench.groups.model"}
 
 
-@pytest.mark.parametrize("probe", sorted(p.name for p in (BENCH / "probes").glob("*.py")
-                                         if p.name not in POSITIONAL))
-def test_probes_start_from_their_folder(probe):
-    """Every probe with options still starts after the move (its ``--help``); the two without
-    are run for real by their users with a tree's path (see their docstrings)."""
-    r = subprocess.run([sys.executable, str(BENCH / "probes" / probe), "--help"],
-                       capture_output=True, text=True, timeout=120, cwd=ROOT)
+@pytest.mark.parametrize("name", sorted((set(sections.ENTRY_POINTS) | set(sections.BY_HAND))
+                                        - NO_OPTIONS))
+def test_benchmarks_start_as_modules(name):
+    """Every benchmark with options starts as ``python -m bench.<topic>.<name> --help``; those
+    without options (NO_OPTIONS: run with a tree's path, or a model run in seconds) are run for
+    real by their users."""
+    r = subprocess.run([sys.executable, "-m", name, "--help"], capture_output=True, text=True,
+                       timeout=120, cwd=ROOT)
     assert r.returncode == 0 and "usage:" in r.stdout, r.stderr[-2000:]
 
 
@@ -163,7 +177,7 @@ def test_figure_check_catches_a_stale_or_unknown_quote(tmp_path, monkeypatch):
 
 def test_pages_name_only_scripts_and_results_that_exist():
     """Every `bench/...py` script and `bench/results/...` file README.md and docs/ name exists
-    (after a move to bench/probes/ or bench/results/archive/ the pages follow)."""
+    (after a move to another topic or to bench/results/archive/ the pages follow)."""
     missing = []
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         text = page.read_text()

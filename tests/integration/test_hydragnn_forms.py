@@ -8,7 +8,8 @@ import pytest
 
 from mdloader_plugin.core.epochlog import parse_epoch_lines
 from mdloader_plugin.core.errors import ConfigError
-from mdloader_plugin.integrations.hydragnn import compat, config, epochs
+from mdloader_plugin.integrations.hydragnn import compat, config
+from mdloader_plugin.integrations.hydragnn.upstream import timing
 from test_hydragnn import DEMO, _Loader, hydragnn_log
 from test_hydragnn_compat import _Sampler
 
@@ -50,7 +51,7 @@ def test_upstream_loader_is_timed_only_after_set_epoch(tmp_path):
 
     loader = _Loader()
     loader.sampler = _Sampler()
-    timed = epochs.ArmedTimedLoader(loader, MPI.COMM_SELF, run="t", loader_name="hydragnn",
+    timed = timing.ArmedTimedLoader(loader, MPI.COMM_SELF, run="t", loader_name="hydragnn",
                                     max_batches=2)
     with hydragnn_log(tmp_path / "run.log"):
         assert len(list(timed)) == 3  # the scan: untimed, uncapped
@@ -66,8 +67,8 @@ def test_upstream_loader_is_timed_only_after_set_epoch(tmp_path):
 
 def test_time_upstream_names_the_loader_and_takes_the_cap(monkeypatch):
     monkeypatch.setenv("HYDRAGNN_MAX_NUM_BATCH", "1")
-    timed, val, test = epochs.time_upstream((_Loader(), "v", "t"), run="train")
+    timed, val, test = timing.time_upstream((_Loader(), "v", "t"), run="train")
     assert (timed.loader_name, timed.max_batches, val, test) == ("mdloader", 1, "v", "t")
     plain = type("Plain", (), {"__len__": lambda self: 3, "sampler": None})()
     monkeypatch.delenv("HYDRAGNN_MAX_NUM_BATCH")
-    assert epochs.time_upstream((plain, 0, 0), run="train")[0].loader_name == "hydragnn"
+    assert timing.time_upstream((plain, 0, 0), run="train")[0].loader_name == "hydragnn"

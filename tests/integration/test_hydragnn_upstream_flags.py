@@ -5,7 +5,7 @@ line marked for every rank alike."""
 import pytest
 
 from mdloader_plugin.core.errors import ConfigError
-from mdloader_plugin.integrations.hydragnn import upstream_hooks
+from mdloader_plugin.integrations.hydragnn.upstream import hooks as upstream_hooks
 from mpirun import ROOT
 
 PAGE = ROOT / "docs" / "hydragnn-upstream-scripts.md"

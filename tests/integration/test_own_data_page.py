@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import yaml
 
+from docs_blocks import block
 from mpirun import ROOT, mdloader
-from test_docs_examples import block
 
 pytestmark = pytest.mark.mpi
 

@@ -10,20 +10,12 @@ import subprocess
 
 import pytest
 
+from docs_blocks import block as docs_block
 from mpirun import ROOT
 
 
-def readme_block(after: str) -> str:
-    """The first ```bash block of README.md after the line starting with `after`."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index(after)
-    m = re.search(r"```bash\n(.*?)```", text[start:], re.S)
-    assert m, f"no bash block after {after!r} in README.md"
-    return m.group(1)
-
-
 def test_readme_hydragnn_block_names_distinct_runs():
-    block = readme_block("**HydraGNN**")
+    block = docs_block("README.md", "readme-hydragnn")
     runs = re.findall(r"run_name=(\S+)", block)
     assert len(runs) == len(set(runs)) == 2, block
     cmp_line = next(ln for ln in block.splitlines() if "compare-logs" in ln)
@@ -34,7 +26,7 @@ def test_readme_hydragnn_block_names_distinct_runs():
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_readme_hydragnn_commands_run_in_order(tmp_path):
-    block = readme_block("**HydraGNN**")
+    block = docs_block("README.md", "readme-hydragnn")
     clone = tmp_path / "clone"
     clone.mkdir()
     for name in (".venv", "recipes"):

@@ -48,7 +48,7 @@ def install_probe(out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    from mdloader_plugin.integrations.hydragnn import launcher
+    from mdloader_plugin.integrations.hydragnn.upstream import launcher
 
     orig = launcher.run_script
 

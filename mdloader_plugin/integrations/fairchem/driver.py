@@ -4,10 +4,12 @@ Usage (every rank runs the same command)::
 
     mpiexec -n 4 python -m mpi4py -m mdloader_plugin.integrations.fairchem \\
         -c recipes/fairchem/cpu.yaml [hydra overrides, e.g. loader=fairchem loader.backend=onesided]
-    srun --mpi=pmi2 -n 4 python -m mpi4py -m mdloader_plugin.integrations.fairchem -c ...
+    srun -n 4 python -m mpi4py -m mdloader_plugin.integrations.fairchem -c ...
 
-Options after the config are Hydra overrides exactly as fairchem's own ``fairchem -c CFG ...``
-takes them. ``--synth DIR`` writes the synthetic OC20-like data set the CPU recipe trains on.
+(``srun --mpi=pmi2`` with the PyPI mpich wheel; on a Cray, mpi4py built against Cray MPICH needs
+no ``--mpi``: docs/fairchem.md.) Options after the config are Hydra overrides exactly as
+fairchem's own ``fairchem -c CFG ...`` takes them. The synthetic OC20-like data set the CPU
+recipe trains on: ``python -m mdloader_plugin.integrations.fairchem.data --out data/oc20``.
 """
 
 from __future__ import annotations

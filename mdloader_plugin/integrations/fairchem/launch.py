@@ -1,4 +1,4 @@
-"""Run fairchem 2.x training on ranks started by ``mpiexec -n P`` or ``srun --mpi=pmi2 -n P``.
+"""Run fairchem 2.x training on ranks started by ``mpiexec -n P`` or ``srun -n P``.
 
 fairchem-core 2.23 and 2.24 start their own ranks: LOCAL mode with ``ranks_per_node > 1`` spawns
 workers through torch elastic, with ``ranks_per_node == 1`` it overwrites ``RANK=0``; SLURM mode

@@ -9,6 +9,10 @@ graph on a small local file; far more on a parallel file system, which is the po
 comparison). ``preload: true`` is HydraGNN's preload mode: every rank reads the whole label into
 memory once and slices it (fast, but memory per rank = the whole data set).
 
+The same class is the drop-in's dataset (:mod:`.dropin`): :meth:`AdiosGraphDataset.upstream_style`
+takes upstream's ``AdiosDataset(filename, label, comm, var_config=...)`` arguments and rebuilds the
+targets and input columns from ``var_config`` as upstream's reader does.
+
 Several files: one :class:`AdiosGraphDataset` a file (the common keys only, each graph tagged with
 its data set's ``dataset_name`` id as MDLoader tags it) joined by a ``ConcatDataset``, so global
 index ``i`` is the same graph for both loaders.
@@ -25,11 +29,12 @@ import numpy as np
 import torch
 
 from ...sources.adios import GraphFile
-from . import compat
+from . import compat, graphs
 
 
 class AdiosGraphDataset(torch.utils.data.Dataset):
-    """One label of a HydraGNN-layout file, read per sample (or preloaded)."""
+    """One label of a HydraGNN-layout file, read per sample (or preloaded); ``dataset[i]`` is
+    ``to_sample`` of graph `i`'s arrays."""
 
     def __init__(self, path: str, label: str, to_sample: Callable, preload: bool = False,
                  keys=None, dataset_id: int | None = None):
@@ -48,6 +53,19 @@ class AdiosGraphDataset(torch.utils.data.Dataset):
         if preload:
             self._block = self._file.read_block(label, 0, self.info.ndata, self.keys, self.info)
             self._file.close()
+
+    @classmethod
+    def upstream_style(cls, filename: str, label: str, comm=None, preload: bool = False,
+                       var_config: dict | None = None, dtype=None,
+                       **_upstream_only) -> "AdiosGraphDataset":
+        """Upstream's ``AdiosDataset(filename, label, comm, preload=..., var_config=...)``
+        arguments (the drop-in's ``AdiosDataset``): samples as upstream's
+        ``update_data_object`` makes them, targets from `var_config` then the input columns,
+        floats as `dtype` (unset: torch's default dtype); `comm` and upstream's other arguments
+        change nothing (every rank reads the graphs it is asked for)."""
+        dataset = cls(str(filename), label, sample_for(var_config, dtype), preload)
+        dataset.var_config = var_config
+        return dataset
 
     def __len__(self) -> int:
         return self.info.ndata
@@ -73,6 +91,23 @@ class AdiosGraphDataset(torch.utils.data.Dataset):
 
     def close(self) -> None:
         self._file.close()
+
+
+def float_dtype(dtype=None):
+    """numpy's float type for a torch dtype (unset: torch's default dtype)."""
+    dtype = dtype if dtype is not None else torch.get_default_dtype()
+    return np.float64 if dtype in (torch.float64, np.float64) else np.float32
+
+
+def sample_for(var_config: dict | None, dtype=None) -> graphs.HydraSample:
+    """Upstream's ``update_data_object`` from its ``var_config`` (None: every key as it is)."""
+    if var_config is None:
+        return graphs.make_to_sample(None, None, dtype=float_dtype(dtype))
+    heads = graphs.Heads(var_config["type"], var_config["output_index"],
+                         var_config.get("graph_feature_dims", []),
+                         var_config.get("node_feature_dims", []))
+    return graphs.make_to_sample(var_config.get("input_node_features"), None, heads,
+                                 float_dtype(dtype))
 
 
 def build_loaders(cfg: dict, to_sample: Callable, labels: tuple[str, str, str]):

@@ -7,7 +7,9 @@ HydraGNN 3.0 has flat modules (``hydragnn.utils.config_utils``, ``hydragnn.utils
 Every HydraGNN function the integration calls is looked up here by name in a list of candidate
 modules, first hit wins, so a version change means editing one table, not the driver.
 
-It also owns the two things HydraGNN 3.0 gets wrong under a plain ``mpiexec``:
+It also owns the two things HydraGNN 3.0 gets wrong under a plain ``mpiexec``, and the
+communicator of a ``create_dataloaders(group=...)`` (:func:`comm_of`, for the drop-in and the
+launcher alike):
 
 * ranks come only from ``OMPI_COMM_WORLD_*`` or ``SLURM_*`` (MPICH ranks all think they are 0):
   :func:`export_rank_env` sets the Open MPI names from MPI when neither is present;
@@ -232,15 +234,24 @@ def train_config(cfg: dict, ver: str) -> dict:
     return cfg if ver in NAMED else cfg["NeuralNetwork"]
 
 
-def max_batches(ver: str) -> int | None:
-    """HydraGNN 5.0 ends every epoch after ``HYDRAGNN_MAX_NUM_BATCH`` batches (3.0 ignores it)."""
+def max_batches(ver: str = "5.0") -> int | None:
+    """HydraGNN 5.0 and later end every epoch after ``HYDRAGNN_MAX_NUM_BATCH`` batches (3.0
+    ignores it); a value that is not an integer is refused on every rank alike."""
     cap = os.getenv("HYDRAGNN_MAX_NUM_BATCH")
     if ver == "3.0" or cap is None:
         return None
     try:
         return max(int(cap), 0)
     except ValueError:
-        raise ConfigError(f"HYDRAGNN_MAX_NUM_BATCH={cap!r} is not an integer") from None
+        raise agreed(f"HYDRAGNN_MAX_NUM_BATCH={cap!r} is not an integer") from None
+
+
+def agreed(msg: str) -> ConfigError:
+    """A one-line error every rank raises alike (the same inputs everywhere): rank 0 prints it
+    once and every rank exits 2, with no abort."""
+    err = ConfigError(msg)
+    err.agreed = True
+    return err
 
 
 def get(name: str) -> Callable[..., Any]:
@@ -282,6 +293,29 @@ def export_rank_env(rank: int, size: int) -> None:
         return
     os.environ["OMPI_COMM_WORLD_RANK"] = str(rank)
     os.environ["OMPI_COMM_WORLD_SIZE"] = str(size)
+
+
+def comm_of(group, default=None):
+    """The mpi4py communicator of ``create_dataloaders(group=...)``: None is `default` (else the
+    world), an mpi4py communicator is itself, torch's default group is the world, and a torch
+    sub-group (upstream's ``--task_parallel`` branch group) is split from the world by its ranks
+    (collective over the world: every rank passes its own group, as upstream's scripts do)."""
+    from mpi4py import MPI
+
+    if group is None:
+        return default if default is not None else MPI.COMM_WORLD
+    if isinstance(group, MPI.Comm):
+        return group
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        raise ConfigError(f"create_dataloaders(group={group!r}): neither an mpi4py communicator "
+                          "nor a torch process group (torch.distributed is not initialised); "
+                          "pass the mpi4py communicator of the ranks")
+    if group == dist.group.WORLD:
+        return MPI.COMM_WORLD
+    ranks = sorted(dist.get_process_group_ranks(group))
+    return MPI.COMM_WORLD.Split(ranks[0], MPI.COMM_WORLD.Get_rank())
 
 
 def _leave_distributed() -> None:

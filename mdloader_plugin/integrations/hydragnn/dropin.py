@@ -10,17 +10,18 @@ loaders to ``update_config`` and ``train_validate_test``. Swapping one import li
 gives them MDLoader loaders (same signature, same batches: MDLoader's sampler deals what
 ``DistributedSampler`` with the same seed and shuffle flag deals). The datasets can be:
 
-* :class:`AdiosDataset` (``path``, ``label``, ``var_config`` as upstream's class of that name):
-  a real torch dataset reading one graph a call from a HydraGNN-layout file, so the same script
-  runs with HydraGNN's own ``create_dataloaders`` too; the drop-in instead loads each rank's block
-  of the file once into an MDLoader store. ``y``/``y_loc`` and the input columns are rebuilt
+* :data:`AdiosDataset` (``path``, ``label``, ``var_config`` as upstream's class of that name):
+  a real torch dataset (:class:`.baseline.AdiosGraphDataset`, the one ``loader: hydragnn``
+  reads) reading one graph a call from a HydraGNN-layout file, so the same script runs with
+  HydraGNN's own ``create_dataloaders`` too; the drop-in instead loads each rank's block of the
+  file once into an MDLoader store. ``y``/``y_loc`` and the input columns are rebuilt
   from ``var_config`` as upstream's reader does; ``pna_deg`` comes from the file.
 * any other indexable dataset of PyG ``Data`` that every rank sees alike (what upstream's
   ``DistributedSampler`` assumes): each rank stores its block of it.
 
-Not honoured (one line, before any data moves): ``oversampling`` (a RandomSampler with
-replacement per rank, not a partition) and a ``group`` that is neither an mpi4py communicator
-nor torch's default group. Loaders are closed by :func:`close_dataloaders` (collective) or at
+``group`` is an mpi4py communicator or a torch process group (:func:`.compat.comm_of`). Not
+honoured (one line, before any data moves): ``oversampling`` (a RandomSampler with replacement
+per rank, not a partition). Loaders are closed by :func:`close_dataloaders` (collective) or at
 exit.
 """
 
@@ -31,51 +32,14 @@ from typing import Sequence
 import numpy as np
 
 from ...core.errors import ConfigError
-from . import baseline, graphs, loaders as _loaders
+from . import baseline, compat, graphs, loaders as _loaders
 
 _OPEN: list = []  # (loader, world) made here, for close_dataloaders
 
-
-class AdiosDataset(baseline.AdiosGraphDataset):
-    """One label of a HydraGNN-layout ADIOS2 file (upstream's ``AdiosDataset(filename, label,
-    comm, var_config=...)`` arguments); ``dataset[i]`` reads graph `i` from the file."""
-
-    def __init__(self, filename: str, label: str, comm=None, preload: bool = False,
-                 var_config: dict | None = None, dtype=None, **_upstream_only):
-        self.var_config = var_config
-        super().__init__(filename, label, _sample_for(var_config, dtype), preload)
-
-
-def _float_dtype(dtype):
-    import torch
-
-    dtype = dtype if dtype is not None else torch.get_default_dtype()
-    return np.float64 if dtype in (torch.float64, np.float64) else np.float32
-
-
-def _sample_for(var_config: dict | None, dtype) -> graphs.HydraSample:
-    """Upstream's ``update_data_object``: targets from ``var_config``, then input columns."""
-    if var_config is None:
-        return graphs.make_to_sample(None, None, dtype=_float_dtype(dtype))
-    heads = graphs.Heads(var_config["type"], var_config["output_index"],
-                         var_config.get("graph_feature_dims", []),
-                         var_config.get("node_feature_dims", []))
-    return graphs.make_to_sample(var_config.get("input_node_features"), None, heads,
-                                 _float_dtype(dtype))
-
-
-def _comm_of(group):
-    from mpi4py import MPI
-
-    if group is None or isinstance(group, MPI.Comm):
-        return group if group is not None else MPI.COMM_WORLD
-    import torch.distributed as dist
-
-    if dist.is_initialized() and group == dist.group.WORLD:
-        return MPI.COMM_WORLD
-    raise ConfigError("create_dataloaders(group=...): MDLoader's drop-in takes an mpi4py "
-                      "communicator or torch's default group, not a torch sub-group; pass the "
-                      "mpi4py communicator of the same ranks")
+#: Upstream's ``AdiosDataset(filename, label, comm, var_config=...)``: one label of a
+#: HydraGNN-layout ADIOS2 file, ``dataset[i]`` read from the file
+#: (:meth:`.baseline.AdiosGraphDataset.upstream_style`).
+AdiosDataset = baseline.AdiosGraphDataset.upstream_style
 
 
 def _to_arrays(data) -> dict[str, np.ndarray]:
@@ -93,13 +57,13 @@ def _to_arrays(data) -> dict[str, np.ndarray]:
 def _store(world, dataset, label: str):
     from ...store.shard import ShardStore
 
-    if isinstance(dataset, AdiosDataset):
+    if isinstance(dataset, baseline.AdiosGraphDataset):
         return ShardStore.from_file(world, dataset.path, dataset.label), dataset.to_sample
     n = len(dataset)
     lo, hi = n * world.rank // world.size, n * (world.rank + 1) // world.size
     local = (_to_arrays(dataset[i]) for i in range(lo, hi))
     return (ShardStore.from_samples(world, local, n),
-            graphs.make_to_sample(None, None, dtype=_float_dtype(None)))
+            graphs.make_to_sample(None, None, dtype=baseline.float_dtype()))
 
 
 def create_dataloaders(trainset, valset, testset, batch_size: int,
@@ -116,7 +80,7 @@ def create_dataloaders(trainset, valset, testset, batch_size: int,
         raise ConfigError("create_dataloaders(oversampling=True) is not honoured by MDLoader "
                           "(it partitions every epoch exactly once over the ranks); drop "
                           "--oversampling / num_samples or use HydraGNN's own loader")
-    world = World.detect(_comm_of(group))
+    world = World.detect(compat.comm_of(group))
     shuffles = (train_sampler_shuffle, val_sampler_shuffle, test_sampler_shuffle)
     made = []
     for dataset, label, shuffle in zip((trainset, valset, testset), _loaders.LABELS, shuffles):

@@ -175,7 +175,7 @@ def test_a_profile_blind_to_the_network_prefers_groups_inside_a_node():
     ("perlmutter", 64, "onesided", 64), ("perlmutter", 256, "onesided", 256),
     ("perlmutter", 2048, "onesided", 1024)])
 def test_oc20_2m_picks_are_what_the_slurm_recipes_say(profile, ranks, backend, w):
-    """The Slurm recipe comments and bench/groups_model.py quote these picks (OC20-2M, batch
+    """The Slurm recipe comments and bench/groups/model.py quote these picks (OC20-2M, batch
     32); a model change that moves them must update both."""
     import pathlib
 

@@ -41,7 +41,7 @@ def test_progress_thread_whenever_ranks_span_nodes(monkeypatch, nodes, tcp_threa
 
 @pytest.mark.parametrize("nodes, env, wanted", [
     (1, None, False),   # one node: shared memory, nothing waits in a socket
-    (2, None, True),    # across nodes: on by default (bench/probes/coll_progress.py)
+    (2, None, True),    # across nodes: on by default (bench/fetch/coll_progress.py)
     (2, "0", False),
     (1, "1", True),
 ])

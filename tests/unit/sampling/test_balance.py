@@ -44,7 +44,7 @@ def test_deal_is_its_definition(r, n, window, columns):
 def test_blocks_balance_close_to_whole_windows(kind):
     """Max over mean of the per-rank weight a step over 4,096 ranks (what the slowest rank
     costs): blocks of 4 columns remove most of the unbalanced excess and stay near the serpentine
-    deal of whole windows (bench/rank_cost.py measures it on the benchmark's atoms)."""
+    deal of whole windows (bench/estimator/rank_cost.py measures it on the benchmark's atoms)."""
     rng = np.random.default_rng(7)
     weights = np.clip(rng.normal(30, 5, 200_000), 3, None).astype(np.int64) if kind == "normal" \
         else np.concatenate([rng.integers(5, 30, 140_000), rng.integers(100, 400, 60_000)])

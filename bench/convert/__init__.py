@@ -1,0 +1,1 @@
+"""Conversion rate of `mdloader convert`."""

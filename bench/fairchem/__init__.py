@@ -1,0 +1,1 @@
+"""fairchem's max_atoms batches and data-set mix under MDLoader."""

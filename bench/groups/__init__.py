@@ -1,0 +1,1 @@
+"""Replica groups: every group size and backend on the emulated cluster, and on paper."""

@@ -1,0 +1,1 @@
+"""The store: memory while it loads."""
