@@ -123,7 +123,7 @@ def main() -> None:
             row = {"batch": b, "variant": n, "median_ms": float(np.median(slow[n]) * 1e3),
                    "p10_ms": float(np.percentile(slow[n], 10) * 1e3),
                    "p95_ms": float(np.percentile(slow[n], 95) * 1e3)}
-            for d in ("dds_coll_pad", "dds_coll_rows"):
+            for d in ("dds_coll_pad", "dds_coll_rows", "mdl_collective"):
                 row[f"over_{d}"] = float(np.median(slow[n] / slow[d]))
             out["rows"].append(row)
         out.setdefault("mismatches", 0)
