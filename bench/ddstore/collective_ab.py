@@ -48,6 +48,9 @@ def main() -> None:
     from mdloader_plugin.sampling.sampler import GlobalSampler
     from mdloader_plugin.store.shard import ShardStore
 
+    import torch
+
+    torch.set_num_threads(1)  # the batches the loader builds: one thread a rank, as in training
     world = World.detect()
     comm, rank = world.comm, world.rank
     get_logger(rank).setLevel("WARNING")
