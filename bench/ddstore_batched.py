@@ -186,7 +186,7 @@ def worker(a) -> None:
     from ddstore_layouts import Reference
     from mdloader_plugin.core.log import get_logger
     from mdloader_plugin.mpi.world import World
-    from mdloader_plugin.sampling.sampler import GlobalSampler
+    from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
     from mdloader_plugin.store.shard import ShardStore
     from loaders import DATASETS, WORK
 

@@ -25,7 +25,9 @@ ALIASES: dict[str, str] = {
     "codec": "records.codec",
     "columns": "records.columns",
     "order": "sampling.order",
-    "sampler": "sampling.sampler",
+    "sampler": "sampling.schedule",
+    "sampling.sampler": "sampling.schedule",
+    "sampling.plan": "sampling.planner",
     "sampling.base": "sampling.mixes.base",
     "sampling.fairchem": "sampling.mixes.fairchem",
     "sampling.hydragnn": "sampling.mixes.hydragnn",
@@ -46,6 +48,7 @@ ALIASES: dict[str, str] = {
     "cluster.launch": "devtools.cluster.launch",
     "cluster.netns": "devtools.cluster.netns",
     "estimator.layout": "estimator.group_size",
+    "estimator.plan_fit": "estimator.rank_cost_fit",
 }
 
 

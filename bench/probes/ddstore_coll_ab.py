@@ -42,7 +42,7 @@ def main() -> None:
     from mdloader_plugin.backends import collective
     from mdloader_plugin.backends.collective import CollectiveBackend
     from mdloader_plugin.mpi.world import World
-    from mdloader_plugin.sampling.sampler import GlobalSampler
+    from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
     from mdloader_plugin.store.shard import ShardStore
 
     world = World.detect()

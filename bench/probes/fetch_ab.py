@@ -21,7 +21,7 @@ from mdloader_plugin.backends import onesided
 if len(sys.argv) > 3:
     onesided.LOCAL_GET_FROM = int(sys.argv[3])
 from mdloader_plugin.backends.onesided import OneSidedBackend
-from mdloader_plugin.sampling.sampler import GlobalSampler
+from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
 from mdloader_plugin.core.log import get_logger
