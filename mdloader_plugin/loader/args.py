@@ -105,7 +105,7 @@ def checked_state(state: dict, core: Schedule, size: int) -> ResumeState:
 
 def resume_offset(st: ResumeState, core, size: int, batch_size: int) -> tuple[int, int]:
     """``(offset, step)`` continuing `st` on `size` ranks: over samples, or over the batches of a
-    batch table that counts its epoch in whole batches (``num_entries``: fairchem's ``max_atoms``)."""
+    batch table counting its epoch in whole batches (``num_entries``: fairchem's max_atoms)."""
     entries = getattr(core, "num_entries", None)
     if entries is None:
         return resume_position(st, core.num_samples, size, batch_size, core.drop_last)

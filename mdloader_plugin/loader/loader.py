@@ -1,6 +1,6 @@
 """MDLoader: an iterable of batches served from the ranks' memory.
 
-Per step: this rank's step plan -> the backend fetches this rank's records -> decode (views, no copy)
+Per step: this rank's step plan -> the backend fetches its records -> decode (views, no copy)
 -> ``to_sample`` (default: ``torch_geometric.data.Data``) -> ``collate`` (default:
 ``Batch.from_data_list``, exactly what PyG's DataLoader does). With PyG's defaults, or a
 ``to_sample`` that has a column-wise twin, the last three run column-wise instead and build the
@@ -88,9 +88,9 @@ class MDLoader:
             the single-file order).
         producer: ``"thread"`` (the default; the deprecated ``"process"`` is accepted with a
             one-line warning and runs the thread: see ``docs/gil-free-batches.md``).
-        batches: a batch table that replaces the schedule (``steps_in``, ``plan(epoch, step)``:
-            ``[P, b]`` ids, short rows padded with -1), e.g. upstream HydraGNN's cost-aware
-            batches (:class:`~mdloader_plugin.sampling.node_budget.NodeBudgetBatches`);
+        batches: a batch table that replaces the schedule (``steps_in``, ``step_table(epoch,
+            step)``: ``[P, b]`` ids, short rows padded with -1), e.g. upstream HydraGNN's
+            cost-aware batches (:class:`~mdloader_plugin.sampling.node_budget.NodeBudgetBatches`);
             `batch_size`, `shuffle`, `seed`, `drop_last` and `sampling` then do not apply.
     """
 

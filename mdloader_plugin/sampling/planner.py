@@ -1,8 +1,8 @@
 """What ONE rank needs of a step, at a cost that does not grow with the number of ranks.
 
 A step of the whole world is ``[P, b]`` ids (:func:`.reference.world_step`, the reference the
-tests compare with); computing it and scanning it for one's own records costs ``O(P b)`` a rank a step (20-39 ms at P = 8,192). A rank
-needs only two things of it:
+tests compare with); computing it and scanning it for one's own records costs ``O(P b)`` a rank
+a step (20-39 ms at P = 8,192). A rank needs only two things of it:
 
 * its own row (``b`` ids): ``b`` evaluations of the epoch's order at the positions of its row,
   computed in runs of steps (:data:`ROW_POSITIONS` ids) — ``O(b)`` a step;
@@ -361,7 +361,8 @@ class TablePlanner:
         return {}
 
     def step(self, epoch: int, step: int) -> StepPlan:
-        rows = self.table.step_table(epoch, step)[self.r0:self.r1]
+        table = getattr(self.table, "step_table", None) or self.table.plan  # plan: old name
+        rows = table(epoch, step)[self.r0:self.r1]
         plan = StepPlan.from_table(rows, self.rank - self.r0, self.lo, self.hi)
         plan.epoch, plan.step = epoch, step
         return plan

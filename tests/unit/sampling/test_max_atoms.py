@@ -72,7 +72,8 @@ def test_no_batch_passes_max_atoms_and_the_histogram_is_fairchems():
 @pytest.mark.parametrize("new_ranks", [2, 3, 8])
 def test_state_of_4_ranks_resumes_on_another_size_serving_each_batch_once(new_ranks):
     natoms = oc20_like(900, seed=2)
-    old, new = MaxAtomsBatches(natoms, 400, 4, seed=5), MaxAtomsBatches(natoms, 400, new_ranks, seed=5)
+    old = MaxAtomsBatches(natoms, 400, 4, seed=5)
+    new = MaxAtomsBatches(natoms, 400, new_ranks, seed=5)
     k = 5
     before = [old.epoch_list(1)[s * 4:(s + 1) * 4] for s in range(k)]
     st = ResumeState(5, 1, k, 4, 17, 0, "max_atoms")  # any batch size: batches are counted

@@ -1,7 +1,7 @@
 """A rank's own step plans (sampling/planner.py) against the whole-world reference
-(``sampling.reference.world_step``): the same ids in the same order, and the same send lists the old scan of the ``[P, b]`` table
-found, for every rank, step and epoch of small P and N — orders, padding, drop_last, resumed
-epochs, replica groups, weights, several data sets."""
+(``sampling.reference.world_step``): the same ids in the same order, and the same send lists
+the old scan of the ``[P, b]`` table found, for every rank, step and epoch of small P and N —
+orders, padding, drop_last, resumed epochs, replica groups, weights, several data sets."""
 
 import itertools
 

@@ -72,6 +72,6 @@ def test_state_is_not_proportional_to_the_entries():
     assert core.order_bytes / sum(sizes) < 1e-6
     ids = core.ids_at(0, 0, 2)  # two steps' ids, evaluated from positions
     assert ids.shape == (8192, 2) and ids.min() >= 0 and ids.max() < sum(sizes)
-    small = ReferenceSchedule(sum(SIZES), 2, 3, seed=0, mix=get_mix(SPEC, DataSets(NAMES, SIZES), 2),
-                          order="auto")
+    small = ReferenceSchedule(sum(SIZES), 2, 3, seed=0,
+                              mix=get_mix(SPEC, DataSets(NAMES, SIZES), 2), order="auto")
     assert small.order == "torch" and small.inner is None  # fairchem's exact list below 4M
