@@ -11,7 +11,7 @@ Layers, one folder each, imports pointing down only::
     store/         this rank's records in one buffer, the global index, budget, replica copies
     sources/       ADIOS2 files in HydraGNN's layout, converters, synthetic data
     mpi/           the job's topology, collectives, launch checks, aborts, replica groups, progress
-    sampling/      the epoch order, each rank's plan, data-set mixes
+    sampling/      the epoch order, the schedule, each rank's step plans, data-set mixes
     records/       one graph <-> one byte record; many records -> joined columns
     core/          errors, settings, the logger
 

@@ -25,7 +25,9 @@ ALIASES: dict[str, str] = {
     "codec": "records.codec",
     "columns": "records.columns",
     "order": "sampling.order",
-    "sampler": "sampling.sampler",
+    "sampler": "sampling.schedule",
+    "sampling.sampler": "sampling.schedule",
+    "sampling.plan": "sampling.planner",
     "sampling.base": "sampling.mixes.base",
     "sampling.fairchem": "sampling.mixes.fairchem",
     "sampling.hydragnn": "sampling.mixes.hydragnn",
@@ -51,6 +53,7 @@ ALIASES: dict[str, str] = {
     "integrations.hydragnn.upstream_hooks": "integrations.hydragnn.upstream.hooks",
     "integrations.hydragnn.upstream_reader": "integrations.hydragnn.upstream.reader",
     "integrations.hydragnn.upstream_data": "integrations.hydragnn.upstream.data",
+    "estimator.plan_fit": "estimator.rank_cost_fit",
 }
 
 

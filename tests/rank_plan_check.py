@@ -1,10 +1,11 @@
-"""Shared check: a rank's own plans (sampling/plan.py) against the whole-world reference
-(``GlobalSampler.plan``), every rank, step and epoch."""
+"""Shared check: a rank's own step plans (sampling/planner.py) against the whole-world reference
+(``sampling.reference.world_step``), every rank, step and epoch."""
 
 import numpy as np
 
 from mdloader_plugin.core.blocks import block_bounds
-from mdloader_plugin.sampling.plan import scan_sends
+from mdloader_plugin.sampling.planner import scan_sends
+from mdloader_plugin.sampling.reference import world_step
 
 
 def _check_all(core, epochs=(0, 1), group=None, num_ids=None):
@@ -20,13 +21,13 @@ def _check_all(core, epochs=(0, 1), group=None, num_ids=None):
     checked = 0
     for epoch in epochs:
         for step in range(core.steps_in(epoch)):
-            table = core.plan(epoch, step)
+            table = world_step(core, epoch, step)
             for rank, me in enumerate(planners):
                 sp = me.step(epoch, step)
                 assert np.array_equal(sp.ids, table[rank]), (epoch, step, rank)
                 r0 = rank - rank % w
                 want = scan_sends(table[r0:r0 + w], me.lo, me.hi)
-                got = sp.sends()
+                got = me.sends(epoch, step)
                 assert np.array_equal(got[0], want[0]), (epoch, step, rank)
                 assert np.array_equal(got[1], want[1]), (epoch, step, rank)
                 checked += 1

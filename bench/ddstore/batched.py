@@ -184,7 +184,7 @@ def worker(a) -> None:
     from bench.ddstore.layouts import Reference
     from mdloader_plugin.core.log import get_logger
     from mdloader_plugin.mpi.world import World
-    from mdloader_plugin.sampling.sampler import GlobalSampler
+    from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
     from mdloader_plugin.store.shard import ShardStore
     from bench.loaders.compare import DATASETS, WORK
 

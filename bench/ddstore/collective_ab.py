@@ -45,7 +45,7 @@ def main() -> None:
     from mdloader_plugin.core.log import get_logger
     from mdloader_plugin.loader.loader import MDLoader
     from mdloader_plugin.mpi.world import World
-    from mdloader_plugin.sampling.sampler import GlobalSampler
+    from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
     from mdloader_plugin.store.shard import ShardStore
 
     import torch
@@ -65,6 +65,7 @@ def main() -> None:
     for b in [int(x) for x in a.batches.split(",")]:
         core = GlobalSampler(store.num_samples, world.size, b, shuffle=True, seed=0)
         planner = core.planner(rank, *store.local_range, 0, None)
+        be.sends = planner.sends  # the epoch inverse's sends of each step (as the loader hands it)
         spe = core.steps_per_epoch
 
         def mdl(k, small):

@@ -33,6 +33,7 @@ from mdloader_plugin.estimator.rankcost import Job, RankCost
 from mdloader_plugin.sampling.balance import balance_plan, deal_blocks
 from bench.estimator.rank_cost_figures import TARGET, paired_ratio
 from bench.harness import ROOT, record
+from mdloader_plugin.sampling.reference import world_step
 
 RANKS = [64, 512, 2048, 8192]
 
@@ -55,7 +56,7 @@ def balance_rows(p: int, n: int, steps: int = 5) -> dict:
     out = {"unbalanced": [], "blocks": [], "windows": [], "world": []}
     for s in range(steps):
         raw = core.raw_rows(1, s, np.arange(p))
-        for k, t in (("unbalanced", raw), ("blocks", core.plan(1, s)),
+        for k, t in (("unbalanced", raw), ("blocks", world_step(core, 1, s)),
                      ("windows", deal_blocks(raw, w, core.balance_window, raw.shape[1])),
                      ("world", balance_plan(raw, w))):
             per = w[t].astype(np.int64).sum(axis=1)

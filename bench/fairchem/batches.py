@@ -84,7 +84,7 @@ def batches() -> list[dict]:
 
 def mix_bytes(num_samples: float) -> dict:
     from mdloader_plugin.estimator.rankcost import Job, RankCost, mix_for
-    from mdloader_plugin.sampling.sampler import GlobalSampler
+    from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
 
     job = Job(64, int(num_samples), 32, "onesided", 4, steps=5, fairchem=True)
     rc = RankCost(job)

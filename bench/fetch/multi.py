@@ -47,10 +47,12 @@ def _data(world) -> tuple[list[str], str]:
 
 
 def _fetch_times(loader, backend: str, steps: int, comm) -> list[float]:
+    from mdloader_plugin.sampling.reference import world_step
+
     be = loader._backends[backend]
     out = []
     for step in range(steps):
-        plan = loader.sampler_core.plan(0, step)
+        plan = world_step(loader.schedule, 0, step)
         comm.Barrier()
         t0 = time.perf_counter()
         fetched = be.fetch(plan)

@@ -60,7 +60,7 @@ def profile(world, path, batches, steps, out_rows, ds):
     from bench.loaders.compare import memcpy_floor
     from mdloader_plugin.backends.base import exclusive_cumsum, gather_local
     from mdloader_plugin.backends.onesided import OneSidedBackend
-    from mdloader_plugin.sampling.sampler import GlobalSampler
+    from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
     from mdloader_plugin.store.shard import ShardStore
 
     comm, rank = world.comm, world.rank

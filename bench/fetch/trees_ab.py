@@ -26,7 +26,7 @@ tree = str(Path(mdloader_plugin.__file__).resolve().parents[1])
 if len(sys.argv) > 2:
     onesided.LOCAL_GET_FROM = int(sys.argv[2])
 from mdloader_plugin.backends.onesided import OneSidedBackend
-from mdloader_plugin.sampling.sampler import GlobalSampler
+from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
 from mdloader_plugin.core.log import get_logger

@@ -88,7 +88,7 @@ def _hydragnn(path: str, batch: int, preload: bool):
 
 def _ddstore_real(store, world, batch: int):
     from bench.ddstore.real import RealDDStore
-    from mdloader_plugin.sampling.sampler import GlobalSampler
+    from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
 
     sampler = GlobalSampler(store.num_samples, world.size, batch, shuffle=True, seed=0)
     dds = RealDDStore(sampler, store, method=0)

@@ -1,7 +1,7 @@
 """The loaders users would otherwise pick, driven step by step by ``bench/loaders/compare.py``.
 
-Every loader here takes the same step plan as MDLoader (:class:`~mdloader_plugin.sampling.sampler.
-GlobalSampler`, same seed: rank ``r`` takes ``plan[r]``), except ``pyg-local``, which by design
+Every loader here takes the same step plan as MDLoader (:class:`~mdloader_plugin.sampling.reference.
+ReferenceSchedule`, same seed: rank ``r`` takes ``plan[r]``), except ``pyg-local``, which by design
 never leaves its rank. Each has ``step(epoch, step) -> (fetch_s, batch)``: ``fetch_s`` is the time
 to get this rank's samples into its memory (``None`` where it cannot be separated), the rest of
 the call decodes and collates exactly as MDLoader does (``pyg_sample`` + ``Batch.from_data_list``).

@@ -106,7 +106,7 @@ def bench_dataset(world, ds: str, path: Path, batches, steps, budget, base, repe
                   loaders, profile=None) -> list[dict]:
     """All loaders over one data set. Store-based loaders run `repeats` interleaved rounds (the
     machine's noise hits them alike); file-based ones run once, after the store is freed."""
-    from mdloader_plugin.sampling.sampler import GlobalSampler
+    from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
     from mdloader_plugin.store.shard import ShardStore
 
     store = ShardStore.from_file(world, str(path))

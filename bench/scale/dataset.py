@@ -128,7 +128,7 @@ def load(world, n: int, sizes_p: Path, rec_p: Path, index: str, share: str):
 
 
 def measure(world, n, sizes_p, rec_p, name, ref=None) -> dict:
-    from mdloader_plugin.sampling.sampler import GlobalSampler
+    from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
 
     index, share, order = CONFIGS[name]
     world.comm.Barrier()
@@ -197,7 +197,7 @@ def formula(r: dict, n: int, p: int, rpn: int) -> dict:
     formulas of docs/scale.md (``r`` gives the code width and the mean record)."""
     from mdloader_plugin.store.index import default_every
     from mdloader_plugin.sampling.order import ROUNDS, TorchOrder
-    from mdloader_plugin.sampling.sampler import PLAN_POSITIONS
+    from mdloader_plugin.sampling.reference import PLAN_POSITIONS
 
     small = 16 * (p + 1)  # block starts (+ their cum, compact)
     if r["index"].startswith("full"):
@@ -231,7 +231,7 @@ def extrapolate(rows: list[dict], feistel_plan_s: float) -> list[dict]:
 
 def feistel_plan_seconds(n: int = 10**9, p: int = 2048, b: int = BATCH) -> float:
     """One step's plan at N = 1e9, P = 2048 (every rank computes all ranks' ids): measured."""
-    from mdloader_plugin.sampling.sampler import GlobalSampler
+    from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
 
     s = GlobalSampler(n, p, b, order="feistel")
     t0 = time.perf_counter()

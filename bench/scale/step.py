@@ -51,7 +51,8 @@ def lookup_us(idx, ids: np.ndarray, reps: int) -> float:
 def plan_us(n: int, batch: int, order: str) -> tuple[float, float]:
     """(first plan of the epoch, mean of the next steps) in us; the steps span two runs of
     plans, so a run's computation (the feistel evaluations) is in the mean."""
-    from mdloader_plugin.sampling.sampler import PLAN_POSITIONS, GlobalSampler
+    from mdloader_plugin.sampling.reference import PLAN_POSITIONS
+    from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
 
     core = GlobalSampler(n, P, batch, seed=0, order=order)
     t = time.perf_counter()

@@ -20,7 +20,7 @@ import numpy as np
 
 from mdloader_plugin.backends.base import Fetched, exclusive_cumsum, gather_local
 from mdloader_plugin.batching.pyg import ColumnCollate, pyg_collate, pyg_sample
-from mdloader_plugin.sampling.sampler import GlobalSampler
+from mdloader_plugin.sampling.reference import ReferenceSchedule as GlobalSampler
 from mdloader_plugin.store.shard import ShardStore
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core.blocks import exclusive_offsets
 from ..core.errors import internal
-from ..sampling.plan import StepPlan
+from ..sampling.planner import StepPlan
 from ..records import kernels
 
 _GROW = 1.1           # a new buffer has room for steps this much larger (a step's bytes vary
@@ -86,7 +86,7 @@ class Backend:
 
     def fetch(self, plan) -> Fetched:
         """This rank's records of a step: `plan` is this rank's
-        :class:`~mdloader_plugin.sampling.plan.StepPlan` (its row, and its sends on demand), or
+        :class:`~mdloader_plugin.sampling.planner.StepPlan` (its row, and its sends if known), or
         the whole ``[W, b]`` table of its group (the reference path: scanned, ``O(W b)``)."""
         if isinstance(plan, np.ndarray):
             if plan.ndim != 2 or plan.shape[0] != self.size:

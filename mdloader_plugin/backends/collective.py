@@ -1,10 +1,12 @@
 """Collective backend: one ``MPI_Alltoallv`` a step in which owners push what others need.
 
-The plan of every rank is known everywhere (the sampler is a pure function of seed, epoch and
+The step of every rank is known everywhere (the schedule is a pure function of seed, epoch and
 step) and so are all record sizes (the global index): send and receive counts are computed
 locally, there is no request round. A rank never builds the world's ``[P, b]`` table: its sends
 (which of its own samples each rank takes this step) come from the epoch order's inverse over
-its block (:mod:`mdloader_plugin.sampling.plan`), ``O(b)`` a step; the only ``O(P)`` arrays are
+its block, a function of the sampling layer the backend is handed at construction (``sends``:
+:meth:`mdloader_plugin.sampling.planner.RankPlanner.sends`), ``O(b)`` a step (a plan made from a
+whole table brings its sends along); the only ``O(P)`` arrays are
 the counts and displacements ``Alltoallv`` itself needs, built by ``bincount``/``cumsum``. Owners
 pack the records each destination needs (a memcpy a record), one Alltoallv moves them, and the
 receiver reads its records in place, grouped by owner. A pair message over
@@ -37,6 +39,7 @@ from itertools import accumulate
 
 import numpy as np
 
+from ..core.errors import internal
 from ..mpi import progress as _progress
 from ..mpi.collectives import alltoallv_big, max_count
 from .base import Backend, BufferPool, Fetched, exclusive_cumsum, gather_local
@@ -48,12 +51,19 @@ SMALL_RANKS = 64   # ... on at most this many ranks (the counts are P-long lists
 class CollectiveBackend(Backend):
     """One ``Alltoallv`` a step: owners pack the records every rank needs (sizes from the
     index; every rank knows every plan, so there is no request round) and each rank reads its
-    own records in place."""
+    own records in place.
+
+    `sends`: ``(epoch, step) -> (ids, dest)``, this rank's own records every rank takes at a
+    step, grouped by destination (the loader hands its planner's
+    :meth:`~mdloader_plugin.sampling.planner.RankPlanner.sends`: the epoch's inverse over this
+    rank's block). Without it only plans that carry their sends can be fetched (a whole table,
+    :meth:`~mdloader_plugin.sampling.planner.StepPlan.from_table`)."""
 
     name = "collective"
 
-    def __init__(self, store, world, progress="auto", **_):
+    def __init__(self, store, world, progress="auto", sends=None, **_):
         super().__init__(store, world)
+        self.sends = sends
         self._progress = None
         self._sends = BufferPool(slots=1)  # send buffers, reused: no allocation (nor, for
         # multi-MiB steps, a page fault every 4 KiB) a step
@@ -87,7 +97,7 @@ class CollectiveBackend(Backend):
         st = self.store
         ids = plan.ids
         if 1 < self.size <= SMALL_RANKS and ids.size <= SMALL_STEP:
-            wanted, dest = plan.sends()
+            wanted, dest = self._sends_of(plan)
             if wanted.size <= SMALL_STEP:
                 return self._fetch_small(ids, wanted, dest)
         nb = st.nbytes[ids]
@@ -100,16 +110,26 @@ class CollectiveBackend(Backend):
             gather_local(st.buffer, st.offsets[ids], nb, out, dst)
             return Fetched(ids, out, dst, nb)
         recvcounts = np.bincount(owners, weights=nb, minlength=self.size).astype(np.int64)
-        sendbuf, sendcounts = self._pack(*plan.sends())
+        sendbuf, sendcounts = self._pack(*self._sends_of(plan))
         self._count(recvcounts)
         alltoallv_big(self.comm, sendbuf, sendcounts, out, recvcounts)
         self._sends.give(sendbuf)
         return Fetched(ids, out, dst, nb)
 
+    def _sends_of(self, plan) -> tuple[np.ndarray, np.ndarray]:
+        """`plan`'s sends: those it carries (a whole table's, scanned), else the epoch inverse's
+        slice of its step (``self.sends``, the planner's, in ``sampling/planner.py``)."""
+        if plan.sends is not None:
+            return plan.sends
+        if self.sends is None:
+            raise internal("a collective fetch of a plan without sends, and no sends were "
+                           "handed to the backend")
+        plan.sends = self.sends(plan.epoch, plan.step)  # kept with the plan
+        return plan.sends
+
     def _pack(self, wanted: np.ndarray, dest: np.ndarray):
         """This rank's records the others take (`wanted`, grouped by destination `dest`, in
-        their plan order: :meth:`~mdloader_plugin.sampling.plan.StepPlan.sends`), packed, and the
-        bytes for each rank."""
+        their plan order: :meth:`_sends_of`), packed, and the bytes for each rank."""
         st = self.store
         nb = st.nbytes[wanted]
         sendbuf = self._sends.take(int(nb.sum()))

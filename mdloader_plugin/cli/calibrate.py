@@ -36,7 +36,7 @@ def profile_path(path: str, flag: str) -> Path:
 
 
 def run(args) -> int:
-    from ..estimator.calibrate import Plan
+    from ..estimator.calibrate import CalibrationSetup
     from ..estimator.calibrate import run as calibrate
     from ..mpi.world import World, abort_on_error
 
@@ -46,7 +46,7 @@ def run(args) -> int:
         if world.size < 2:
             raise ConfigError("calibrate needs at least 2 ranks: run it as "
                               "`mpiexec -n 4 mdloader calibrate --out FILE.json`")
-        profile = calibrate(world, Plan.quick() if args.quick else Plan())
+        profile = calibrate(world, CalibrationSetup.quick() if args.quick else CalibrationSetup())
         if world.rank == 0:
             profile.write(out)
             print(f"wrote {out}: profile {profile.name!r} "

@@ -89,7 +89,7 @@ def plan(args) -> dict:
     from ..loader.args import prefetch_bytes
     from ..loader.open import _record_sizes, decide_layout, index_sharing
     from ..mpi import groups
-    from ..sampling.plan import rank_plan_bytes
+    from ..sampling.planner import rank_plan_bytes
     from ..core.units import human
     from ..store.budget import block_records_bytes, load_peak, scale_bytes
     from ..store.index import exact_bytes

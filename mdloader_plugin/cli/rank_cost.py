@@ -139,7 +139,7 @@ def _profile_target(args, ranks: list[int]):
     """``(base profile, path)`` for --profile-out, checked before any work (None without)."""
     if args.profile_out is None:
         return None
-    from ..estimator.plan_fit import check_rows_fit
+    from ..estimator.rank_cost_fit import check_rows_fit
     from ..estimator.profile import get_profile
     from .calibrate import profile_path
 
@@ -148,7 +148,7 @@ def _profile_target(args, ranks: list[int]):
 
 
 def _write_profile(args, base, out, rows) -> None:
-    from ..estimator.plan_fit import profile_from_rows
+    from ..estimator.rank_cost_fit import profile_from_rows
 
     job = {k: getattr(args, k) for k in ("ranks", "ranks_per_node", "num_samples", "datasets",
                                          "batch_size", "backend", "group_size", "weights",

@@ -2,9 +2,9 @@
 (``mdloader rank-cost``).
 
 What runs is the loader's own code for one rank (by default the middle rank, ``P // 2``): the
-sampler and its order (``auto``: torch up to 4M samples, feistel above), the rank's plans
-(:mod:`mdloader_plugin.sampling.plan`: its row, and for the collective backend its sends from
-the epoch's inverse), a real compact index of ``N`` samples (``nbytes``, ``offsets`` and
+schedule and its order (``auto``: torch up to 4M samples, feistel above), the rank's step plans
+(:mod:`mdloader_plugin.sampling.planner`: its row, and for the collective backend its sends
+from the epoch's inverse), a real compact index of ``N`` samples (``nbytes``, ``offsets`` and
 ``owner_of`` of the step's ids), the grouping by owner, the packing of the records this rank
 sends, the counts ``Alltoallv`` needs, and the column-wise PyG batch of its records. Only the
 network is replaced: the bytes a Get or an ``Alltoallv`` would bring are copied locally, the same
@@ -19,8 +19,9 @@ Times are thread CPU seconds (``time.thread_time``), per phase: ``plan`` (row an
 ``group_pack`` (index lookups, owner grouping, packing and counts), ``copy`` (the transfer's
 bytes), ``batch`` (the PyG batch). ``epoch_start_s`` is the epoch's order plus, where the step
 needs it, its inverse over the rank's block. ``bytes_per_sample`` is the N-proportional state a
-rank holds (index, order, plans) over N. ``legacy=True`` runs the code before per-rank plans
-(the whole ``[P, b]`` table a step, scanned; weights balanced over the whole world).
+rank holds (index, order, step plans) over N. ``legacy=True`` runs the code before per-rank
+step plans (the whole ``[P, b]`` table a step, scanned; weights balanced over the whole world):
+:class:`.reference.LegacyRankCost`, loaded only then (``RankCost(job)`` gives one).
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from ..core.blocks import block_bounds, exclusive_offsets
 from ..core.errors import ConfigError, internal
 from ..records import codec
 from ..sampling.mixes import DataSets, get_mix
-from ..sampling.plan import StepPlan
-from ..sampling.sampler import GlobalSampler
+from ..sampling.planner import StepPlan
+from ..sampling.schedule import Schedule
 from ..sources import synth
 from ..store.index import (CompactIndex, checkpoints, code_dtype, code_params, default_every,
                            encode)
@@ -142,7 +143,15 @@ def mix_for(job: Job):
 
 
 class RankCost:
-    """One simulated rank of `job` (see the module doc)."""
+    """One simulated rank of `job` (see the module doc; ``job.legacy``: a
+    :class:`~.reference.LegacyRankCost`)."""
+
+    def __new__(cls, job: Job):
+        if job.legacy and cls is RankCost:  # the code before per-rank plans: benches, tests
+            from .reference import LegacyRankCost
+
+            return super().__new__(LegacyRankCost)
+        return super().__new__(cls)
 
     def __init__(self, job: Job):
         check_job(job)
@@ -165,27 +174,30 @@ class RankCost:
             atoms = np.array([codec.decode(self.pool, int(o), int(n))["x"].shape[0]
                               for o, n in zip(self.pool_off, self.pool_nb)], dtype=np.int16)
             weights = np.tile(atoms, -(-job.num_samples // POOL))[:job.num_samples]
-        self.core = GlobalSampler(job.num_samples, p, job.batch_size, seed=job.seed,
-                                  drop_last=job.drop_last, weights=weights, mix=mix_for(job),
-                                  balance_window=p if job.legacy else None,
-                                  balance_columns=job.batch_size if job.legacy else None)
-        self.planner = self.core.planner(self.rank, self.lo, self.hi, self.r0, w)
+        self.schedule = Schedule(job.num_samples, p, job.batch_size, seed=job.seed,
+                                 drop_last=job.drop_last, weights=weights, mix=mix_for(job),
+                                 **self.balance(job))
+        self.planner = self.schedule.planner(self.rank, self.lo, self.hi, self.r0, w)
         self.collate = ColumnCollate(pyg_sample, pyg_collate)
+
+    core = property(lambda self: self.schedule, doc="the schedule (its old name here)")
+
+    def balance(self, job: Job) -> dict:
+        """The schedule's balance blocks (the defaults)."""
+        return {}
 
     def epoch_start(self, epoch: int) -> float:
         t = time.thread_time()
-        self.core.epoch_order(epoch)
-        if not self.job.legacy and self.job.backend == "collective" and not self.planner.forward:
+        self.schedule.epoch_order(epoch)
+        if self.job.backend == "collective" and not self.planner.forward:
             self.planner.inverse(epoch)
         return time.thread_time() - t
 
     def plan(self, epoch: int, step: int) -> StepPlan:
-        if self.job.legacy:
-            table = self.core.plan(epoch, step)[self.r0:self.r0 + self.w]
-            return StepPlan.from_table(table, self.g, self.lo, self.hi)
+        """This rank's step plan (collective: with its sends, as the backend asks for them)."""
         sp = self.planner.step(epoch, step)
         if self.job.backend == "collective":
-            sp.sends()
+            sp.sends = self.planner.sends(epoch, step)
         return sp
 
     def step(self, epoch: int, step: int) -> dict:
@@ -200,7 +212,7 @@ class RankCost:
         out = np.empty(int(nb.sum()), dtype=np.uint8)
         pool_src = self.pool_off[ids % POOL]
         if self.job.backend == "collective":
-            wanted, dest = sp.sends()
+            wanted, dest = sp.sends
             nbw = idx.nbytes[wanted]
             idx.offsets[wanted]  # the owner's lookup of where its records lie
             sendbuf = np.empty(int(nbw.sum()), dtype=np.uint8)
@@ -226,8 +238,8 @@ class RankCost:
         return {"plan": t1 - t0, "group_pack": t2 - t1, "copy": t3 - t2, "batch": t4 - t3}
 
     def state_bytes(self) -> int:
-        """N-proportional bytes this rank holds: index, order (and mix), plans kept."""
-        return int(self.index.memory_bytes()["index_bytes"] + self.core.order_bytes
+        """N-proportional bytes this rank holds: index, order (and mix), step plans kept."""
+        return int(self.index.memory_bytes()["index_bytes"] + self.schedule.order_bytes
                    + self.planner.nbytes)
 
     def structures(self) -> dict:
@@ -236,7 +248,7 @@ class RankCost:
         p, n = self.job.ranks, self.job.num_samples
         mem = self.index.memory_bytes()
         return {"index (compact codes + checkpoints + block starts)": int(mem["index_bytes"]),
-                "order (torch list / feistel keys)": int(self.core.order_bytes),
+                "order (torch list / feistel keys)": int(self.schedule.order_bytes),
                 **{f"plan: {k}": v for k, v in self.planner.memory().items()},
                 "alltoallv counts + displacements (4 x P int64)": 4 * 8 * self.w
                 if self.job.backend == "collective" else 0,
@@ -247,7 +259,7 @@ class RankCost:
     def run(self) -> dict:
         job, epoch = self.job, 1
         start = self.epoch_start(epoch)
-        steps = self.core.steps_in(epoch)
+        steps = self.schedule.steps_in(epoch)
         first = min(steps // 3, max(steps - job.steps - 2, 0))  # inside the epoch
         picks = [first + k for k in range(min(job.steps + 2, steps))]
         phases = [self.step(epoch, s) for s in picks][2:] or [self.step(epoch, picks[-1])]

@@ -1,10 +1,10 @@
 """Timing calibration points under a time budget (``calibrate.py``'s clock).
 
 A calibration must end in about a minute at any link rate (an earlier version took 310 s at
-100mbit). :class:`Plan` holds the sizes, repetitions and the run's time budget, split over the
-stages by :data:`SHARES`, and a stage that overran leaves the later ones less (:func:`stage_scale`:
-each stage gets its share of what is left of the budget, never more than its share of the whole);
-:func:`median_time` runs as many repetitions of a point as its share
+100mbit). :class:`CalibrationSetup` holds the sizes, repetitions and the run's time budget,
+split over the stages by :data:`SHARES`, and a stage that overran leaves the later ones less
+(:func:`stage_scale`: each stage gets its share of what is left of the budget, never more than
+its share of the whole); :func:`median_time` runs as many repetitions of a point as its share
 allows; :class:`StageClock` adds up each point's wall time, maxed over ranks, so that every rank
 takes the same decision to skip the rest of a series (a collective must be entered by all).
 """
@@ -17,14 +17,14 @@ from typing import Callable
 
 import numpy as np
 
-#: share of Plan.budget_s per stage
+#: share of CalibrationSetup.budget_s per stage
 SHARES = {"memcpy": 0.06, "plan": 0.02, "dtype": 0.02, "get": 0.45, "alltoallv": 0.35,
           "backends": 0.10}
 
 
 @dataclass
-class Plan:
-    """Sizes and repetitions of a calibration run."""
+class CalibrationSetup:
+    """Sizes, repetitions and the time budget of a calibration run."""
 
     reps: int = 15
     sizes: tuple[int, ...] = (256, 4096, 65536)
@@ -38,7 +38,7 @@ class Plan:
     scale: float = 1.0  # of every stage's share (``stage_scale``: what earlier stages left)
 
     @classmethod
-    def quick(cls) -> "Plan":
+    def quick(cls) -> "CalibrationSetup":
         return cls(reps=5, sizes=(1024, 32768), blocks=(1, 8), a2a_sizes=(0, 4096, 65536, 1 << 19),
                    steps=5, budget_s=20.0, max_step_s=0.1)
 
@@ -49,8 +49,8 @@ class Plan:
     def clock(self, stage: str, comm) -> "StageClock":
         return StageClock(comm, self.budget_s * SHARES[stage] * self.scale)
 
-    def for_stage(self, stage: str, spent_s: float) -> "Plan":
-        """This plan with `stage`'s share scaled to what the earlier stages left
+    def for_stage(self, stage: str, spent_s: float) -> "CalibrationSetup":
+        """This setup with `stage`'s share scaled to what the earlier stages left
         (:func:`stage_scale`); `spent_s` must be identical on every rank."""
         return replace(self, scale=stage_scale(stage, spent_s, self.budget_s))
 
@@ -124,5 +124,7 @@ def max_array(comm, values: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["SHARES", "Plan", "StageClock", "max_array", "max_over", "median_time",
-           "stage_scale"]
+Plan = CalibrationSetup  # its old name
+
+__all__ = ["SHARES", "CalibrationSetup", "Plan", "StageClock", "max_array", "max_over",
+           "median_time", "stage_scale"]

@@ -1,5 +1,5 @@
 """MDLoader's arguments checked before any collective (a bad one is one ``ConfigError`` line
-naming the argument, its value and what it must be), and the sampler they make."""
+naming the argument, its value and what it must be), and the schedule they make."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 from ..backends import get_backend
 from ..core.errors import ConfigError
 from ..core.options import env
-from ..sampling.sampler import GlobalSampler, SamplerState, resume_position
+from ..sampling.schedule import ResumeState, Schedule, resume_position
 from ..estimator.profile import get_profile
 from ..sampling.mixes import DataSets, get_mix
 
@@ -43,9 +43,9 @@ def prefetch_bytes(mib: float | None) -> int:
     return int(value * 2**20)
 
 
-def checked_sampler(num_samples: int, size: int, batch_size, prefetch, backend: str, profile,
-                     prefetch_mib, **kw) -> GlobalSampler:
-    """MDLoader's arguments checked (a bad one is a ConfigError) and its sampler."""
+def checked_schedule(num_samples: int, size: int, batch_size, prefetch, backend: str, profile,
+                     prefetch_mib, **kw) -> Schedule:
+    """MDLoader's arguments checked (a bad one is a ConfigError) and its schedule."""
     prefetch_bytes(prefetch_mib)
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size <= 0:
@@ -60,14 +60,14 @@ def checked_sampler(num_samples: int, size: int, batch_size, prefetch, backend: 
     else:
         get_profile(profile)  # a missing or absurd profile fails here, before any collective
     batches = kw.pop("batches", None)
-    if batches is not None:  # a batch plan replaces the sampler (e.g. node_budget batches)
+    if batches is not None:  # a batch table replaces the schedule (e.g. node_budget batches)
         if batches.world_size != size:
-            raise ConfigError(f"the batch plan was made for {batches.world_size} ranks, the "
+            raise ConfigError(f"the batch table was made for {batches.world_size} ranks, the "
                               f"loader has {size}: make it with the job's world size")
         return batches
     try:
         kw["mix"] = _mix(*kw["mix"], size)
-        return GlobalSampler(num_samples, size, int(batch_size), **kw)
+        return Schedule(num_samples, size, int(batch_size), **kw)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -80,10 +80,10 @@ def _mix(sampling, store, size: int):
     return None if mix.name == "proportional" else mix
 
 
-def checked_state(state: dict, core: GlobalSampler, size: int) -> SamplerState:
-    """A saved loader state that this loader (sampler `core`, `size` ranks) can resume."""
+def checked_state(state: dict, core: Schedule, size: int) -> ResumeState:
+    """A saved loader state that this loader (schedule `core`, `size` ranks) can resume."""
     try:
-        st = SamplerState.from_dict(state)
+        st = ResumeState.from_dict(state)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if st.seed != core.seed:
@@ -103,11 +103,11 @@ def checked_state(state: dict, core: GlobalSampler, size: int) -> SamplerState:
     return st
 
 
-def resume_offset(st: SamplerState, core, size: int, batch_size: int) -> tuple[int, int]:
+def resume_offset(st: ResumeState, core, size: int, batch_size: int) -> tuple[int, int]:
     """``(offset, step)`` continuing `st` on `size` ranks: over samples, or over the batches of a
-    plan that counts its epoch in whole batches (``num_entries``: fairchem's ``max_atoms``)."""
+    batch table counting its epoch in whole batches (``num_entries``: fairchem's max_atoms)."""
     entries = getattr(core, "num_entries", None)
     if entries is None:
         return resume_position(st, core.num_samples, size, batch_size, core.drop_last)
-    return resume_position(SamplerState(st.seed, st.epoch, st.step, st.world_size, 1, st.offset,
+    return resume_position(ResumeState(st.seed, st.epoch, st.step, st.world_size, 1, st.offset,
                                         st.order), entries, size, 1, core.drop_last)

@@ -1,6 +1,6 @@
 """MDLoader: an iterable of batches served from the ranks' memory.
 
-Per step: the sampler's plan -> the backend fetches this rank's records -> decode (views, no copy)
+Per step: this rank's step plan -> the backend fetches its records -> decode (views, no copy)
 -> ``to_sample`` (default: ``torch_geometric.data.Data``) -> ``collate`` (default:
 ``Batch.from_data_list``, exactly what PyG's DataLoader does). With PyG's defaults, or a
 ``to_sample`` that has a column-wise twin, the last three run column-wise instead and build the
@@ -36,8 +36,8 @@ from ..batching.device import DeviceStage
 from ..core.errors import ConfigError
 from ..core.log import get_logger
 from ..mpi.world import agree, allreduce_number
-from ..sampling.sampler import SamplerState
-from .args import checked_sampler, checked_state, prefetch_bytes, producer_kind, resume_offset
+from ..sampling.schedule import ResumeState
+from .args import checked_schedule, checked_state, prefetch_bytes, producer_kind, resume_offset
 from .producer import Producer, finish_at_exit, usable_prefetch
 from .step import BatchBuilder, EpochStats, Steps, Watch
 from .switch import Backends
@@ -88,9 +88,9 @@ class MDLoader:
             the single-file order).
         producer: ``"thread"`` (the default; the deprecated ``"process"`` is accepted with a
             one-line warning and runs the thread: see ``docs/gil-free-batches.md``).
-        batches: a batch plan that replaces the sampler (``steps_in``, ``plan(epoch, step)``:
-            ``[P, b]`` ids, short rows padded with -1), e.g. upstream HydraGNN's cost-aware
-            batches (:class:`~mdloader_plugin.sampling.node_budget.NodeBudgetPlan`);
+        batches: a batch table that replaces the schedule (``steps_in``, ``step_table(epoch,
+            step)``: ``[P, b]`` ids, short rows padded with -1), e.g. upstream HydraGNN's
+            cost-aware batches (:class:`~mdloader_plugin.sampling.node_budget.NodeBudgetBatches`);
             `batch_size`, `shuffle`, `seed`, `drop_last` and `sampling` then do not apply.
     """
 
@@ -106,12 +106,11 @@ class MDLoader:
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
         self.size = 1 if world is None else world.size
-        self.sampler_core = agree(world, checked_sampler, store.num_samples, self.size,
-                                  batch_size, prefetch, backend, profile, prefetch_mib,
-                                  shuffle=shuffle, seed=seed, drop_last=drop_last,
-                                  weights=balance_weights, mix=(sampling, store), order=order,
-                                  batches=batches)
-        self.sampler_core.rank = self.rank  # a batch plan's batch_len is this rank's
+        self.schedule = agree(world, checked_schedule, store.num_samples, self.size, batch_size,
+                              prefetch, backend, profile, prefetch_mib, shuffle=shuffle,
+                              seed=seed, drop_last=drop_last, weights=balance_weights,
+                              mix=(sampling, store), order=order, batches=batches)
+        self.schedule.rank = self.rank  # a batch table's batch_len is this rank's
         self.batch_size, self.prefetch = int(batch_size), prefetch
         self.drop_last = bool(drop_last)  # DataLoader's attribute (HydraGNN 5.0 counts batches)
         self.prefetch_bytes = prefetch_bytes(prefetch_mib)
@@ -131,16 +130,17 @@ class MDLoader:
         self._agree_comm = world.comm.Dup() if self.size > 1 else None  # main thread only
         self.group = store.group  # backends work inside it (mdloader_plugin.mpi.groups)
         self._group_comm = self.group.comm.Dup() if self.group and self.group.size > 1 else None
-        self._planner = self.sampler_core.planner(  # this rank's row and sends: O(b) a step
+        self._planner = self.schedule.planner(  # this rank's row and sends: O(b) a step
             self.rank, *store.local_range, self.group.first_rank if self.group else 0,
             self.group.size if self.group else None)
         if self.size > 1:
             self.prefetch = usable_prefetch(self.prefetch, self.log)
         self._switch = Backends(
             store, self.group, self._group_comm, backend, progress, profile=profile,
-            per_step=max(1, min(self.batch_size, self.sampler_core.per_rank)),
+            per_step=max(1, min(self.batch_size, self.schedule.per_rank)),
             online=online_check and self.size > 1, comm=self._comm,  # with auto (Backends)
-            nodes=world.num_nodes if world is not None else 1, log=self.log, name=name)
+            nodes=world.num_nodes if world is not None else 1, log=self.log, name=name,
+            sends=self._planner.sends)  # the collective's sends: this rank's epoch inverse
         self._producer: Producer | None = None
         timeout = fetch_timeout()
         self._watch = (Watch(timeout, world, self.group, store, self.rank, self._comm)
@@ -152,35 +152,34 @@ class MDLoader:
         self.sampler = EpochSampler(self)
         self.batch_sampler = self.sampler  # HydraGNN main calls set_epoch here first
         self.max_steps: int | None = None  # serve at most this many steps an epoch (a cap)
-        log_memory(self)
+        log_memory(self.log, self.name, self.rank, self.memory_report())
         finish_at_exit(self)
 
     # -- the backends (switch.Backends owns them) ---------------------------------------------
     decision = property(lambda self: self._switch.decision, doc="the serving backend's decision")
     backend_name = property(lambda self: self._switch.name, doc="the serving backend's name")
     _backends = property(lambda self: self._switch.all)
+    sampler_core = property(lambda self: self.schedule, doc="the :attr:`schedule` (old name)")
     _online = property(lambda self: self._switch.online)
     _column_collate = property(lambda self: self._build.columns)
 
     # -- set-up ------------------------------------------------------------------------------
     def memory_report(self) -> dict:
-        """This rank's bytes by kind: ``records_bytes`` (its share of the data set),
-        ``index_bytes`` (its share of the global index), ``order_bytes`` (the epoch order and
-        the run of plans kept), ``buffers_bytes`` (step buffers held for reuse) and
-        ``prefetch_cap_bytes`` (the most that batches waiting in the prefetch queue may hold);
-        ``structures``: each per-rank structure that grows with N or P by name (``index``,
-        ``order``, ``plan_rows``, ``inverse``, ``alltoallv_counts``, ``records``; docs/scale.md
-        tabulates them at 8,192 ranks and 10^9 samples)."""
-        return memory_report(self)
+        """This rank's bytes by kind, each part reporting its own (:func:`.views.memory_report`:
+        records, index, the order and the planner's runs, buffers, the prefetch cap, and
+        ``structures``, each structure that grows with N or P by name; docs/scale.md tabulates
+        them at 8,192 ranks and 10^9 samples)."""
+        return memory_report(self.store, self.schedule, self._planner, self._switch,
+                             self.prefetch_bytes if self.prefetch else 0)
 
     # -- the iterable --------------------------------------------------------------------------
     def __len__(self) -> int:
         return self.steps_in(self.epoch)
 
     def steps_in(self, epoch: int) -> int:
-        """Steps served in `epoch`: the sampler's, at most :attr:`max_steps` (set it alike on
+        """Steps served in `epoch`: the schedule's, at most :attr:`max_steps` (set it alike on
         every rank); the steps past the cap are never fetched."""
-        steps = self.sampler_core.steps_in(epoch)
+        steps = self.schedule.steps_in(epoch)
         return steps if self.max_steps is None else min(steps, max(int(self.max_steps), 0))
 
     def rewind(self) -> None:
@@ -195,16 +194,16 @@ class MDLoader:
 
     def state_dict(self) -> dict:
         """Resume state: the next batch to serve is ``step`` of ``epoch`` (counted on ``world_size``
-        ranks with ``batch_size``; ``offset`` see :mod:`mdloader_plugin.sampling.sampler`)."""
-        core = self.sampler_core
-        return SamplerState(core.seed, self.epoch, self._step, self.size, self.batch_size,
+        ranks with ``batch_size``; ``offset`` see :mod:`mdloader_plugin.sampling.schedule`)."""
+        core = self.schedule
+        return ResumeState(core.seed, self.epoch, self._step, self.size, self.batch_size,
                             core.offset_of(self.epoch), core.order).to_dict()
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from `state`, also when it was saved on another number of ranks or batch
         size: the rest of that epoch then serves every not-yet-served sample (see
-        :func:`~mdloader_plugin.sampling.sampler.resume_position`)."""
-        core = self.sampler_core
+        :func:`~mdloader_plugin.sampling.schedule.resume_position`)."""
+        core = self.schedule
         st = checked_state(state, core, self.size)
         offset, step = resume_offset(st, core, self.size, self.batch_size)
         self._finish_producer()
@@ -252,7 +251,7 @@ class MDLoader:
                 self._step = step + 1
                 stats.steps += 1
                 served += 1
-                stats.samples += self.sampler_core.batch_len(step, prod.epoch)
+                stats.samples += self.schedule.batch_len(step, prod.epoch)
                 yield item.pop()  # no reference left here: freed where the trainer drops it
         finally:
             stats.wall_s = time.perf_counter() - t_epoch

@@ -30,17 +30,17 @@ class Producer:
 
     Args:
         steps: a :class:`~.step.Steps` (``run(epoch, start, stop, stats, abandoned, drain)``).
-        sampler: ``steps_in(epoch)``.
+        loader: ``steps_in(epoch)`` (the loader's: the schedule's, capped).
         prefetch: steps the thread may run ahead (0: inline, in the consumer's thread).
         prefetch_bytes: at most this many bytes of records wait in the queue (one batch may).
         drain: an abandoned producer still runs its segments' exchanges (collective backends).
         backend_name: the serving backend's name now (for a new epoch's stats).
     """
 
-    def __init__(self, steps, sampler, epoch: int, start: int, stats: EpochStats,
+    def __init__(self, steps, loader, epoch: int, start: int, stats: EpochStats,
                  spec_epoch: int, *, prefetch: int, prefetch_bytes: int, drain: bool,
                  backend_name: Callable[[], str]):
-        self.steps, self.sampler, self.prefetch = steps, sampler, prefetch
+        self.steps, self.loader, self.prefetch = steps, loader, prefetch
         self.prefetch_bytes, self.backend_name = prefetch_bytes, backend_name
         self.epoch, self.start_step = epoch, start
         # The hand-off is two C-level SimpleQueues, so the consumer's side takes no Python
@@ -57,7 +57,7 @@ class Producer:
         self._inline = None
         self.consumed = 0  # batches the consumer took from the current epoch
         self.spec_epoch, self.spec_steps, self.spec_stats = None, 0, None
-        self._segments.put((epoch, start, sampler.steps_in(epoch), stats))
+        self._segments.put((epoch, start, loader.steps_in(epoch), stats))
         # Collective exchanges must be matched on every rank, so an abandoned producer keeps
         # exchanging (without decoding) through the segments it was given.
         self.drain = drain
@@ -65,7 +65,7 @@ class Producer:
 
     def _plan_speculation(self, spec_epoch: int) -> None:
         self.spec_epoch = spec_epoch
-        self.spec_steps = min(self.prefetch, self.sampler.steps_in(spec_epoch))
+        self.spec_steps = min(self.prefetch, self.loader.steps_in(spec_epoch))
         self.spec_stats = EpochStats(epoch=spec_epoch, backend=self.backend_name())
         if self.prefetch > 0:  # inline producers never run ahead
             self._hand((spec_epoch, 0, self.spec_steps, self.spec_stats))
@@ -77,13 +77,13 @@ class Producer:
     def can_take_over(self, epoch: int) -> bool:
         return (self._thread is not None and not self._abandoned.is_set()
                 and epoch == self.spec_epoch
-                and self.consumed == self.sampler.steps_in(self.epoch) - self.start_step)
+                and self.consumed == self.loader.steps_in(self.epoch) - self.start_step)
 
     def take_over(self, next_guess: int) -> EpochStats:
         """The consumer now wants ``spec_epoch`` from step 0: its first steps are (being) made;
         hand the thread the rest of it and the next guess."""
         epoch, stats = self.spec_epoch, self.spec_stats
-        self._hand((epoch, self.spec_steps, self.sampler.steps_in(epoch), stats))
+        self._hand((epoch, self.spec_steps, self.loader.steps_in(epoch), stats))
         self.epoch, self.start_step, self.consumed = epoch, 0, 0
         self._plan_speculation(next_guess)
         return stats

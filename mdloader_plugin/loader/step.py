@@ -1,7 +1,7 @@
 """One step of the loader: plan -> fetch -> build -> stage, under the fetch watchdog, timed.
 
 :class:`Steps` is what the producer runs: ``run(epoch, start, stop, stats, abandoned, drain)``
-yields ``(batch, record bytes)`` for each step in order. A step asks the sampler for its plan,
+yields ``(batch, record bytes)`` for each step in order. A step asks the planner for its step plan,
 :class:`~.switch.Backends` for its backend, fetches this rank's records under the watchdog
 (:mod:`.watchdog`), builds the batch (:class:`BatchBuilder`: column-wise when it can, sample by
 sample otherwise), stages it for the device and reports the step's time to a ready batch (the
@@ -81,8 +81,8 @@ class Steps:
     """The steps of one loader (used by its producer; holds no loader state of its own).
 
     Args:
-        sampler: this rank's :class:`~..sampling.plan.RankPlanner` (``step(epoch, step)``: its
-            row and, for the collective backend, its sends; O(b) a step).
+        planner: this rank's :class:`~..sampling.planner.RankPlanner` (``step(epoch, step)``:
+            its row; the collective backend was handed its sends; O(b) a step).
         backends: the loader's :class:`~.switch.Backends`.
         group: the replica group, or None.
         build: a :class:`BatchBuilder`.
@@ -90,8 +90,8 @@ class Steps:
         watchdog: a :class:`Watch` (or None: no deadline on fetches).
     """
 
-    def __init__(self, sampler, backends, group, build: BatchBuilder, device, watchdog=None):
-        self.sampler, self.backends, self.group = sampler, backends, group
+    def __init__(self, planner, backends, group, build: BatchBuilder, device, watchdog=None):
+        self.planner, self.backends, self.group = planner, backends, group
         self.build, self.device, self.watchdog = build, device, watchdog
 
     def run(self, epoch: int, start: int, stop: int, stats: EpochStats, abandoned, drain: bool):
@@ -99,7 +99,7 @@ class Steps:
         for step in range(start, stop):
             if abandoned.is_set() and not drain:
                 return
-            plan = self.sampler.step(epoch, step)
+            plan = self.planner.step(epoch, step)
             backend = self.backends.for_step(stats)
             t0 = time.perf_counter()
             if self.watchdog is not None:

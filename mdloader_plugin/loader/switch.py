@@ -29,12 +29,14 @@ class CommView:
 
 class Backends:
     """The backends of one loader and the decision which one serves (rank-local object; its
-    decisions are collective through :class:`OnlineSwitch`)."""
+    decisions are collective through :class:`OnlineSwitch`). `sends`: the collective backend's
+    sends of a step (``(epoch, step) -> (ids, dest)``: this rank's
+    :meth:`~mdloader_plugin.sampling.planner.RankPlanner.sends`, the epoch's inverse)."""
 
     def __init__(self, store, group, group_comm, backend: str, progress, *, per_step: int,
                  profile=None, online: bool = False, comm=None, nodes: int = 1, log=None,
-                 name: str = "train"):
-        self.log, self.label = log, name
+                 name: str = "train", sends=None):
+        self.log, self.label, self.group = log, name, group
         backend, online = agreed_setting(comm, backend, online, log)
         online = online and backend == "auto"
         names = list(BACKENDS) if backend == "auto" else [backend]
@@ -43,7 +45,7 @@ class Backends:
         for n in names:
             cls = get_backend(n)
             self.all[n] = cls(store, view, progress=progress) if n == "onesided" else cls(
-                store, view)  # collective: its own switch (MDLOADER_COLL_PROGRESS_THREAD)
+                store, view, sends=sends)  # collective: MDLOADER_COLL_PROGRESS_THREAD
         if backend != "auto":
             self.decision = {"backend": backend, "reason": "chosen in the configuration",
                              "predicted_s": {}}
@@ -119,6 +121,13 @@ class Backends:
 
     def held_bytes(self) -> int:
         return sum(b.buffers.held_bytes() for b in self.all.values())
+
+    def memory(self) -> dict:
+        """This rank's bytes of the backends: ``buffers`` (step buffers held for reuse) and
+        ``alltoallv_counts`` (the collective's counts and displacements, 4 x W int64)."""
+        coll = "collective" in self.all and self.group is not None
+        return {"buffers": self.held_bytes(),
+                "alltoallv_counts": 4 * 8 * self.group.size if coll else 0}
 
     def close(self) -> None:
         for b in self.all.values():

@@ -101,7 +101,7 @@ def compare_served(ref: dict, got: dict, rank: int, what: str) -> Mismatch | Non
 
 
 def _compare(store, loader, epoch, rank, got, ref, name) -> Mismatch | None:
-    core = loader.sampler_core
+    core = loader.schedule
     if len(got) != core.steps_per_epoch:
         return Mismatch(epoch, len(got), rank, -1,
                         f"backend {name} served {len(got)} of {core.steps_per_epoch} steps")
@@ -124,13 +124,13 @@ def _compare(store, loader, epoch, rank, got, ref, name) -> Mismatch | None:
 
 def _exactly_once(store, loader, epoch, rank) -> Mismatch | None:
     """Collective: the epoch's ids over all ranks cover the data set as drop_last/pad define."""
-    core = loader.sampler_core
+    core = loader.schedule
     return coverage(store.world, core, epoch, rank, core.rank_indices(epoch, rank))
 
 
 def coverage(world, core, epoch: int, rank: int, served: np.ndarray) -> Mismatch | None:
     """Collective: do the ids every rank `served` in `epoch` cover the data set as `core` (a
-    :class:`~mdloader_plugin.sampling.sampler.GlobalSampler`) defines? The same answer on every
+    :class:`~mdloader_plugin.sampling.schedule.Schedule`) defines? The same answer on every
     rank.
 
     Exact, and ``O(N / P)`` a rank: the id space is cut into ``P`` blocks (as the store's), each

@@ -1,5 +1,6 @@
 """What trainers read beside the batches: ``loader.sampler`` (``set_epoch``, ``len``) and
-``loader.dataset`` (this rank's own samples)."""
+``loader.dataset`` (this rank's own samples); the loader's memory report, from what each of its
+parts reports of itself (the store, the schedule, the planner, the backends)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ class EpochSampler:
         self._loader.set_epoch(epoch)
 
     def __len__(self) -> int:
-        return self._loader.sampler_core.per_rank
+        return self._loader.schedule.per_rank
 
 
 class LocalSamples(Sequence):
@@ -39,30 +40,34 @@ class LocalSamples(Sequence):
         return self._loader.to_sample(codec.decode(rec))
 
 
-def memory_report(loader: "MDLoader") -> dict:
-    """:meth:`MDLoader.memory_report`."""
-    rep = loader.store.memory_report()
-    counts = 4 * 8 * loader.group.size if "collective" in loader._backends and loader.group else 0
-    weights = loader.sampler_core.weights  # balance_weights (fairchem: atoms a sample, 4 B each)
-    structures = {"index": rep["index_bytes"], "order": loader.sampler_core.order_bytes,
-                  **loader._planner.memory(), "alltoallv_counts": counts,
-                  "balance_weights": 0 if weights is None else int(weights.nbytes),
+def memory_report(store, schedule, planner, backends, prefetch_cap: int) -> dict:
+    """:meth:`MDLoader.memory_report`: this rank's bytes by kind. ``records_bytes`` (its share of
+    the data set), ``index_bytes`` (its share of the global index), ``order_bytes`` (the epoch
+    order and the planner's runs), ``buffers_bytes`` (step buffers held for reuse),
+    ``prefetch_cap_bytes`` (`prefetch_cap`: the most that batches waiting in the prefetch queue
+    may hold); ``structures``: each per-rank structure that grows with N or P by name
+    (``index``, ``order``, ``plan_rows``, ``inverse``, ``alltoallv_counts``,
+    ``balance_weights``, ``records``). Each part reports its own: ``store.memory_report()``,
+    ``schedule.memory()``, ``planner.memory()``, ``backends.memory()``."""
+    rep, sched, mine = store.memory_report(), schedule.memory(), backends.memory()
+    structures = {"index": rep["index_bytes"], "order": sched["order"], **planner.memory(),
+                  "alltoallv_counts": mine["alltoallv_counts"],
+                  "balance_weights": sched["balance_weights"],  # fairchem: atoms, 4 B a sample
                   "records": rep["records_bytes"]}  # every structure that grows with N or P
     return {"records_bytes": rep["records_bytes"], "index_bytes": rep["index_bytes"],
-            "order_bytes": loader.sampler_core.order_bytes + loader._planner.nbytes,
-            "weights_bytes": structures["balance_weights"], "structures": structures,
-            "buffers_bytes": loader._switch.held_bytes(),
-            "prefetch_cap_bytes": loader.prefetch_bytes if loader.prefetch else 0,
-            "samples_global": rep["samples_global"], "order": loader.sampler_core.order,
+            "order_bytes": sched["order"] + planner.nbytes,
+            "weights_bytes": sched["balance_weights"], "structures": structures,
+            "buffers_bytes": mine["buffers"], "prefetch_cap_bytes": prefetch_cap,
+            "samples_global": rep["samples_global"], "order": schedule.order,
             "index_kind": rep["index_kind"]}
 
 
-def log_memory(loader: "MDLoader") -> None:
-    """One INFO line on rank 0: the memory report in MiB and bytes a sample."""
-    m, mib = memory_report(loader), 2.0 ** -20
+def log_memory(log, name: str, rank: int, m: dict) -> None:
+    """One INFO line on rank 0: the memory report `m` in MiB and bytes a sample."""
+    mib = 2.0 ** -20
     n = max(m["samples_global"], 1)
-    loader.log.info(
-        f"[{loader.name}] memory on rank {loader.rank}: records {m['records_bytes'] * mib:.1f} "
+    log.info(
+        f"[{name}] memory on rank {rank}: records {m['records_bytes'] * mib:.1f} "
         f"MiB, index {m['index_bytes'] * mib:.1f} MiB ({m['index_kind']}), order "
         f"{m['order_bytes'] * mib:.1f} MiB ({m['order']}), buffers as steps need (prefetch "
         f"queue <= {m['prefetch_cap_bytes'] * mib:.0f} MiB); N-proportional: "

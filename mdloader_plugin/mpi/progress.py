@@ -38,13 +38,14 @@ INTERVAL_S = 0.0005
 
 
 class Poller:
-    """The process's progress thread: runs while :attr:`holders` > 0 (:meth:`hold` /
-    :meth:`release`), enters MPI every `interval` seconds."""
+    """The process's progress thread: runs while :attr:`leases` > 0 (:meth:`hold` /
+    :meth:`release`: each backend that serves holds one lease), enters MPI every `interval`
+    seconds."""
 
     def __init__(self, interval: float = INTERVAL_S):
         self.interval = interval
-        self.holders = 0
-        self.started = 0  # threads started so far (a new one each time holders leaves 0)
+        self.leases = 0
+        self.started = 0  # threads started so far (a new one each time leases leaves 0)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop: threading.Event | None = None
@@ -54,9 +55,11 @@ class Poller:
     def running(self) -> bool:
         return self._thread is not None
 
+    holders = property(lambda self: self.leases, doc="the :attr:`leases` (its old name)")
+
     def hold(self) -> None:
         with self._lock:
-            self.holders += 1
+            self.leases += 1
             if self._thread is None:
                 from mpi4py import MPI
 
@@ -72,10 +75,10 @@ class Poller:
 
     def release(self) -> None:
         with self._lock:
-            self.holders -= 1
-            if self.holders > 0:
+            self.leases -= 1
+            if self.leases > 0:
                 return
-            self.holders = 0
+            self.leases = 0
             detached = self._detach()
         self._join(*detached)
 

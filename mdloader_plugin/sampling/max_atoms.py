@@ -1,8 +1,8 @@
-"""``max_atoms``: fairchem's atom-capped batches, as a batch plan MDLoader fetches.
+"""``max_atoms``: fairchem's atom-capped batches, as a batch table MDLoader fetches.
 
 fairchem's ``MaxAtomDistributedBatchSampler`` (fairchem-core 2.x,
 ``fairchem/core/datasets/samplers/max_atom_distributed_sampler.py``) packs batches once, at
-start-up, and only shuffles their order each epoch. :class:`MaxAtomsPlan` computes the same
+start-up, and only shuffles their order each epoch. :class:`MaxAtomsBatches` computes the same
 batches for every rank at once (a pure function of the atom counts, the options, the epoch and
 the number of ranks; no MPI):
 
@@ -10,7 +10,7 @@ the number of ranks; no MPI):
    shuffles here whatever ``shuffle`` says);
 2. pack greedily: a graph joins the open batch unless that would pass ``max_atoms`` atoms; a
    graph above ``max_atoms`` is left out (fairchem logs how many; so does the loader). This is
-   :class:`~.node_budget.NodeBudgetPlan`'s packing with ``oversized_sample: skip`` and no graph
+   :class:`~.node_budget.NodeBudgetBatches`'s packing with ``oversized_sample: skip`` and no graph
    cap; fairchem's ``min_atoms`` (default 0) is not offered;
 3. distribute, every epoch: the batch order ``torch.randperm(B)`` seeded with ``seed + epoch``
    (``range(B)`` without shuffle), padded by repeating its head to a multiple of the ranks (or,
@@ -23,8 +23,8 @@ by -1, which both backends skip. Every rank runs ``ceil(B / P)`` steps (``floor`
 
 Resume on another world size. The batches do not depend on the number of ranks, and step ``k``
 on ``P`` ranks has consumed exactly the head ``order[:k P]`` of the epoch's batch order. So a
-state saved on ``P`` ranks continues on ``P'`` as a list over batches, like the sampler's over
-samples (:func:`~.sampler.resume_position` with one batch an entry): the rest of that epoch deals
+state saved on ``P`` ranks continues on ``P'`` as a list over batches, like the schedule's over
+samples (:func:`~.schedule.resume_position` with one batch an entry): the rest of that epoch deals
 ``order[offset:]`` to the ``P'`` ranks and every packed graph is served once. The plan's
 ``num_entries`` (batches) is what that position counts.
 """
@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import ConfigError
-from .node_budget import NodeBudgetPlan
+from .node_budget import NodeBudgetBatches
 
 
 def pack(order: np.ndarray, costs: np.ndarray, cap: int, window: int = 1 << 20) -> tuple:
@@ -82,7 +82,7 @@ def pack(order: np.ndarray, costs: np.ndarray, cap: int, window: int = 1 << 20) 
     return flat, starts, total.astype(np.int32)
 
 
-class MaxAtomsPlan(NodeBudgetPlan):
+class MaxAtomsBatches(NodeBudgetBatches):
     """fairchem's atom-capped batches over a list of graphs (module docstring).
 
     Args:
@@ -168,7 +168,7 @@ class MaxAtomsPlan(NodeBudgetPlan):
     def _batch(self, k: int) -> np.ndarray:
         return self.flat[self.starts[k]:self.starts[k + 1]]
 
-    def plan(self, epoch: int, step: int) -> np.ndarray:
+    def step_table(self, epoch: int, step: int) -> np.ndarray:
         """``[P, b_max]`` store ids of `step` (short rows padded with -1)."""
         p = self.world_size
         rows = [self._batch(int(k)) for k in self.epoch_list(epoch)[step * p:(step + 1) * p]]
@@ -195,3 +195,6 @@ class MaxAtomsPlan(NodeBudgetPlan):
     def order_bytes(self) -> int:
         listed = 0 if self._list is None else self._list[1].nbytes
         return int(self.flat.nbytes + self.starts.nbytes + self._atoms.nbytes + listed)
+
+
+MaxAtomsPlan = MaxAtomsBatches  # its old name

@@ -1,9 +1,9 @@
-"""``node_budget``: upstream HydraGNN main's cost-aware batches, as a batch plan MDLoader fetches.
+"""``node_budget``: upstream HydraGNN main's cost-aware batches, as a batch table MDLoader fetches.
 
 HydraGNN main (``hydragnn/preprocess/batch_sampler.py``, ``docs/cost_aware_batching.md``) packs
 graphs into batches bounded by a node budget instead of a fixed graph count
 (``NeuralNetwork.Training.Batching: {mode: node_budget, max_nodes, max_graphs, oversized_sample,
-shuffle, seed, drop_last}``). :class:`NodeBudgetPlan` computes the same batches as its
+shuffle, seed, drop_last}``). :class:`NodeBudgetBatches` computes the same batches as its
 ``DistributedCostAwareBatchSampler``, for every rank at once (a pure function of the costs, the
 options, the epoch and the number of ranks; no MPI):
 
@@ -27,12 +27,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.errors import ConfigError
-from .plan import TablePlanner
+from .planner import TablePlanner
 
 POLICIES = ("error", "single", "skip")
 
 
-class NodeBudgetPlan:
+class NodeBudgetBatches:
     """Upstream's distributed cost-aware batches over a list of graphs (module docstring).
 
     Args:
@@ -132,16 +132,16 @@ class NodeBudgetPlan:
         """Rank `rank`'s batches of `epoch` (what upstream's sampler on that rank yields)."""
         return [step[rank] for step in self.steps(epoch)]
 
-    # -- what MDLoader asks of a sampler ----------------------------------------------------
+    # -- what MDLoader asks of a schedule ---------------------------------------------------
     def planner(self, rank: int, lo: int = 0, hi: int = 0, group_first: int = 0,
                 group_size: int | None = None) -> TablePlanner:
-        """Rank `rank`'s plans: its row and sends of each step, from the whole step."""
+        """Rank `rank`'s step plans: its row and sends of each step, from the whole step."""
         return TablePlanner(self, rank, lo, hi, group_first, group_size)
 
     def steps_in(self, epoch: int) -> int:
         return len(self.steps(epoch))
 
-    def plan(self, epoch: int, step: int) -> np.ndarray:
+    def step_table(self, epoch: int, step: int) -> np.ndarray:
         """``[P, b_max]`` store ids of `step` (short rows padded with -1)."""
         rows = self.steps(epoch)[step]
         out = np.full((self.world_size, max(len(r) for r in rows)), -1, dtype=np.int64)
@@ -159,12 +159,20 @@ class NodeBudgetPlan:
         if offset:
             raise ConfigError("a node_budget epoch resumes only on the ranks it began on")
 
+    def plan(self, epoch: int, step: int) -> np.ndarray:
+        """:meth:`step_table` (its old name)."""
+        return self.step_table(epoch, step)
+
     @property
     def order_bytes(self) -> int:
         return int(self.costs.nbytes + self.ids.nbytes)
 
+    def memory(self) -> dict:
+        """This rank's bytes of the batch table (``order``: costs, ids and lists kept)."""
+        return {"order": self.order_bytes, "balance_weights": 0}
 
-def _check(plan: NodeBudgetPlan, names) -> None:
+
+def _check(plan: NodeBudgetBatches, names) -> None:
     """Upstream's argument checks, and ``oversized_sample: error`` at once (one line naming the
     largest graph) rather than at the first epoch."""
     if plan.max_nodes <= 0:
@@ -190,7 +198,7 @@ def _check(plan: NodeBudgetPlan, names) -> None:
 
 
 def from_batching(batching: dict, costs, world_size: int, *, ids=None, shuffle: bool = True,
-                  names=None) -> NodeBudgetPlan:
+                  names=None) -> NodeBudgetBatches:
     """The plan of a ``Training.Batching`` mapping (mode ``node_budget``); ``shuffle`` is the
     loader's, which ``Batching.shuffle`` overrides, as upstream."""
     unknown = sorted(set(batching) - {"mode", "max_nodes", "max_graphs", "oversized_sample",
@@ -203,9 +211,12 @@ def from_batching(batching: dict, costs, world_size: int, *, ids=None, shuffle: 
                           "node_budget")
     if "max_nodes" not in batching:
         raise ConfigError("Training.Batching mode node_budget needs max_nodes")
-    return NodeBudgetPlan(costs, int(batching["max_nodes"]), world_size, ids=ids,
+    return NodeBudgetBatches(costs, int(batching["max_nodes"]), world_size, ids=ids,
                           max_graphs=batching.get("max_graphs"),
                           shuffle=bool(batching.get("shuffle", shuffle)),
                           seed=int(batching.get("seed", 0)),
                           oversized_sample=batching.get("oversized_sample", "error"),
                           drop_last=bool(batching.get("drop_last", False)), names=names)
+
+
+NodeBudgetPlan = NodeBudgetBatches  # its old name

@@ -169,6 +169,7 @@ def test_a_configurations_epoch_is_its_timed_steps_drawn_from_the_whole_store():
     choice_worker = pytest.importorskip("bench.estimator.choice_worker")
     from mdloader_plugin.loader.loader import MDLoader
     from mdloader_plugin.mpi.world import World
+    from mdloader_plugin.sampling.reference import world_step
 
     world = World.detect()
     store = choice_worker.make_store(world, "hydragnn", 600)
@@ -177,7 +178,7 @@ def test_a_configurations_epoch_is_its_timed_steps_drawn_from_the_whole_store():
         ld = MDLoader(store, batch_size=4, backend="onesided", prefetch=0, collate=list,
                       to_sample=lambda s: s, sampling=spec)
         assert len(ld) == 6
-        ids = np.concatenate([np.ravel(ld.sampler_core.plan(0, k)) for k in range(6)])
+        ids = np.concatenate([np.ravel(world_step(ld.schedule, 0, k)) for k in range(6)])
         ld.close()
         assert ids.size == 24 and ids.max() > 300  # random ids of the store, not its head
         assert choice_worker.short_epoch(store, 100, 5) is None  # the whole store is shorter

@@ -14,7 +14,7 @@ pytest.importorskip("fairchem.core")
 
 from mdloader_plugin.core.epochlog import parse_epoch_lines  # noqa: E402
 from mdloader_plugin.integrations.fairchem import data as fdata  # noqa: E402
-from mdloader_plugin.sampling.sampler import balance_plan  # noqa: E402
+from mdloader_plugin.sampling.balance import balance_plan  # noqa: E402
 
 KEY_MAPPING = {"energy": "oc20_energy", "forces": "forces"}
 

@@ -19,6 +19,7 @@ from mdloader_plugin.records import codec
 from mdloader_plugin.loader.loader import MDLoader
 from mdloader_plugin.sources import synth
 from mdloader_plugin.core.blocks import block_bounds
+from mdloader_plugin.sampling.reference import world_step
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World, rendezvous_env
 from checks import check
@@ -45,15 +46,15 @@ if blocked:
 else:
     seen = 0
     for step, batch in enumerate(loader):
-        ids = loader.sampler_core.plan(0, step)[world.rank]
+        ids = world_step(loader.schedule, 0, step)[world.rank]
         check(len(batch) == len(ids), f"batch of {len(batch)} records for {len(ids)} ids")
         for rec, i in zip(batch, ids):
             keys = codec.decode(rec).keys()
             check(keys == {"x", "pos", "edge_index", "edge_attr", "y", "y_loc"},
                   f"sample {i}: keys {sorted(keys)}")
         seen += len(batch)
-    check(seen == loader.sampler_core.per_rank,
-          f"{seen} samples, expected {loader.sampler_core.per_rank}")
+    check(seen == loader.schedule.per_rank,
+          f"{seen} samples, expected {loader.schedule.per_rank}")
     dist.all_reduce(t)
 check(t.item() == world.size, f"allreduce gave {t.item()}, expected {world.size}")
 for batch in loader:  # then a normal epoch on every rank

@@ -10,14 +10,14 @@ import sys
 
 import numpy as np
 
-from mdloader_plugin.estimator.calibrate import Plan, run
+from mdloader_plugin.estimator.calibrate import CalibrationSetup, run
 from mdloader_plugin.mpi.world import World
 from checks import check
 
 world = World.detect()
 world.node_of = np.asarray([int(x) for x in sys.argv[1].split(",")], dtype=np.int64)
 check(world.node_of.size == world.size, (world.node_of, world.size))
-prof = run(world, Plan.quick())
+prof = run(world, CalibrationSetup.quick())
 if world.rank == 0:
     prof.write(sys.argv[2])
 world.comm.Barrier()

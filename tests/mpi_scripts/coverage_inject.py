@@ -12,7 +12,7 @@ import numpy as np
 from mpi4py import MPI
 
 from mdloader_plugin.loader.verify import coverage
-from mdloader_plugin.sampling.sampler import GlobalSampler
+from mdloader_plugin.sampling.schedule import Schedule
 from checks import check
 
 comm = MPI.COMM_WORLD
@@ -35,8 +35,8 @@ def first_of(core, rank):
 
 
 for order in ("feistel", "torch"):
-    drop = GlobalSampler(N, comm.size, B, drop_last=True, seed=5, order=order)
-    pad = GlobalSampler(N, comm.size, B, drop_last=False, seed=5, order=order)
+    drop = Schedule(N, comm.size, B, drop_last=True, seed=5, order=order)
+    pad = Schedule(N, comm.size, B, drop_last=False, seed=5, order=order)
     check(run(drop) is None and run(pad) is None, order)
 
     # duplicate: rank 1 serves rank 0's first id instead of its own

@@ -78,3 +78,27 @@ def test_from_import_of_old_hydragnn_paths():
 def test_unknown_old_path_still_fails():
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("mdloader_plugin.no_such_module")
+
+
+def test_renamed_public_names_still_work():
+    """Names renamed so each word means one thing (docs/how-it-works.md, Sampler) keep their
+    old spelling: the old class, with what it offered."""
+    import numpy as np
+
+    from mdloader_plugin.estimator.calibrate import CalibrationSetup, Plan as CalPlan
+    from mdloader_plugin.estimator.timing import Plan
+    from mdloader_plugin.sampling.max_atoms import MaxAtomsBatches, MaxAtomsPlan
+    from mdloader_plugin.sampling.node_budget import NodeBudgetBatches, NodeBudgetPlan
+    from mdloader_plugin.sampling.plan import RankPlanner, StepPlan  # noqa: F401
+    from mdloader_plugin.sampling.reference import ReferenceSchedule, world_step
+    from mdloader_plugin.sampling.sampler import GlobalSampler, SamplerState
+    from mdloader_plugin.sampling.schedule import ResumeState
+
+    assert Plan is CalPlan is CalibrationSetup and SamplerState is ResumeState
+    assert NodeBudgetPlan is NodeBudgetBatches and MaxAtomsPlan is MaxAtomsBatches
+    assert GlobalSampler is ReferenceSchedule
+    old = GlobalSampler(20, 2, 3, seed=1)
+    assert np.array_equal(old.plan(0, 1), world_step(old, 0, 1))
+    from mdloader_plugin.sampler import GlobalSampler as top  # the flat path before layers
+
+    assert top is GlobalSampler

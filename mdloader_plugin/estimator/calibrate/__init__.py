@@ -4,7 +4,7 @@
 numbers include the contention a real step sees):
 
 1. ``memcpy``   local record gathers (k records of m bytes)        -> mem.t_sample, mem.bw
-2. ``plan``     scanning a global plan of P*B ids                   -> coll.t_plan_id
+2. ``plan``     scanning a whole-world step of P*B ids              -> coll.t_plan_id
                 the Alltoallv count arrays at two world sizes       -> coll.t_count
                 (``mdloader rank-cost --profile-out`` fits both from a rank's real step)
 3. ``dtype``    create + commit + free of hindexed datatypes         -> os.t_dtype
@@ -24,7 +24,8 @@ numbers include the contention a real step sees):
                 split of the per-peer cost between them is arbitrary, and the intra Gets ran on a
                 window spanning the network). Its budget is ``NODE_SHARE`` of the run's.
 
-Time (``timing.py``): under ~60 s at any link rate. ``Plan.budget_s`` (default 45 s) is split
+Time (``timing.py``): under ~60 s at any link rate. ``CalibrationSetup.budget_s`` (default 45 s) is
+split
 over the stages (a stage that overran leaves the later ones less: ``timing.stage_scale``);
 a point's repetitions are as many as its share of the budget allows (at least 2, at most
 ``reps``, from the warm-up's time, max over ranks so every rank runs the same count); a
@@ -56,7 +57,7 @@ from typing import Callable
 import numpy as np
 
 from ..profile import Profile, validate_params
-from ..timing import Plan
+from ..timing import CalibrationSetup
 from ...mpi.groups import Group
 from .alltoallv import measure_alltoallv
 from .backends import measure_backends
@@ -65,9 +66,10 @@ from .local import measure_dtype, measure_memcpy, measure_plan_scan
 from .result import NODE_KEYS, NODE_SHARE, Result, to_profile
 
 
-def run(world, plan: Plan | None = None, log: Callable[[str], None] = print) -> Profile:
+def run(world, setup: CalibrationSetup | None = None,
+        log: Callable[[str], None] = print) -> Profile:
     """Collective: measure, fit and return the profile (identical on every rank)."""
-    plan = plan or Plan()
+    setup = setup or CalibrationSetup()
     say = log if world.rank == 0 else (lambda _msg: None)
     res, t0 = Result(), time.perf_counter()
     stages = [("memcpy", measure_memcpy), ("plan", measure_plan_scan), ("dtype", measure_dtype),
@@ -76,19 +78,19 @@ def run(world, plan: Plan | None = None, log: Callable[[str], None] = print) -> 
     for i, (name, fn) in enumerate(stages, 1):
         ts = time.perf_counter()
         # a stage that overran leaves the later ones less (rank 0's clock: the same everywhere)
-        staged = plan.for_stage(name, world.comm.bcast(ts - t0, root=0))
+        staged = setup.for_stage(name, world.comm.bcast(ts - t0, root=0))
         fn(world, staged, res)
         world.comm.Barrier()
         say(f"calibrate: [{i}/{len(stages)}] {name} done in {time.perf_counter() - ts:.1f} s"
             + (f" (its share scaled by {staged.scale:.2f}: earlier stages overran)"
                if staged.scale < 0.99 else ""))
-    node = _node_stage(world, plan, res, say)
+    node = _node_stage(world, setup, res, say)
     res = world.comm.bcast(res, root=0)  # rank 0's fit is the profile, for everyone
     validate_params(res.params, "calibration result")
     for w in res.warnings:
         say(f"calibrate: WARNING {w}")
     seconds = time.perf_counter() - t0
-    say(f"calibrate: {seconds:.1f} s in all (budget {plan.budget_s:.0f} s); fit residuals "
+    say(f"calibrate: {seconds:.1f} s in all (budget {setup.budget_s:.0f} s); fit residuals "
         + ", ".join(f"{k} rms {v:.0%} worst {res.worst.get(k, 0):.0%}"
                     for k, v in res.quality.items()))
     return to_profile(world, res, seconds, node)
@@ -114,15 +116,15 @@ def _node_world(world):
                  local_size=n, owned=True)
 
 
-def _node_stage(world, plan: Plan, res: Result, say) -> "Result | None":
+def _node_stage(world, setup: CalibrationSetup, res: Result, say) -> "Result | None":
     """Collective over `world`. Stages 4-6 on every node's sub-communicator at once; rank 0's
     node's fit (None on a single node or with a node of one rank). Node-independent terms
-    (memcpy, plan scan, datatypes) are the whole run's."""
+    (memcpy, step scan, datatypes) are the whole run's."""
     if not wants_node_stage(world.node_of):
         return None
     ts = time.perf_counter()
     node = _node_world(world)
-    sub = replace(plan, budget_s=plan.budget_s * NODE_SHARE, scale=1.0)
+    sub = replace(setup, budget_s=setup.budget_s * NODE_SHARE, scale=1.0)
     out = Result()
     for key in ("mem.t_sample", "mem.bw", "coll.t_plan_id", "os.t_dtype"):
         out.set(key, res.params[key], res.sources[key])
@@ -150,4 +152,6 @@ def _node_stage(world, plan: Plan, res: Result, say) -> "Result | None":
     return out
 
 
-__all__ = ["NODE_KEYS", "Plan", "Result", "run", "wants_node_stage"]
+__all__ = ["NODE_KEYS", "CalibrationSetup", "Plan", "Result", "run", "wants_node_stage"]
+
+Plan = CalibrationSetup  # its old name

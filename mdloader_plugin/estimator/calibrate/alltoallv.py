@@ -6,33 +6,33 @@ from __future__ import annotations
 import numpy as np
 
 from ..fit import lad_relative, nnls_relative, positive
-from ..timing import Plan, median_time
+from ..timing import CalibrationSetup, median_time
 from .gets import fill_level
 from .result import FLOOR_S, Result, bw_floor, fit_source, note_fit
 
 
 # -- 5. Alltoallv ------------------------------------------------------------------------------
-def measure_alltoallv(world, plan: Plan, res: Result) -> None:
+def measure_alltoallv(world, setup: CalibrationSetup, res: Result) -> None:
     """Stage ``alltoallv``: time Alltoallv on sub-communicators of 2..P ranks at several message
     sizes and fit the collective model's sync, per-peer and per-byte costs into `res`."""
     from mpi4py import MPI
 
     rows = []
     sizes = _a2a_world_sizes(world)
-    budget = plan.point_budget("alltoallv", (len(sizes) + 2) * len(plan.a2a_sizes))
-    pairwise = _is_pairwise(world, plan, budget)
-    clock = plan.clock("alltoallv", world.comm)
+    budget = setup.point_budget("alltoallv", (len(sizes) + 2) * len(setup.a2a_sizes))
+    pairwise = _is_pairwise(world, setup, budget)
+    clock = setup.clock("alltoallv", world.comm)
     for p in sizes:
         sub = world.comm.Split(0 if world.rank < p else MPI.UNDEFINED, world.rank)
         intra = _intra_peers(world, p)
-        for i, m in enumerate(plan.a2a_sizes):
-            t = clock.point(lambda: _time_a2a(sub, p, m, plan.reps, budget)
+        for i, m in enumerate(setup.a2a_sizes):
+            t = clock.point(lambda: _time_a2a(sub, p, m, setup.reps, budget)
                             if sub != MPI.COMM_NULL else 0.0)
             rows.append((p, intra if m else 0.0, m, t))
             # the same on every rank (maxed); 0 B and one size always run, every size on all ranks
-            if i >= 1 and (t > plan.max_step_s or (clock.over and p != sizes[-1])):
+            if i >= 1 and (t > setup.max_step_s or (clock.over and p != sizes[-1])):
                 res.skipped["alltoallv"] = (res.skipped.get("alltoallv", 0)
-                                            + len(plan.a2a_sizes) - i - 1)
+                                            + len(setup.a2a_sizes) - i - 1)
                 break
         if sub != MPI.COMM_NULL:
             sub.Free()
@@ -115,13 +115,13 @@ def _a2a_slopes(p, intra, inter, m, y, mem_bw: float | None) -> "dict[str, float
     return {k: v for k, v in fit.coef.items() if v is not None}
 
 
-def _is_pairwise(world, plan: Plan, budget: float) -> bool:
+def _is_pairwise(world, setup: CalibrationSetup, budget: float) -> bool:
     """Does an Alltoallv with one small message per rank cost about as much as a dense one?"""
     P, m = world.size, 1024
     if P < 3:
         return True
-    one = _time_a2a(world.comm, P, m, plan.reps, budget, only_next=True)
-    dense = _time_a2a(world.comm, P, m, plan.reps, budget)
+    one = _time_a2a(world.comm, P, m, setup.reps, budget, only_next=True)
+    dense = _time_a2a(world.comm, P, m, setup.reps, budget)
     return bool(world.comm.bcast(one > 0.75 * dense if world.rank == 0 else None, root=0))
 
 

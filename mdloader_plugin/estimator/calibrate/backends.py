@@ -8,7 +8,7 @@ import numpy as np
 
 from ..fit import positive
 from ..models import Workload, get_model
-from ..timing import SHARES, Plan, StageClock
+from ..timing import SHARES, CalibrationSetup, StageClock
 from ...backends import get_backend
 from ...core.blocks import block_bounds
 from ...store.shard import ShardStore
@@ -16,7 +16,7 @@ from .result import Result
 
 
 # -- 6. real backends: the per-step software intercept -----------------------------------------
-def measure_backends(world, plan: Plan, res: Result) -> None:
+def measure_backends(world, setup: CalibrationSetup, res: Result) -> None:
     """Stage ``backends``: real one-sided and collective steps at batch 1 and 4 on a synthetic
     store; each backend's fixed step cost is what the other terms leave unexplained."""
     mean = 2048
@@ -28,8 +28,9 @@ def measure_backends(world, plan: Plan, res: Result) -> None:
             backend = get_backend(name)(store, world)
             excess = []
             for batch in (1, 4):
-                clock = StageClock(world.comm, plan.budget_s * SHARES["backends"] * plan.scale / 4)
-                t = _time_backend(world, backend, rng, n, batch, plan.steps, clock)
+                share = setup.budget_s * SHARES["backends"] * setup.scale / 4
+                clock = StageClock(world.comm, share)
+                t = _time_backend(world, backend, rng, n, batch, setup.steps, clock)
                 w = Workload(world.size, batch, mean, 0.0, int(np.bincount(world.node_of).max()))
                 model = dict(get_model(name).terms(w, {**res.params, key: 0.0}))
                 excess.append(t - sum(model.values()))
@@ -56,11 +57,11 @@ def _time_backend(world, backend, rng, n: int, batch: int, steps: int,
     times = []
 
     def one() -> float:
-        plan = world.comm.bcast(rng.permutation(n)[:world.size * batch].reshape(world.size, -1)
+        table = world.comm.bcast(rng.permutation(n)[:world.size * batch].reshape(world.size, -1)
                                 if world.rank == 0 else None, root=0)
         world.comm.Barrier()
         t = time.perf_counter()
-        backend.fetch(plan)
+        backend.fetch(table)
         return time.perf_counter() - t
 
     for i in range(steps + 1):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..fit import nnls_relative, positive
-from ..timing import Plan, StageClock, median_time
+from ..timing import CalibrationSetup, StageClock, median_time
 from ...backends.onesided import start_progress_thread
 from .result import FLOOR_S, Result, bw_floor, fit_source, note_fit
 
@@ -26,12 +26,12 @@ def _n_common(world, same_node: bool) -> int:
     return min(counts)
 
 
-def measure_gets(world, plan: Plan, res: Result) -> None:
+def measure_gets(world, setup: CalibrationSetup, res: Result) -> None:
     """Stage ``gets``: timed one-sided Get steps (owners x blocks x record sizes) inside and
     across nodes, fitted into the one-sided model's per-Get, per-block and per-byte costs."""
     from mpi4py import MPI
 
-    win_bytes = max(plan.sizes) * max(plan.blocks) * 2
+    win_bytes = max(setup.sizes) * max(setup.blocks) * 2
     win = MPI.Win.Allocate(win_bytes, disp_unit=1, comm=world.comm)
     win.Lock_all(MPI.MODE_NOCHECK)
     # Gets are timed under the progress the one-sided backend will run with (across nodes its
@@ -41,10 +41,10 @@ def measure_gets(world, plan: Plan, res: Result) -> None:
         levels = [(lvl, same, _n_common(world, same)) for lvl, same in
                   (("intra", True), ("inter", False))]
         counts = {lvl: _owner_counts(n) for lvl, _, n in levels}
-        points = sum(len(c) for c in counts.values()) * len(plan.sizes) * len(plan.blocks)
-        budget, clock = plan.point_budget("get", points), plan.clock("get", world.comm)
+        points = sum(len(c) for c in counts.values()) * len(setup.sizes) * len(setup.blocks)
+        budget, clock = setup.point_budget("get", points), setup.clock("get", world.comm)
         for level, same, n_max in levels:
-            rows = _get_series(world, plan, win, _peers(world, same)[:n_max], counts[level],
+            rows = _get_series(world, setup, win, _peers(world, same)[:n_max], counts[level],
                                win_bytes, MPI, budget, res, clock)
             _fit_gets(world, res, level, rows)
     finally:
@@ -84,15 +84,15 @@ def _owner_counts(n_peers: int) -> list[int]:
     return sorted({1, n_peers} | ({2} if n_peers > 2 else set())) if n_peers else []
 
 
-def _get_series(world, plan: Plan, win, peers: list[int], counts: list[int], win_bytes: int,
-                MPI, budget: float, res: Result, clock: StageClock) -> list:
+def _get_series(world, setup: CalibrationSetup, win, peers: list[int], counts: list[int],
+                win_bytes: int, MPI, budget: float, res: Result, clock: StageClock) -> list:
     """Timed Get steps, the points the fit cannot do without first (:func:`_get_points`); the
     others only while the stage is within its time. A (owners, blocks) series stops growing its
-    records once a step takes longer than ``plan.max_step_s``. Every rank skips the same points
+    records once a step takes longer than ``setup.max_step_s``. Every rank skips the same points
     (times are maxed over ranks)."""
     rows, too_slow = [], set()
     out = np.empty(win_bytes, dtype=np.uint8)
-    for n, b, m, essential in _get_points(counts, plan):
+    for n, b, m, essential in _get_points(counts, setup):
         if (n, b) in too_slow or (not essential and clock.over):
             res.skipped["get"] = res.skipped.get("get", 0) + 1
             continue
@@ -111,23 +111,23 @@ def _get_series(world, plan: Plan, win, peers: list[int], counts: list[int], win
             for tt in types:
                 tt.Free()
         world.comm.Barrier()
-        t = clock.point(lambda: median_time(step, plan.reps, world.comm, budget))
+        t = clock.point(lambda: median_time(step, setup.reps, world.comm, budget))
         rows.append((n, n * b, n * b * m, n * (b > 1), t))
-        if t > plan.max_step_s:
+        if t > setup.max_step_s:
             too_slow.add((n, b))
     return rows
 
 
-def _get_points(counts: list[int], plan: Plan) -> list[tuple[int, int, int, bool]]:
+def _get_points(counts: list[int], setup: CalibrationSetup) -> list[tuple[int, int, int, bool]]:
     """(owners, blocks, record bytes, essential), smallest records first in each series. The
     essential points identify every term: each owner count at one small Get, the most owners at
     every record size, and at the most blocks."""
     if not counts:
         return []
-    top, small = counts[-1], plan.sizes[0]
-    must = ([(n, 1, small) for n in counts] + [(top, 1, m) for m in plan.sizes[1:]]
-            + [(top, plan.blocks[-1], small)])
-    rest = [(n, b, m) for n in counts for b in plan.blocks for m in plan.sizes
+    top, small = counts[-1], setup.sizes[0]
+    must = ([(n, 1, small) for n in counts] + [(top, 1, m) for m in setup.sizes[1:]]
+            + [(top, setup.blocks[-1], small)])
+    rest = [(n, b, m) for n in counts for b in setup.blocks for m in setup.sizes
             if (n, b, m) not in must]
     return [(*p, True) for p in dict.fromkeys(must)] + [(*p, False) for p in rest]
 

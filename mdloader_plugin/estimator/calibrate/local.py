@@ -1,4 +1,4 @@
-"""Stages 1-3: local record gathers (``memcpy``), the plan scan, hindexed datatypes."""
+"""Stages 1-3: local record gathers (``memcpy``), the step scan, hindexed datatypes."""
 
 from __future__ import annotations
 
@@ -6,26 +6,26 @@ from __future__ import annotations
 import numpy as np
 
 from ..fit import nnls_relative, positive
-from ..timing import Plan, max_array, max_over, median_time
+from ..timing import CalibrationSetup, max_array, max_over, median_time
 from ...backends.base import exclusive_cumsum, gather_local
 from .result import FLOOR_S, Result, bw_floor, fit_source, note_fit
 
 
 # -- 1. local copies -------------------------------------------------------------------------
-def measure_memcpy(world, plan: Plan, res: Result) -> None:
+def measure_memcpy(world, setup: CalibrationSetup, res: Result) -> None:
     """Stage ``local``: gathering records on one rank, fitted into a cost a record
     (``mem.t_sample``) and a memcpy bandwidth (``mem.bw``)."""
     rng = np.random.default_rng(world.rank)
     buf = np.full(8 << 20, 7, dtype=np.uint8)
     rows = []
-    for m in plan.sizes:
+    for m in setup.sizes:
         for k in (1, 16, 64):
             src = rng.integers(0, buf.size - m, size=k)
             nb = np.full(k, m, dtype=np.int64)
             out = np.empty(k * m, dtype=np.uint8)
             dst = exclusive_cumsum(nb)
-            t = median_time(lambda: gather_local(buf, src, nb, out, dst), plan.reps,
-                             budget=plan.point_budget("memcpy", 3 * len(plan.sizes)))
+            t = median_time(lambda: gather_local(buf, src, nb, out, dst), setup.reps,
+                             budget=setup.point_budget("memcpy", 3 * len(setup.sizes)))
             rows.append((k, k * m, t))
     k, b, y = map(np.array, zip(*rows))
     y = max_array(world.comm, y)
@@ -36,9 +36,9 @@ def measure_memcpy(world, plan: Plan, res: Result) -> None:
     note_fit(res, "memcpy", fit, f"{k[worst]} records of {b[worst] // max(k[worst], 1)} B")
 
 
-# -- 2. plan scan (collective backend) -------------------------------------------------------
-def measure_plan_scan(world, plan: Plan, res: Result) -> None:
-    """The collective backend's cost a plan id of scanning the global plan for its own ids."""
+# -- 2. step scan (collective backend) ---------------------------------------------------------
+def measure_plan_scan(world, setup: CalibrationSetup, res: Result) -> None:
+    """The collective backend's cost an id of scanning the whole world's step for its own ids."""
     n = 200_000
     ids = np.random.default_rng(1).permutation(n).reshape(-1, 1000)
     lo, hi = n // 4, n // 2
@@ -48,16 +48,16 @@ def measure_plan_scan(world, plan: Plan, res: Result) -> None:
         mask = (flat >= lo) & (flat < hi)
         np.repeat(np.arange(ids.shape[0]), ids.shape[1])[mask]
 
-    t = max_over(world.comm, median_time(scan, plan.reps, budget=plan.point_budget("plan", 2)))
+    t = max_over(world.comm, median_time(scan, setup.reps, budget=setup.point_budget("plan", 2)))
     res.set("coll.t_plan_id", positive(t / n, 1e-10),
-            f"calibrate: scan of a {n}-id global plan, {t * 1e3:.2f} ms")
-    measure_counts(world, plan, res)
+            f"calibrate: scan of a {n}-id whole-world step, {t * 1e3:.2f} ms")
+    measure_counts(world, setup, res)
 
 
 COUNT_RANKS = (1 << 12, 1 << 16)  # world sizes whose count arrays are timed
 
 
-def measure_counts(world, plan: Plan, res: Result) -> None:
+def measure_counts(world, setup: CalibrationSetup, res: Result) -> None:
     """``coll.t_count``: a rank's cost a rank of the ``Alltoallv`` count and displacement
     arrays (two ``bincount`` of a step's 32 records over ``P`` ranks and their prefix sums, as
     the collective backend builds them), the slope between two world sizes."""
@@ -70,8 +70,8 @@ def measure_counts(world, plan: Plan, res: Result) -> None:
             for _ in range(2):  # send and receive
                 exclusive_cumsum(np.bincount(dest, weights=nb, minlength=p).astype(np.int64))
 
-        ts.append(max_over(world.comm, median_time(counts, plan.reps,
-                                                    budget=plan.point_budget("plan", 4))))
+        ts.append(max_over(world.comm, median_time(counts, setup.reps,
+                                                    budget=setup.point_budget("plan", 4))))
     per = (ts[1] - ts[0]) / (COUNT_RANKS[1] - COUNT_RANKS[0])
     res.set("coll.t_count", positive(per, 1e-9),
             f"calibrate: count arrays at P = {COUNT_RANKS[0]} and {COUNT_RANKS[1]}, "
@@ -79,7 +79,7 @@ def measure_counts(world, plan: Plan, res: Result) -> None:
 
 
 # -- 3. datatypes ----------------------------------------------------------------------------
-def measure_dtype(world, plan: Plan, res: Result) -> None:
+def measure_dtype(world, setup: CalibrationSetup, res: Result) -> None:
     """The cost of building and committing an MPI indexed datatype, a block."""
     from mpi4py import MPI
 
@@ -89,7 +89,7 @@ def measure_dtype(world, plan: Plan, res: Result) -> None:
     def make():
         MPI.BYTE.Create_hindexed(nb, displs).Commit().Free()
 
-    t = max_over(world.comm, median_time(make, plan.reps * 4,
-                                           budget=plan.point_budget("dtype", 1)))
+    t = max_over(world.comm, median_time(make, setup.reps * 4,
+                                           budget=setup.point_budget("dtype", 1)))
     res.set("os.t_dtype", positive(t, FLOOR_S), "calibrate: Create_hindexed + Commit + Free, "
             "16 blocks, median")

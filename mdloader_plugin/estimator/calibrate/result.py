@@ -16,7 +16,7 @@ from ..profile import Profile, validate_params
 
 FLOOR_S, FLOOR_BW = 1e-8, 1e7
 BW_SLACK = 1.5  # a fitted bandwidth may exceed the best throughput a point reached by this much
-NODE_SHARE = 0.25  # of Plan.budget_s for the per-node stage (on top of the whole-job stages)
+NODE_SHARE = 0.25  # of CalibrationSetup.budget_s for the per-node stage (beside the job's)
 #: what the per-node stage measures for a job inside one node (``Profile.node``)
 NODE_KEYS = ("os.t_step", "os.t_flush_intra", "os.t_get_intra", "os.t_block", "os.bw_intra",
              "coll.t_step", "coll.t_sync", "coll.t_peer_intra", "coll.bw_intra", "coll.pairwise")

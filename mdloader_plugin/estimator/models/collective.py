@@ -1,7 +1,7 @@
 """Cost of one step of the collective backend (``backends/collective.py``).
 
 Every rank derives what it must send to whom from its own block's slice of the epoch's inverse
-(``O(B)``, never the ``[P, B]`` table: :mod:`mdloader_plugin.sampling.plan`), builds the count
+(``O(B)``, never the ``[P, B]`` table: :mod:`mdloader_plugin.sampling.planner`), builds the count
 and displacement arrays ``Alltoallv`` needs (``O(P)``: what still grows with the ranks), packs
 those records, and all ranks call ONE ``MPI_Alltoallv`` (self-send included).
 There is no request round, but every rank waits for the slowest. Formula (seconds per step)::

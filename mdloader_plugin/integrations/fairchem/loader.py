@@ -11,7 +11,7 @@ would give. The wrapper adds what fairchem's ``MLIPTrainEvalUnit`` calls on a lo
 
 Batch sizes. fairchem users size batches by atoms (``max_atoms``, its
 ``MaxAtomDistributedBatchSampler``), MDLoader's core sampler by graphs. With ``max_atoms`` set the
-loader serves fairchem's own batches (:class:`~mdloader_plugin.sampling.max_atoms.MaxAtomsPlan`):
+loader serves fairchem's own batches (:class:`~mdloader_plugin.sampling.max_atoms.MaxAtomsBatches`):
 packed once from a seeded permutation, never above ``max_atoms`` atoms (a larger graph is left
 out, as fairchem does), their order shuffled each epoch and dealt round robin; batches differ in
 graph count, every rank runs the same number of steps. Without it, ``batch_size`` graphs a rank a
@@ -130,7 +130,7 @@ class FairchemMDLoader:
                                f"{pending[0]} without MDLoader's state in the checkpoint: exact "
                                "only on the same ranks and batch size (add the requeue "
                                "LoaderStateCallback to runner.callbacks)")
-            ld.load_state_dict({"seed": ld.sampler_core.seed, "epoch": pending[0],
+            ld.load_state_dict({"seed": ld.schedule.seed, "epoch": pending[0],
                                 "step": pending[1]})
         elif pending is not None:
             ld.set_epoch(pending[0])
@@ -285,18 +285,18 @@ def build_loader(path: str | None = None, collate_fn: Callable | None = None,
 
 def atom_capped_plan(natoms, max_atoms: int, store, mix, world_size: int, **kw):
     """fairchem's ``MaxAtomDistributedBatchSampler`` batches
-    (:class:`~mdloader_plugin.sampling.max_atoms.MaxAtomsPlan`) over the store, or over the
+    (:class:`~mdloader_plugin.sampling.max_atoms.MaxAtomsBatches`) over the store, or over the
     expanded list of a data-set `mix` (as fairchem's sampler packs its ``ConcatDataset``)."""
-    from ...sampling.max_atoms import MaxAtomsPlan
+    from ...sampling.max_atoms import MaxAtomsBatches
     from ...sampling.mixes import DataSets, get_mix
 
     if mix is None:
-        return MaxAtomsPlan(natoms, int(max_atoms), world_size, **kw)
+        return MaxAtomsBatches(natoms, int(max_atoms), world_size, **kw)
     try:
         ids = get_mix(mix, DataSets.of_store(store), world_size).expanded()
     except ValueError as exc:
         raise ConfigError(f"loader sampling: {exc}") from None
-    return MaxAtomsPlan(natoms[ids], int(max_atoms), world_size, ids=ids, **kw)
+    return MaxAtomsBatches(natoms[ids], int(max_atoms), world_size, ids=ids, **kw)
 
 
 def _log_plan(log, label: str, plan) -> None:

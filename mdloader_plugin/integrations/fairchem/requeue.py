@@ -36,7 +36,7 @@ def checkpoint_payload(loader, epoch: int, step: int) -> dict:
     """What goes into a checkpoint for `loader` (a :class:`.loader.FairchemMDLoader`) when
     fairchem's progress is `step` steps into `epoch`."""
     ld = loader.loader
-    core = ld.sampler_core
+    core = ld.schedule
     state = dict(ld.state_dict(), epoch=int(epoch), step=int(step),
                  offset=int(core.offset_of(int(epoch))))
     return {"loader": state, "num_samples": int(core.num_samples),
@@ -76,7 +76,7 @@ def read_state(location: str, comm=None) -> tuple[dict | None, str]:
 
 def check_payload(payload: dict, loader, path: str) -> dict:
     """The loader state of `payload`, after checking it belongs to `loader`'s data set."""
-    core = loader.loader.sampler_core
+    core = loader.loader.schedule
     try:
         n, state = int(payload["num_samples"]), dict(payload["loader"])
     except (KeyError, TypeError, ValueError):

@@ -3,7 +3,7 @@
 A mix turns the data sets' sizes into an epoch list of length ``size``: entry ``j`` is a global
 sample id, ids of small data sets repeated (oversampled) or ids of large ones left out
 (undersampled) as the sampling rule says. The sampler then shuffles and deals that list exactly
-as it deals a single data set (:mod:`..sampler`), so determinism from ``(seed, epoch)``,
+as it deals a single data set (:mod:`..schedule`), so determinism from ``(seed, epoch)``,
 exactly-once over the expanded epoch, resume and byte-identical backends carry over unchanged.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.blocks import inclusive_bounds
-from ..sampler import epoch_permutation
+from ..schedule import epoch_permutation
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import pytest
 
 from mdloader_plugin.backends.base import Backend, BufferPool, Fetched, gather_local
 from mdloader_plugin.records import kernels
-from mdloader_plugin.sampling.plan import StepPlan
+from mdloader_plugin.sampling.planner import StepPlan
 
 MiB = 1 << 20
 
@@ -61,7 +61,7 @@ def test_fetch_takes_a_whole_table_as_this_rank_s_plan():
     table = np.array([[5, 0, 9], [2, 6, 7]])
     assert b.fetch(table) == "fetched"
     assert b.plan.ids.tolist() == [2, 6, 7]
-    ids, dest = b.plan.sends()  # this rank's records (4..7) the table's rows take
+    ids, dest = b.plan.sends  # this rank's records (4..7) the table's rows take
     assert ids.tolist() == [5, 6, 7] and dest.tolist() == [0, 1, 1]
     plan = StepPlan(np.array([1, 2]))
     b.fetch(plan)

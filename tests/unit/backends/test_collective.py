@@ -12,7 +12,7 @@ import pytest
 
 from mdloader_plugin.backends.collective import CollectiveBackend, wants_progress_thread
 from mdloader_plugin.records import codec
-from mdloader_plugin.sampling.plan import StepPlan
+from mdloader_plugin.sampling.planner import StepPlan
 from mdloader_plugin.store.shard import ShardStore
 from mpirun import ROOT, mpirun
 

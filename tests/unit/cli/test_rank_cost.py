@@ -51,7 +51,7 @@ def test_new_and_legacy_plans_are_the_same(backend, weights, datasets, group):
         a, b = new.plan(1, step), old.plan(1, step)
         assert np.array_equal(a.ids, b.ids)
         if backend == "collective":
-            assert all(np.array_equal(x, y) for x, y in zip(a.sends(), b.sends()))
+            assert all(np.array_equal(x, y) for x, y in zip(a.sends, b.sends))
     assert new.step(1, 0).keys() == {"plan", "group_pack", "copy", "batch"}
 
 
@@ -153,7 +153,7 @@ def test_bad_sizes_one_line_exit_2(tmp_path, name, content, line):
 # -- --profile-out: the collective model's per-rank CPU constants --------------------------------
 def test_profile_out_prices_estimates_plan_term(tmp_path):
     from mdloader_plugin.estimator import Workload, get_model, get_profile
-    from mdloader_plugin.estimator.plan_fit import fit_rows
+    from mdloader_plugin.estimator.rank_cost_fit import fit_rows
 
     prof_path, rows_path = tmp_path / "fitted.json", tmp_path / "rows.json"
     r = _cli("--ranks", "4,64,512", "--num-samples", 20000, "--batch-size", 8, "--steps", 3,

@@ -65,7 +65,7 @@ def test_hydragnn_builder_passes_them_to_store_and_loader(split_file):
     built = loaders.build_mdloader(cfg, None, lambda rec: rec, labels=("trainset", "valset"))
     try:
         for ld in built:
-            assert ld.sampler_core.order == "feistel"
+            assert ld.schedule.order == "feistel"
             assert ld.store.index.describe().startswith("full")
             assert ld.memory_report()["order"] == "feistel"
     finally:
@@ -73,7 +73,7 @@ def test_hydragnn_builder_passes_them_to_store_and_loader(split_file):
     cfg = config.load(DEMO, [f"Dataset.path={split_file}", "mdloader.prefetch=0"])
     (ld,) = loaders.build_mdloader(cfg, None, lambda rec: rec, labels=("trainset",))
     try:  # the defaults: torch below 4M samples, the compact index
-        assert ld.sampler_core.order == "torch" and ld.store.index.describe().startswith("compact")
+        assert ld.schedule.order == "torch" and ld.store.index.describe().startswith("compact")
     finally:
         loaders.close([ld])
 
@@ -103,11 +103,11 @@ def fairchem_loader(monkeypatch):
 def test_fairchem_build_loader_passes_them(fairchem_loader, split_file):
     ld = fairchem_loader.build_loader(split_file, collate_fn=list, batch_size=2, prefetch=0,
                                       order="feistel", index="full")
-    assert ld.loader.sampler_core.order == "feistel"
+    assert ld.loader.schedule.order == "feistel"
     assert ld.loader.store.index.describe().startswith("full")
     ld = fairchem_loader.build_loader(split_file, collate_fn=list, batch_size=2, prefetch=0,
                                       order="torch", index_share="rank")
-    assert ld.loader.sampler_core.order == "torch"
+    assert ld.loader.schedule.order == "torch"
     assert ld.loader.store.index.describe().startswith("compact")
 
 

@@ -3,7 +3,7 @@ less."""
 
 import pytest
 
-from mdloader_plugin.estimator.timing import SHARES, Plan, stage_scale
+from mdloader_plugin.estimator.timing import SHARES, CalibrationSetup, stage_scale
 
 
 def test_on_time_stages_keep_their_share():
@@ -20,7 +20,7 @@ def test_an_overrun_is_taken_from_the_later_stages():
     scale = stage_scale("alltoallv", before_get + 30.0, 45.0)
     left = 45.0 - before_get - 30.0
     assert scale == pytest.approx(left / (45.0 * (SHARES["alltoallv"] + SHARES["backends"])))
-    plan = Plan(budget_s=45.0).for_stage("alltoallv", before_get + 30.0)
+    plan = CalibrationSetup(budget_s=45.0).for_stage("alltoallv", before_get + 30.0)
     total_later = sum(plan.clock(s, None).limit for s in ("alltoallv", "backends"))
     assert total_later == pytest.approx(left)
     assert plan.point_budget("alltoallv", 4) == pytest.approx(

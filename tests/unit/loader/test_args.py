@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 from mdloader_plugin.core.errors import ConfigError
-from mdloader_plugin.loader.args import (checked_sampler, checked_state, prefetch_bytes,
+from mdloader_plugin.loader.args import (checked_schedule, checked_state, prefetch_bytes,
                                          producer_kind)
-from mdloader_plugin.sampling.sampler import GlobalSampler, SamplerState
+from mdloader_plugin.sampling.schedule import ResumeState, Schedule
 
 ONE_SET = SimpleNamespace(meta={}, num_samples=10)
 TWO_SETS = SimpleNamespace(meta={"dataset_starts": [0, 6, 10], "dataset_names": ["a", "b"]},
@@ -19,7 +19,7 @@ TWO_SETS = SimpleNamespace(meta={"dataset_starts": [0, 6, 10], "dataset_names": 
 
 def sampler(size=2, batch_size=2, prefetch=0, backend="onesided", mib=1, **kw):
     kw = {"seed": 3, "mix": (None, ONE_SET), **kw}
-    return checked_sampler(10, size, batch_size, prefetch, backend, None, mib, **kw)
+    return checked_schedule(10, size, batch_size, prefetch, backend, None, mib, **kw)
 
 
 def test_producer_is_the_thread_and_process_is_deprecated(monkeypatch):
@@ -54,7 +54,7 @@ def test_prefetch_bytes_from_the_argument_or_the_environment(monkeypatch):
 
 def test_good_arguments_make_the_sampler():
     s = sampler(size=2, batch_size=2)
-    assert isinstance(s, GlobalSampler) and s.mix is None
+    assert isinstance(s, Schedule) and s.mix is None
     assert (s.num_samples, s.world_size, s.batch_size, s.per_rank, s.seed) == (10, 2, 2, 5, 3)
     assert sampler(backend="auto").batch_size == 2  # auto: the shipped profile loads
 
@@ -77,12 +77,12 @@ def test_bad_arguments_are_one_config_error_line(kw, msg):
     assert str(e.value) == msg
 
 
-def test_a_batch_plan_replaces_the_sampler_when_made_for_this_world():
+def test_a_batch_table_replaces_the_schedule_when_made_for_this_world():
     plan = SimpleNamespace(world_size=2)
     assert sampler(size=2, batches=plan) is plan
     with pytest.raises(ConfigError) as e:
         sampler(size=4, batches=plan)
-    assert str(e.value) == ("the batch plan was made for 2 ranks, the loader has 4: make it with "
+    assert str(e.value) == ("the batch table was made for 2 ranks, the loader has 4: make it with "
                             "the job's world size")
 
 
@@ -101,7 +101,7 @@ def _state(**kw):
 
 def test_a_matching_state_resumes():
     st = checked_state(_state(world_size=2, order="torch"), sampler(), 2)
-    assert st == SamplerState(3, 1, 2, world_size=2, order="torch")
+    assert st == ResumeState(3, 1, 2, world_size=2, order="torch")
 
 
 @pytest.mark.parametrize("state,mix,msg", [

@@ -13,7 +13,7 @@ import pytest
 from mdloader_plugin.backends.base import BufferPool, Fetched
 from mdloader_plugin.loader.step import BatchBuilder, EpochStats, Steps, Watch
 from mdloader_plugin.records import codec
-from mdloader_plugin.sampling.plan import StepPlan
+from mdloader_plugin.sampling.planner import StepPlan
 
 
 def fetched_of(samples: list[dict]) -> Fetched:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from mdloader_plugin.loader.verify import coverage, run_check
-from mdloader_plugin.sampling.sampler import GlobalSampler
+from mdloader_plugin.sampling.schedule import Schedule
 from mdloader_plugin.sources import synth
 from mdloader_plugin.sources.adios import write_graphs
 from mdloader_plugin.store.shard import ShardStore
@@ -101,7 +101,7 @@ def test_coverage_finds_injected_duplicate_missing_and_stray_ids_on_3_ranks():
 
 @pytest.mark.parametrize("drop_last", [True, False])
 def test_coverage_in_one_process(drop_last):
-    core = GlobalSampler(101, 1, 8, drop_last=drop_last, seed=1, order="feistel")
+    core = Schedule(101, 1, 8, drop_last=drop_last, seed=1, order="feistel")
     served = core.rank_indices(0, 0)
     assert coverage(None, core, 0, 0, served) is None
     dup = served.copy()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mdloader_plugin.loader.loader import MDLoader
-from mdloader_plugin.loader.views import EpochSampler, LocalSamples, memory_report
+from mdloader_plugin.loader.views import EpochSampler, LocalSamples
 from mdloader_plugin.store.shard import ShardStore
 
 
@@ -41,7 +41,7 @@ def test_dataset_is_this_rank_s_samples_decoded(loader):
 
 
 def test_memory_report_counts_every_structure(loader):
-    m = memory_report(loader)
+    m = loader.memory_report()
     rep = loader.store.memory_report()
     assert m["records_bytes"] == rep["records_bytes"] > 0
     assert m["index_bytes"] == rep["index_bytes"] and m["samples_global"] == 10
@@ -58,7 +58,7 @@ def test_memory_report_counts_the_balance_weights():
     ld = MDLoader(store, batch_size=3, backend="collective", prefetch=0, collate=list,
                   balance_weights=np.arange(1, 11, dtype=np.int32))
     try:
-        m = memory_report(ld)
+        m = ld.memory_report()
         assert m["weights_bytes"] == m["structures"]["balance_weights"] == 40
     finally:
         ld.close()
@@ -69,8 +69,8 @@ def test_memory_log_line(loader, monkeypatch):
     monkeypatch.setattr(loader.log, "info", lines.append)
     from mdloader_plugin.loader.views import log_memory
 
-    log_memory(loader)
-    m = memory_report(loader)
+    log_memory(loader.log, loader.name, loader.rank, loader.memory_report())
+    m = loader.memory_report()
     (line,) = lines
     per = (m["index_bytes"] + m["order_bytes"]) / 10
     assert line.startswith(f"[{loader.name}] memory on rank 0: records ")

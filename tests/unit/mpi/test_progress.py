@@ -97,20 +97,20 @@ def test_one_thread_runs_while_any_lease_is_held():
     a.fetching()
     b.fetching()
     b.fetching()  # a held lease counts once
-    assert poller.running and poller.holders == 2 and poller.started == 1 and _pollers() == 1
+    assert poller.running and poller.leases == 2 and poller.started == 1 and _pollers() == 1
     assert poller._thread.daemon
     a.pause()  # the backend stops serving (auto's probe of the other one)
-    assert poller.running and poller.holders == 1 and not a.active and b.active
+    assert poller.running and poller.leases == 1 and not a.active and b.active
     a.fetching()  # paused: a fetch does not take it again
-    assert poller.holders == 1
+    assert poller.leases == 1
     b.close()
-    assert not poller.running and poller.holders == 0 and _pollers() == 0
+    assert not poller.running and poller.leases == 0 and _pollers() == 0
     a.resume()
     a.fetching()  # serving again: its next fetch restarts the thread
     assert poller.running and poller.started == 2 and _pollers() == 1
     a.close()
     a.close()  # twice is harmless
-    assert not poller.running and poller.holders == 0 and _pollers() == 0
+    assert not poller.running and poller.leases == 0 and _pollers() == 0
 
 
 @pytest.mark.mpi

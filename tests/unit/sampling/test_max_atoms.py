@@ -9,8 +9,8 @@ import pytest
 
 from mdloader_plugin.core.errors import ConfigError
 from mdloader_plugin.loader.args import resume_offset
-from mdloader_plugin.sampling.max_atoms import MaxAtomsPlan
-from mdloader_plugin.sampling.sampler import SamplerState
+from mdloader_plugin.sampling.max_atoms import MaxAtomsBatches
+from mdloader_plugin.sampling.schedule import ResumeState
 
 
 def oc20_like(n: int, seed: int = 0) -> np.ndarray:
@@ -45,7 +45,7 @@ def served(plan, epoch, rank):
     (1, 300, {}), (3, 300, {"drop_last": True}), (4, 150, {}), (4, 300, {"shuffle": False})])
 def test_batches_equal_fairchem_sampler(ranks, max_atoms, kw):
     natoms = oc20_like(2000, seed=ranks)
-    plan = MaxAtomsPlan(natoms, max_atoms, ranks, seed=9, **kw)
+    plan = MaxAtomsBatches(natoms, max_atoms, ranks, seed=9, **kw)
     for epoch in (0, 1):
         for rank in range(ranks):
             mine = served(plan, epoch, rank)
@@ -57,7 +57,7 @@ def test_batches_equal_fairchem_sampler(ranks, max_atoms, kw):
 
 def test_no_batch_passes_max_atoms_and_the_histogram_is_fairchems():
     natoms, cap = oc20_like(5000, seed=1), 700
-    plan = MaxAtomsPlan(natoms, cap, 1, seed=0)
+    plan = MaxAtomsBatches(natoms, cap, 1, seed=0)
     theirs = np.array([natoms[b].sum() for b in fairchem_batches(natoms, cap, 1, 0, 0, 0)])
     mine = np.array([natoms[b].sum() for b in served(plan, 0, 0)])
     edges = np.linspace(0, cap, 15)
@@ -72,10 +72,11 @@ def test_no_batch_passes_max_atoms_and_the_histogram_is_fairchems():
 @pytest.mark.parametrize("new_ranks", [2, 3, 8])
 def test_state_of_4_ranks_resumes_on_another_size_serving_each_batch_once(new_ranks):
     natoms = oc20_like(900, seed=2)
-    old, new = MaxAtomsPlan(natoms, 400, 4, seed=5), MaxAtomsPlan(natoms, 400, new_ranks, seed=5)
+    old = MaxAtomsBatches(natoms, 400, 4, seed=5)
+    new = MaxAtomsBatches(natoms, 400, new_ranks, seed=5)
     k = 5
     before = [old.epoch_list(1)[s * 4:(s + 1) * 4] for s in range(k)]
-    st = SamplerState(5, 1, k, 4, 17, 0, "max_atoms")  # any batch size: batches are counted
+    st = ResumeState(5, 1, k, 4, 17, 0, "max_atoms")  # any batch size: batches are counted
     offset, step = resume_offset(st, new, new_ranks, 23)
     assert (offset, step) == (4 * k, 0)
     new.resume_at(1, offset)
@@ -92,10 +93,10 @@ def test_state_of_4_ranks_resumes_on_another_size_serving_each_batch_once(new_ra
 
 def test_bad_options_are_one_line():
     with pytest.raises(ConfigError, match="max_atoms must be a positive"):
-        MaxAtomsPlan([10, 10], 0, 1)
+        MaxAtomsBatches([10, 10], 0, 1)
     with pytest.raises(ConfigError, match="2 batches for 4 ranks"):
-        MaxAtomsPlan([10, 10, 10, 10], 20, 4)
-    plan = MaxAtomsPlan([10] * 8, 20, 2)
+        MaxAtomsBatches([10, 10, 10, 10], 20, 4)
+    plan = MaxAtomsBatches([10] * 8, 20, 2)
     with pytest.raises(ConfigError, match="outside this data set's 4 batches"):
         plan.resume_at(0, 9)
 

@@ -16,7 +16,7 @@ import pytest
 
 from hydragnn_versions import source_of
 from mdloader_plugin.core.errors import ConfigError
-from mdloader_plugin.sampling.node_budget import NodeBudgetPlan, from_batching
+from mdloader_plugin.sampling.node_budget import NodeBudgetBatches, from_batching
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ CASES = [  # (max_nodes, max_graphs, oversized, drop_last, shuffle, seed)
 def test_same_batches_as_upstreams_distributed_sampler(upstream, case, ranks):
     max_nodes, max_graphs, oversized, drop_last, shuffle, seed = case
     costs = np.random.default_rng(ranks * 100 + seed).integers(1, 35, size=157)
-    plan = NodeBudgetPlan(costs, max_nodes, ranks, max_graphs=max_graphs, shuffle=shuffle,
+    plan = NodeBudgetBatches(costs, max_nodes, ranks, max_graphs=max_graphs, shuffle=shuffle,
                           seed=seed, oversized_sample=oversized, drop_last=drop_last)
     for rank in range(ranks):
         theirs = upstream.DistributedCostAwareBatchSampler(
@@ -59,7 +59,7 @@ def test_same_batches_as_upstreams_distributed_sampler(upstream, case, ranks):
 
 def test_plan_rows_are_store_ids_padded_with_minus_one():
     costs = np.array([5, 1, 1, 1, 9, 2])
-    plan = NodeBudgetPlan(costs, 9, 2, ids=np.arange(100, 106), shuffle=False)
+    plan = NodeBudgetBatches(costs, 9, 2, ids=np.arange(100, 106), shuffle=False)
     rows = plan.plan(0, 0)
     assert rows.shape[0] == 2
     for r in range(2):
@@ -94,7 +94,7 @@ def test_mdloader_serves_the_plans_batches(split_file):
     with GraphFile(split_file) as f:
         counts = f.read_extents("trainset", "x", 0, f.info("trainset").ndata)[0]
     store = ShardStore.from_file(None, split_file, "trainset")
-    plan = NodeBudgetPlan(counts, int(counts.max()) * 3, 1, max_graphs=5, seed=2)
+    plan = NodeBudgetBatches(counts, int(counts.max()) * 3, 1, max_graphs=5, seed=2)
     with MDLoader(store, batch_size=4, backend="onesided", prefetch=0, batches=plan) as loader:
         for epoch in range(2):
             loader.set_epoch(epoch)

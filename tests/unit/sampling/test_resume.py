@@ -3,7 +3,7 @@
 
 Property tests over random ``(N, P_old, B_old, step, P_new, B_new, seed, epoch, drop_last,
 shuffle)`` on the pure sampler functions the loader uses (``resume_position`` +
-``GlobalSampler.resume_at``); the MPI test in ``test_reliability_mpi.py`` runs the same through
+``ReferenceSchedule.resume_at``); the MPI test in ``test_reliability_mpi.py`` runs the same through
 real MDLoaders on 4 then 3 ranks.
 """
 
@@ -11,7 +11,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mdloader_plugin.sampling.sampler import GlobalSampler, SamplerState, resume_position
+from mdloader_plugin.sampling.reference import ReferenceSchedule
+from mdloader_plugin.sampling.schedule import ResumeState, resume_position
 
 cases = st.fixed_dictionaries({
     "n": st.integers(1, 240), "p_old": st.integers(1, 8), "b_old": st.integers(1, 40),
@@ -22,7 +23,7 @@ cases = st.fixed_dictionaries({
 
 
 def sampler(c, p, b):
-    return GlobalSampler(c["n"], p, b, shuffle=c["shuffle"], seed=c["seed"],
+    return ReferenceSchedule(c["n"], p, b, shuffle=c["shuffle"], seed=c["seed"],
                          drop_last=c["drop_last"], order=c["order"])
 
 
@@ -32,7 +33,7 @@ def served(s, epoch, steps=None) -> np.ndarray:
     return np.concatenate(plans) if plans else np.zeros(0, np.int64)
 
 
-def resume(c, state: SamplerState, p, b) -> GlobalSampler:
+def resume(c, state: ResumeState, p, b) -> ReferenceSchedule:
     new = sampler(c, p, b)
     offset, step = resume_position(state, c["n"], p, b, c["drop_last"])
     new.resume_at(state.epoch, offset)
@@ -44,7 +45,7 @@ def valid(c, *sizes) -> bool:
     return not (c["drop_last"] and any(c["n"] < p for p in sizes))
 
 
-def check_rest(c, before: np.ndarray, new: GlobalSampler, step: int, finished: bool) -> None:
+def check_rest(c, before: np.ndarray, new: ReferenceSchedule, step: int, finished: bool) -> None:
     """The resumed epoch serves every not-yet-served sample (none if the epoch had finished);
     repeats only as padding; with drop_last at most once and fewer than P dropped."""
     e, p = c["epoch"], new.world_size
@@ -72,7 +73,7 @@ def test_resume_on_other_world_size_serves_the_rest_exactly_once(c):
     old = sampler(c, c["p_old"], c["b_old"])
     step = c["step"] % (old.steps_per_epoch + 1)
     before = served(old, c["epoch"], step)
-    state = SamplerState(c["seed"], c["epoch"], step, c["p_old"], c["b_old"], 0)
+    state = ResumeState(c["seed"], c["epoch"], step, c["p_old"], c["b_old"], 0)
     new, start = resume(c, state, c["p_new"], c["b_new"])
     if (c["p_old"], c["b_old"]) == (c["p_new"], c["b_new"]):  # same job size: same batches
         assert start == step
@@ -93,11 +94,11 @@ def test_resume_twice_composes(c, p3, b3, step2):
     old = sampler(c, c["p_old"], c["b_old"])
     step = c["step"] % (old.steps_per_epoch + 1)
     before = served(old, c["epoch"], step)
-    st1 = SamplerState(c["seed"], c["epoch"], step, c["p_old"], c["b_old"], 0)
+    st1 = ResumeState(c["seed"], c["epoch"], step, c["p_old"], c["b_old"], 0)
     mid, start = resume(c, st1, c["p_new"], c["b_new"])
     step2 = start + step2 % (mid.steps_in(c["epoch"]) - start + 1)
     seen_mid = served(mid, c["epoch"], step2)[start * mid.batch_size * mid.world_size:]
-    st2 = SamplerState(c["seed"], c["epoch"], step2, c["p_new"], c["b_new"],
+    st2 = ResumeState(c["seed"], c["epoch"], step2, c["p_new"], c["b_new"],
                        mid.offset_of(c["epoch"]))
     last, start3 = resume(c, st2, p3, b3)
     if (p3, b3) == (c["p_new"], c["b_new"]):  # same job size: the same remaining batches

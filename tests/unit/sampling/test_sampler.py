@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.utils.data import DistributedSampler
 
-from mdloader_plugin.sampling.sampler import GlobalSampler, SamplerState
+from mdloader_plugin.sampling.reference import ReferenceSchedule
+from mdloader_plugin.sampling.schedule import ResumeState
 
 configs = st.fixed_dictionaries({
     "n": st.integers(1, 300), "p": st.integers(1, 9), "b": st.integers(1, 70),
@@ -17,7 +18,7 @@ configs = st.fixed_dictionaries({
 
 
 def make(c, **kw):
-    return GlobalSampler(c["n"], c["p"], c["b"], shuffle=c["shuffle"], seed=c["seed"],
+    return ReferenceSchedule(c["n"], c["p"], c["b"], shuffle=c["shuffle"], seed=c["seed"],
                          drop_last=c["drop_last"], **{"order": c["order"], **kw})
 
 
@@ -66,17 +67,17 @@ def test_plans_are_a_pure_function_of_seed_epoch_step(c):
 
 @pytest.mark.parametrize("order", ["torch", "feistel"])
 def test_shuffle_changes_with_epoch_and_seed(order):
-    s = GlobalSampler(1000, 4, 10, seed=3, order=order)
+    s = ReferenceSchedule(1000, 4, 10, seed=3, order=order)
     assert not np.array_equal(s.epoch_table(0), s.epoch_table(1))
-    other = GlobalSampler(1000, 4, 10, seed=4, order=order)
+    other = ReferenceSchedule(1000, 4, 10, seed=4, order=order)
     assert not np.array_equal(s.epoch_table(0), other.epoch_table(0))
 
 
 def test_auto_order_is_torch_up_to_4m_samples_then_feistel():
-    assert GlobalSampler(2**22, 4, 10).order == "torch"
-    assert GlobalSampler(2**22 + 1, 4, 10).order == "feistel"
+    assert ReferenceSchedule(2**22, 4, 10).order == "torch"
+    assert ReferenceSchedule(2**22 + 1, 4, 10).order == "feistel"
     with pytest.raises(ValueError, match="auto, torch, feistel"):
-        GlobalSampler(10, 2, 3, order="random")
+        ReferenceSchedule(10, 2, 3, order="random")
 
 
 @pytest.mark.parametrize("kw,msg", [({"num_samples": 0}, "empty"),
@@ -85,14 +86,14 @@ def test_auto_order_is_torch_up_to_4m_samples_then_feistel():
 def test_bad_arguments(kw, msg):
     args = {"num_samples": 10, "world_size": 2, "batch_size": 3, **kw}
     with pytest.raises(ValueError, match=msg):
-        GlobalSampler(**args)
+        ReferenceSchedule(**args)
 
 
 def test_state_round_trip_and_validation():
-    st_ = SamplerState(1, 2, 3)
-    assert SamplerState.from_dict(st_.to_dict()) == st_
+    st_ = ResumeState(1, 2, 3)
+    assert ResumeState.from_dict(st_.to_dict()) == st_
     with pytest.raises(ValueError, match="seed, epoch, step"):
-        SamplerState.from_dict({"seed": 1})
+        ResumeState.from_dict({"seed": 1})
 
 
 @settings(max_examples=1500, deadline=None)

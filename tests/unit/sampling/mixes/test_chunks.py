@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from mdloader_plugin.sampling.sampler import GlobalSampler
+from mdloader_plugin.sampling.reference import ReferenceSchedule
 from mdloader_plugin.sampling import DataSets, get_mix
 
 SETS = DataSets(("a", "b"), (30, 20))
@@ -21,7 +21,7 @@ def _listed():
 def test_epoch_is_distributed_sampler_over_the_joined_list(shuffle):
     mix = get_mix({"type": "chunks", "chunks": CHUNKS}, SETS, 4)
     listed = _listed()
-    s = GlobalSampler(50, 4, 3, mix=mix, shuffle=shuffle, seed=0)
+    s = ReferenceSchedule(50, 4, 3, mix=mix, shuffle=shuffle, seed=0)
     for epoch in range(2):
         for rank in range(4):
             ds = torch.utils.data.DistributedSampler(range(listed.size), num_replicas=4,
@@ -32,13 +32,13 @@ def test_epoch_is_distributed_sampler_over_the_joined_list(shuffle):
 
 def test_oversampling_gives_every_rank_k_draws_of_the_list():
     mix = get_mix({"type": "chunks", "chunks": CHUNKS, "oversampling": 40}, SETS, 4)
-    s = GlobalSampler(50, 4, 8, mix=mix, seed=1)
+    s = ReferenceSchedule(50, 4, 8, mix=mix, seed=1)
     listed = set(_listed().tolist())
     rows = [s.rank_indices(0, r) for r in range(4)]
     assert all(len(r) == 40 and set(r.tolist()) <= listed for r in rows)
     assert all(len(set(r[:len(listed)].tolist())) == len(listed) for r in rows)  # a permutation
     assert len({tuple(r.tolist()) for r in rows}) == 4  # ranks draw differently
-    again = GlobalSampler(50, 4, 8, mix=get_mix({"type": "chunks", "chunks": CHUNKS,
+    again = ReferenceSchedule(50, 4, 8, mix=get_mix({"type": "chunks", "chunks": CHUNKS,
                                                  "oversampling": 40}, SETS, 4), seed=1)
     assert all((again.rank_indices(0, r) == rows[r]).all() for r in range(4))
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mdloader_plugin.sampling.mixes import DataSets, get_mix
-from mdloader_plugin.sampling.sampler import GlobalSampler
+from mdloader_plugin.sampling.reference import ReferenceSchedule
 
 NAMES, SIZES = ("a", "b", "c", "d"), (50, 6, 17, 3)
 SPEC = {"type": "temperature", "temperature": 2.0, "dataset_seed": 0, "no_shuffle": ["c"]}
@@ -38,8 +38,8 @@ def test_feistel_epoch_has_the_torch_epochs_properties(ranks):
     sets = DataSets(NAMES, SIZES)
     mix = get_mix(SPEC, sets, ranks)
     assert not mix.arithmetic and mix.counts.tolist() != list(SIZES)  # oversampled, seeded
-    listed = GlobalSampler(sum(SIZES), ranks, 3, seed=4, mix=mix, order="torch")
-    keyed = GlobalSampler(sum(SIZES), ranks, 3, seed=4, mix=mix, order="feistel")
+    listed = ReferenceSchedule(sum(SIZES), ranks, 3, seed=4, mix=mix, order="torch")
+    keyed = ReferenceSchedule(sum(SIZES), ranks, 3, seed=4, mix=mix, order="feistel")
     assert keyed.order == "feistel" and keyed.inner is not None
     for epoch in (0, 3):
         a, b = served(listed, epoch), served(keyed, epoch)
@@ -58,7 +58,7 @@ def test_feistel_rows_and_sends_equal_the_whole_world_plan():
 
     for p in (1, 3, 4):
         mix = get_mix(SPEC, DataSets(NAMES, SIZES), p)
-        _check_all(GlobalSampler(sum(SIZES), p, 3, seed=2, mix=mix, order="feistel"),
+        _check_all(ReferenceSchedule(sum(SIZES), p, 3, seed=2, mix=mix, order="feistel"),
                    num_ids=sum(SIZES))
 
 
@@ -67,11 +67,11 @@ def test_state_is_not_proportional_to_the_entries():
     holds a few hundred bytes (the list it replaces: 8 bytes an entry)."""
     sizes = (600_000_000, 250_000_000, 100_000_000, 50_000_000)
     mix = get_mix(SPEC | {"no_shuffle": []}, DataSets(NAMES, sizes), 8192)
-    core = GlobalSampler(sum(sizes), 8192, 32, seed=0, mix=mix, order="auto")
+    core = ReferenceSchedule(sum(sizes), 8192, 32, seed=0, mix=mix, order="auto")
     assert core.order == "feistel" and core.inner is not None
     assert core.order_bytes / sum(sizes) < 1e-6
     ids = core.ids_at(0, 0, 2)  # two steps' ids, evaluated from positions
     assert ids.shape == (8192, 2) and ids.min() >= 0 and ids.max() < sum(sizes)
-    small = GlobalSampler(sum(SIZES), 2, 3, seed=0, mix=get_mix(SPEC, DataSets(NAMES, SIZES), 2),
-                          order="auto")
+    small = ReferenceSchedule(sum(SIZES), 2, 3, seed=0,
+                              mix=get_mix(SPEC, DataSets(NAMES, SIZES), 2), order="auto")
     assert small.order == "torch" and small.inner is None  # fairchem's exact list below 4M

@@ -9,7 +9,7 @@ import torch
 
 from mdloader_plugin.core.errors import ConfigError, DataError
 from mdloader_plugin.loader.loader import MDLoader
-from mdloader_plugin.sampling.sampler import GlobalSampler
+from mdloader_plugin.sampling.reference import ReferenceSchedule
 from mdloader_plugin.sampling.mixes import DataSets, get_mix
 from mdloader_plugin.sampling.mixes.hydragnn import chunk_bounds, process_counts
 from mdloader_plugin.sources import synth
@@ -142,7 +142,7 @@ def test_fairchem_sampling_matches_installed_fairchem(spec, sizes):
     ref = [starts[d] + i for d, i in map(theirs._get_dataset_and_sample_index, range(len(theirs)))]
     assert mix.expanded().tolist() == ref
     # and the order: DistributedSampler over fairchem's ConcatDataset, mapped to sample ids
-    core = GlobalSampler(sum(sizes), 3, 4, seed=7, mix=mix)
+    core = ReferenceSchedule(sum(sizes), 3, 4, seed=7, mix=mix)
     for rank in range(3):
         ds = torch.utils.data.DistributedSampler(theirs, num_replicas=3, rank=rank, seed=7)
         ds.set_epoch(2)
@@ -151,7 +151,7 @@ def test_fairchem_sampling_matches_installed_fairchem(spec, sizes):
 
 def test_expanded_epoch_is_served_exactly_once():
     mix = get_mix("temperature:temperature=3", DataSets(("a", "b"), (50, 6)), 2)
-    core = GlobalSampler(56, 2, 3, seed=1, mix=mix)
+    core = ReferenceSchedule(56, 2, 3, seed=1, mix=mix)
     assert mix.size == 74 and mix.counts.tolist() == [50, 24]  # b: 6 samples, 4 times each
     for epoch in (0, 5):
         served = Counter(core.epoch_table(epoch).reshape(-1).tolist())
@@ -165,23 +165,23 @@ def test_expanded_epoch_without_its_list():
     the expanded list in DistributedSampler's order (the reference, ``Mix.order``); the keyed
     order serves the same multiset; neither keeps 8 bytes an entry."""
     mix = get_mix("temperature:temperature=3", DataSets(("a", "b"), (50, 6)), 2)
-    core = GlobalSampler(56, 2, 3, seed=1, mix=mix, order="auto")
+    core = ReferenceSchedule(56, 2, 3, seed=1, mix=mix, order="auto")
     steps = np.concatenate([core.plan(4, s) for s in range(core.steps_in(4))], axis=1)
     assert np.array_equal(steps, core.epoch_table(4))
     ref = np.asarray(mix.order(1, 4, True))
     want = np.concatenate([ref, ref[:core.total_size - ref.size]])
     assert np.array_equal(steps.T.reshape(-1), want)  # dealt round robin from the list
     assert Counter(steps.reshape(-1).tolist()) >= Counter(mix.expanded().tolist())
-    assert GlobalSampler(56, 2, 3, seed=1, mix=mix).order_bytes <= mix.size * 4  # int32 list
-    keyed = GlobalSampler(56, 2, 3, seed=1, mix=mix, order="feistel")
+    assert ReferenceSchedule(56, 2, 3, seed=1, mix=mix).order_bytes <= mix.size * 4  # int32 list
+    keyed = ReferenceSchedule(56, 2, 3, seed=1, mix=mix, order="feistel")
     assert keyed.order_bytes <= 64
     got = Counter(keyed.epoch_table(4)[:, :].reshape(-1).tolist())
     assert set(got) == set(mix.expanded().tolist())
     big = get_mix("temperature:temperature=2", DataSets(("a", "b"), (4_000_000, 1_000_000)), 2)
-    assert GlobalSampler(5_000_000, 2, 3, seed=1, mix=big, order="auto").order == "feistel"
+    assert ReferenceSchedule(5_000_000, 2, 3, seed=1, mix=big, order="auto").order == "feistel"
     over = get_mix({"type": "hydragnn", "oversampling": True}, DataSets(("a", "b"), (90, 10)), 4)
     with pytest.raises(ValueError, match="order='feistel' with sampling 'hydragnn'"):
-        GlobalSampler(100, 4, 3, seed=1, mix=over, order="feistel")
+        ReferenceSchedule(100, 4, 3, seed=1, mix=over, order="feistel")
 
 
 @pytest.mark.parametrize("order", ["torch", "feistel"])
@@ -195,7 +195,7 @@ def test_mix_rows_and_sends_equal_the_whole_world_plan(order, spec, sizes):
     names = tuple("abcd"[:len(sizes)])
     for p in (1, 3, 4):
         mix = get_mix(spec, DataSets(names, sizes), p)
-        core = GlobalSampler(sum(sizes), p, 3, seed=2, mix=mix, order=order)
+        core = ReferenceSchedule(sum(sizes), p, 3, seed=2, mix=mix, order=order)
         _check_all(core, num_ids=sum(sizes))
 
 
@@ -204,7 +204,7 @@ def test_hydragnn_oversampling_semantics():
     assert process_counts(sets.sizes, 4) == [3, 1]  # ceil(0.9*4)=4, ceil(0.1*4)=1 -> 3 + 1
     assert chunk_bounds(10, 3) == [(0, 4), (4, 7), (7, 10)]  # nsplit: first chunks longer
     mix = get_mix({"type": "hydragnn", "oversampling": True}, sets, 4)
-    core = GlobalSampler(100, 4, 8, seed=3, mix=mix)
+    core = ReferenceSchedule(100, 4, 8, seed=3, mix=mix)
     table = core.epoch_table(0)
     assert table.shape == (4, 30)  # K = longest chunk (30) on every rank
     for rank, (lo, hi) in enumerate([(0, 30), (30, 60), (60, 90), (90, 100)]):

@@ -1,4 +1,4 @@
-"""Deterministic global sampling: which sample ids every rank needs at every step.
+"""The schedule: which sample ids every rank takes at every step of every epoch.
 
 The dealing is the one ``torch.utils.data.DistributedSampler`` does for the same
 ``(num_samples, world_size, seed, epoch, shuffle, drop_last)``: the epoch's permutation, padded
@@ -11,14 +11,14 @@ The permutation is an :mod:`.order`: ``torch`` is DistributedSampler's own (``to
 seeded with ``seed + epoch``: the same ids in the same order, a list of ``N`` ids an epoch),
 ``feistel`` a keyed bijection evaluated only at the positions a step needs (no list, no
 epoch-start cost; another sequence with the same guarantees), ``auto`` (default) ``torch`` up to
-4M samples and ``feistel`` above. A plan is computed from positions: step ``k`` of rank ``r``
+4M samples and ``feistel`` above. A step is computed from positions: step ``k`` of rank ``r``
 takes padded-list positions ``q = (k B + j) P + r``, i.e. permutation positions ``offset +
 q mod (N - offset)``, so a step costs ``P B`` order evaluations and nothing is materialised.
 
-Because the plan is a pure function of ``(seed, epoch, step)``, every rank knows what every other
-rank needs: the collective backend needs no request round, and any step can be replayed for a
+Because the schedule is a pure function of ``(seed, epoch, step)``, every rank knows what every
+other rank needs: the collective backend needs no request round, and any step can be replayed for a
 resume or for checking that two backends agree byte for byte. Resume state is
-``SamplerState(seed, epoch, step)`` plus the ``world_size``, ``batch_size``, ``offset`` and
+``ResumeState(seed, epoch, step)`` plus the ``world_size``, ``batch_size``, ``offset`` and
 ``order`` it was taken with (a state resumes only under the same order).
 
 Resuming on another number of ranks (or batch size). Round-robin dealing means the first ``k``
@@ -36,6 +36,11 @@ Several data sets (``mix``, :mod:`.mixes`): the epoch's list is the mix's expand
 small data sets repeated, of large ones cut, each repeat an entry of its own) in the order of a
 ``DistributedSampler`` permutation of its positions, and everything above applies to that list:
 ``num_samples`` is then the expanded epoch size, ``num_ids`` the store's sample count.
+
+A rank's own step plans come from :meth:`Schedule.planner` (:mod:`.planner`, ``O(b)`` a step);
+the whole world's step (``O(P b)``), which the loader never computes, is in :mod:`.reference`
+for tests and benchmarks. ``GlobalSampler`` (the old name, with its ``plan(epoch, step)``) is
+that reference schedule, loaded only when asked for.
 """
 
 from __future__ import annotations
@@ -44,18 +49,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .balance import BALANCE_COLUMNS, BALANCE_WINDOW, balance_plan, deal_blocks
+from .balance import BALANCE_COLUMNS, BALANCE_WINDOW, balance_plan
 from .order import ExpandedOrder, ListOrder, epoch_order, order_class, resolve
-from .plan import RankPlanner
+from .planner import EpochSpan, RankPlanner, StepRun
 
-__all__ = ["GlobalSampler", "SamplerState", "balance_plan", "consumed_prefix",
-           "resume_position", "epoch_permutation"]
-
-PLAN_POSITIONS = 1 << 14  # plans are computed in runs of about this many ids (128 KiB)
+__all__ = ["Schedule", "ResumeState", "balance_plan", "consumed_prefix", "resume_position",
+           "epoch_permutation"]
 
 
 @dataclass(frozen=True)
-class SamplerState:
+class ResumeState:
     """Where an iteration stands: the next step to serve is ``step`` of ``epoch``.
 
     ``world_size`` and ``batch_size`` are those the steps were counted with (0: unknown, taken
@@ -74,7 +77,7 @@ class SamplerState:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SamplerState":
+    def from_dict(cls, d: dict) -> "ResumeState":
         try:
             extra = [int(d.get(k, 0)) for k in ("world_size", "batch_size", "offset")]
             st = cls(int(d["seed"]), int(d["epoch"]), int(d["step"]), *extra,
@@ -96,7 +99,7 @@ def consumed_prefix(list_len: int, world_size: int, batch_size: int, step: int,
     return min(step * batch_size * world_size, served)
 
 
-def resume_position(state: SamplerState, num_samples: int, world_size: int, batch_size: int,
+def resume_position(state: ResumeState, num_samples: int, world_size: int, batch_size: int,
                     drop_last: bool) -> tuple[int, int]:
     """``(offset, step)`` that continue `state` on `world_size` ranks with `batch_size`.
 
@@ -117,13 +120,13 @@ def resume_position(state: SamplerState, num_samples: int, world_size: int, batc
 def epoch_permutation(num_samples: int, seed: int, epoch: int, shuffle: bool,
                       order: str = "torch") -> np.ndarray:
     """The whole permutation of one epoch (``torch``: DistributedSampler's). Materialises ``N``
-    ids: for tests and small data sets; the sampler itself never calls it."""
+    ids: for tests and small data sets; the schedule itself never calls it."""
     ordering = epoch_order(resolve(order, num_samples), num_samples, seed, epoch, shuffle)
     return ordering.ids_at(np.arange(num_samples, dtype=np.int64))
 
 
-class GlobalSampler:
-    """Plans of all ranks for every step of every epoch.
+class Schedule:
+    """Which ids every rank takes at every step of every epoch (DistributedSampler's dealing).
 
     Args:
         num_samples: size of the data set (global).
@@ -182,8 +185,6 @@ class GlobalSampler:
         self.drop_last = drop_last
         self.per_rank = self._per_rank(num_samples)
         self._cache: tuple[int, object] | None = None  # (epoch, its order)
-        self._plans: tuple | None = None  # ((epoch, offset), first step, end step, ids)
-        self._dealt: tuple | None = None  # ((epoch, offset, step), the weighted step's plan)
         if weights is not None:
             weights = np.asarray(weights)
             if weights.shape != (self.num_ids,):
@@ -249,12 +250,16 @@ class GlobalSampler:
 
     @property
     def order_bytes(self) -> int:
-        """Bytes an epoch's order holds on this rank (a ``torch`` list, or ~0), plus the run of
-        plans kept (:data:`PLAN_POSITIONS` ids at most)."""
-        plans = 0 if self._plans is None else int(self._plans[3].nbytes)
+        """Bytes an epoch's order holds on this rank (a ``torch`` list, or ~0)."""
         if self._listed:  # the expanded list, int64
-            return self.num_samples * 8 + plans
-        return order_class(self.order, self.shuffle).bytes_for(self.num_samples) + plans
+            return self.num_samples * 8
+        return order_class(self.order, self.shuffle).bytes_for(self.num_samples)
+
+    def memory(self) -> dict:
+        """This rank's bytes of the schedule by structure: ``order`` (:attr:`order_bytes`) and
+        ``balance_weights`` (the per-sample weights, if any)."""
+        return {"order": self.order_bytes,
+                "balance_weights": 0 if self.weights is None else int(self.weights.nbytes)}
 
     def ids_at(self, epoch: int, lo: int, hi: int, ranks=None) -> np.ndarray:
         """``[world_size, hi - lo]`` ids at per-rank positions ``lo..hi-1`` of `epoch` (only the
@@ -272,28 +277,8 @@ class GlobalSampler:
 
     def epoch_table(self, epoch: int) -> np.ndarray:
         """``[world_size, per_rank]`` sample ids: row ``r`` is rank ``r``'s order this epoch
-        (materialised: for tests and small data sets; steps use :meth:`plan`)."""
+        (materialised: for tests and small data sets; steps use :meth:`planner`)."""
         return self.ids_at(epoch, 0, self.per_rank_in(epoch))
-
-    def plan(self, epoch: int, step: int) -> np.ndarray:
-        """``[world_size, b]`` ids every rank takes at `step` of `epoch` (b = this step's size).
-
-        The whole world's step: ``O(P b)``. The loader never calls it (a rank's own row and
-        sends come from :class:`.plan.RankPlanner`, ``O(b)``); it is the reference the
-        per-rank plans are tested against, and what small tools and benches print."""
-        if not 0 <= step < self.steps_in(epoch):
-            raise IndexError(f"step {step} outside 0..{self.steps_in(epoch) - 1}")
-        first, table = self._plans_from(epoch, step)
-        lo = (step - first) * self.batch_size
-        plan = table[:, lo:lo + self.batch_len(step, epoch)]
-        if self.weights is None:
-            return plan
-        key = (epoch, self.offset_of(epoch), step)  # a rank's row and sends deal it once
-        if self._dealt is None or self._dealt[0] != key:
-            dealt = deal_blocks(plan, self.weights, self.balance_window, self.balance_columns)
-            dealt.flags.writeable = False  # shared by the calls of a step
-            self._dealt = (key, dealt)
-        return self._dealt[1]
 
     def raw_rows(self, epoch: int, step: int, ranks: np.ndarray) -> np.ndarray:
         """The rows of `ranks` at `step` before any weight balancing (``[len(ranks), b]``)."""
@@ -302,36 +287,38 @@ class GlobalSampler:
 
     def planner(self, rank: int, lo: int = 0, hi: int = 0, group_first: int = 0,
                 group_size: int | None = None) -> RankPlanner:
-        """Rank `rank`'s own plans (:class:`.plan.RankPlanner`; `lo`, `hi`: its block of ids,
-        needed only for the collective backend's sends)."""
+        """Rank `rank`'s own step plans (:class:`.planner.RankPlanner`; `lo`, `hi`: its block of
+        ids, needed only for the collective backend's sends)."""
         return RankPlanner(self, rank, lo, hi, group_first, group_size)
 
     def row(self, epoch: int, step: int, rank: int) -> np.ndarray:
         """Rank `rank`'s ids at `step` (``O(b)``; one-off: keep a :meth:`planner` for steps)."""
         return self.planner(rank).row(epoch, step)
 
-    def _plans_from(self, epoch: int, step: int) -> tuple[int, np.ndarray]:
-        """The ids of a run of steps holding `step`, computed together (an order evaluates
-        ~``PLAN_POSITIONS`` positions in about the time of a few: numpy's per-call cost and the
-        feistel order's cycle walk are paid once a run) and kept until a step outside it."""
-        run = self._plans = self.step_run(self._plans, epoch, step, PLAN_POSITIONS)
-        return run[1], run[3]
-
-    def step_run(self, run: tuple | None, epoch: int, step: int, positions: int,
-                 ranks: np.ndarray | None = None) -> tuple:
-        """The run of steps holding `step`: ``run`` itself if it holds it (same epoch and
-        offset), else a new ``((epoch, offset), first, end, ids)`` of about `positions` ids,
-        `ids` the :meth:`ids_at` rows of `ranks` (all ranks if None) from step ``first``'s
-        first position up to step ``end``'s (the epoch's last step may be short)."""
-        key = (epoch, self.offset_of(epoch))
-        if run is not None and run[0] == key and run[1] <= step < run[2]:
+    def step_run(self, run: StepRun | None, epoch: int, step: int, positions: int,
+                 ranks: np.ndarray | None = None) -> StepRun:
+        """The run of steps holding `step`: `run` itself if it holds it (same epoch and
+        offset), else a new :class:`~.planner.StepRun` of about `positions` ids, the
+        :meth:`ids_at` rows of `ranks` (all ranks if None) from step ``first``'s first position
+        up to step ``end``'s (the epoch's last step may be short)."""
+        offset = self.offset_of(epoch)
+        if run is not None and run.holds(epoch, offset, step):
             return run
         rows = self.world_size if ranks is None else len(ranks)
         span = max(1, positions // (self.batch_size * rows))
         first = step - step % span
         last = min(first + span, self.steps_in(epoch))
         hi = min(last * self.batch_size, self.per_rank_in(epoch))
-        return key, first, last, self.ids_at(epoch, first * self.batch_size, hi, ranks)
+        return StepRun(epoch, offset, first, last,
+                       self.ids_at(epoch, first * self.batch_size, hi, ranks))
+
+    def epoch_span(self, epoch: int, lo: int, hi: int) -> EpochSpan:
+        """Where the ids of ``[lo, hi)`` sit in `epoch`'s order, and the epoch's sizes (what
+        :class:`~.planner.EpochInverse` needs)."""
+        pos, ids = self.epoch_order(epoch).positions_in(lo, hi)
+        offset = self.offset_of(epoch)
+        return EpochSpan(pos, ids, offset, self.num_samples - offset,
+                         self.per_rank_in(epoch) * self.world_size, self.steps_in(epoch))
 
     def rank_indices(self, epoch: int, rank: int) -> np.ndarray:
         """All ids rank `rank` takes in `epoch`, in order (DistributedSampler's ``__iter__``):
@@ -341,3 +328,14 @@ class GlobalSampler:
             return np.concatenate([me.row(epoch, s) for s in range(self.steps_in(epoch))])
         return self.ids_at(epoch, 0, self.per_rank_in(epoch), [rank])[0]
 
+
+
+SamplerState = ResumeState  # its old name
+
+
+def __getattr__(name: str):
+    if name in ("GlobalSampler", "PLAN_POSITIONS"):  # old names: the whole world's steps
+        from . import reference
+
+        return getattr(reference, {"GlobalSampler": "ReferenceSchedule"}.get(name, name))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """The collective model's per-rank CPU constants fitted from ``mdloader rank-cost`` rows.
 
-The model prices a rank's plan a step as ``coll.t_plan_id * B + coll.t_count * P``
+The model prices a rank's step plan a step as ``coll.t_plan_id * B + coll.t_count * P``
 (:mod:`.models.collective`): what does not grow with the world (the rank's row and sends, the
 index lookups, grouping and packing of its ``B`` ids) and what does (the ``Alltoallv`` count and
 displacement arrays, ``P`` entries). ``rank-cost`` measures, for each ``P`` of its ``--ranks``,
