@@ -17,12 +17,10 @@ import json
 import os
 import re
 import socket
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from hydragnn_versions import env_for  # noqa: E402
 from mpirun import ROOT, mdloader, mpirun  # noqa: E402
 

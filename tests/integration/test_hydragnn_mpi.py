@@ -15,12 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from hydragnn_versions import POSITIONAL, env_for  # noqa: E402
 from mpirun import ROOT, mdloader, mpirun  # noqa: E402
 

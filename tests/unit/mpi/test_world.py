@@ -60,7 +60,7 @@ def test_detect_on_three_ranks():
 
 @pytest.mark.mpi
 def test_checks_survive_python_O():
-    """MPI scripts check with tests/checks.py: a wrong expectation still fails under -O."""
+    """MPI scripts check with tests/common/checks.py: a wrong expectation still fails under -O."""
     r = mpirun(2, [SCRIPT, "detect"], timeout=90, env={"PYTHONOPTIMIZE": "1"})
     assert r.returncode == 0 and "detect ok optimize=1" in r.stdout, r.stderr[-3000:]
     r = mpirun(2, [SCRIPT, "detect"], timeout=90,
