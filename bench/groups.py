@@ -226,7 +226,7 @@ def drive_loading(args) -> None:
     `args.shapes` at each of `args.rates`) and on this one host (``local``, plain mpiexec)."""
     from mdloader_plugin.devtools.cluster import Cluster
 
-    sys.path.insert(0, str(ROOT / "tests" / "common"))
+    sys.path.insert(0, str(ROOT / "tests"))
     from mpirun import mpirun
 
     out_path = RESULTS / "groups_loading.json"
