@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "common"))  # the shared helpers
 # MPI ranks and helper processes import this checkout's package, also when the venv's editable
 # install points at another checkout (a git worktree beside the main one).
-# tests/ too: MPI scripts anywhere below it import the shared helpers (mpirun, pyg_equal, ...).
+# tests/common/ too: MPI scripts anywhere below tests/ import the shared helpers (mpirun, checks).
 _ROOT = Path(__file__).resolve().parents[1]
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (str(_ROOT), str(_ROOT / "tests"), os.environ.get("PYTHONPATH", "")) if p)
+    p for p in (str(_ROOT), str(_ROOT / "tests" / "common"), os.environ.get("PYTHONPATH", "")) if p)
 
 import mpirun  # noqa: E402
 from mpirun import mpi_env  # noqa: E402
@@ -18,7 +18,7 @@ from mpirun import mpi_env  # noqa: E402
 
 def pytest_addoption(parser):
     parser.addoption("--mpi-family", choices=mpirun.FAMILIES, default="openmpi",
-                     help="MPI the ranks of tests/mpirun.py launches run under by default")
+                     help="MPI the ranks of tests/common/mpirun.py launches run under by default")
 
 
 def pytest_configure(config):

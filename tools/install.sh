@@ -54,7 +54,7 @@ if [ "$upstream" = 1 ]; then
 fi
 # The MPICH family (Cray MPICH's on Perlmutter and Frontier) beside the Open MPI wheel: the PyPI
 # mpich wheel in its own prefix, $VENV/mpich/{bin/mpiexec,lib/libmpi.so.12}; mpi4py loads it when
-# MPI4PY_LIBMPI points there (tests/mpirun.py, tests/mpi/test_mpich.py).
+# MPI4PY_LIBMPI points there (tests/common/mpirun.py, tests/integration/test_mpich.py).
 if [ ! -e "$VENV/mpich/lib/libmpi.so.12" ]; then
   echo "[install] mpich wheel into $VENV/mpich (the tests' second MPI family)"
   $PIP install --no-deps --prefix "$VENV/mpich" \

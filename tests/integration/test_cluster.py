@@ -24,7 +24,7 @@ from mdloader_plugin.devtools.cluster import STATE_ROOT, Cluster, ClusterError, 
 from mdloader_plugin.estimator import Workload, get_profile, predict
 
 ROOT = Path(__file__).resolve().parents[2]
-PROBE = ROOT / "tests" / "cluster_probe.py"
+PROBE = ROOT / "tests" / "common" / "cluster_probe.py"
 MDLOADER = str(Path(sys.executable).parent / "mdloader")
 
 

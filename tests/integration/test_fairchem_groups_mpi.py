@@ -8,11 +8,9 @@ from __future__ import annotations
 import hashlib
 import sys
 import types
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from checks import check  # noqa: E402
 from mpirun import mpirun  # noqa: E402
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from checks import check  # noqa: E402
 from mpirun import ROOT, mdloader, mpirun  # noqa: E402
 

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import math
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from mpirun import ROOT, mpirun  # noqa: E402
 
 RECIPE = ROOT / "recipes" / "fairchem" / "multi" / "cpu.yaml"

@@ -1,7 +1,7 @@
 """The requeue callback in one process: fairchem's ``save_state`` also writes MDLoader's state into
 the checkpoint folder; a resume stages it in place of fairchem's ``start_iter``; a checkpoint
 without it falls back to ``start_iter`` with one warning line; another data set's state is one
-error line. (Resume on other world sizes: tests/mpi/test_fairchem_requeue_mpi.py.)"""
+error line. (Resume on other world sizes: tests/integration/test_fairchem_requeue_mpi.py.)"""
 
 from __future__ import annotations
 

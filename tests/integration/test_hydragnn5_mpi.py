@@ -5,7 +5,7 @@ One mpiexec job (this file run as a script, HydraGNN 5.0 first on PYTHONPATH) tr
 each on small files: the demo GIN, the MLIP recipe (EGNN, energy + forces in the loss), PNAPlus
 (degree histogram from the whole train set) and the fp64 recipe, each with both loaders; then the
 demo capped by ``HYDRAGNN_MAX_NUM_BATCH`` and a run continued from the first one
-(``Training.continue``/``startfrom``). A second job runs the upstream-style example script
+(``Training.continue``/``startfrom``). Two 2-rank jobs run the upstream-style example script
 (recipes/hydragnn/upstream_style/train.py) with HydraGNN's ``create_dataloaders`` and with
 MDLoader's drop-in.
 """
@@ -17,12 +17,10 @@ import json
 import os
 import re
 import socket
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from hydragnn_versions import env_for  # noqa: E402
 from mpirun import ROOT, mdloader, mpirun  # noqa: E402
 
@@ -178,7 +176,7 @@ def test_upstream_style_script_with_the_drop_in_matches_hydragnns_loader(env, wo
     cfg = RECIPES / "upstream_style" / "gin.json"
     logs = {}
     for loader in ("hydragnn", "mdloader"):
-        res = mpirun(4, [script, "--inputfile", cfg, "--adios", work / "d.bp", "--loader", loader,
+        res = mpirun(2, [script, "--inputfile", cfg, "--adios", work / "d.bp", "--loader", loader,
                          "--num_epoch", "2", "--log", f"up-{loader}"], cwd=work, timeout=900,
                      env={**env, "HYDRAGNN_MASTER_PORT": str(_free_port())})
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -189,7 +187,7 @@ def test_upstream_style_script_with_the_drop_in_matches_hydragnns_loader(env, wo
 
 @pytest.mark.timeout(300)
 def test_mixed_vocabulary_stops_every_rank_with_one_line(env, tmp_path):
-    res = mdloader(4, ["train", "hydragnn", "--config", DEMO, "--set",
+    res = mdloader(2, ["train", "hydragnn", "--config", DEMO, "--set",
                        "NeuralNetwork.Architecture.model_type=PNA"], cwd=tmp_path, timeout=240,
                    env=env)
     lines = [ln for ln in res.stderr.splitlines() if "mdloader: error:" in ln]

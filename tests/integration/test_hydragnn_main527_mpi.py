@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from hydragnn_versions import env_for  # noqa: E402
 from mpirun import ROOT, mdloader, mpi_env, mpirun  # noqa: E402
 

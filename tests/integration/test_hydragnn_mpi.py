@@ -15,12 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from hydragnn_versions import POSITIONAL, env_for  # noqa: E402
 from mpirun import ROOT, mdloader, mpirun  # noqa: E402
 
@@ -158,7 +156,7 @@ def test_graph_size_scan_does_not_desynchronise_collective_backend(job):
 
 @pytest.mark.timeout(300)
 def test_unknown_loader_is_one_line_and_exits_nonzero_on_all_ranks(tmp_path):
-    res = mdloader(4, ["train", "hydragnn", "--config", DEMO, "--set", "loader=pytorch"],
+    res = mdloader(2, ["train", "hydragnn", "--config", DEMO, "--set", "loader=pytorch"],
                    cwd=tmp_path, timeout=240)
     assert res.returncode != 0
     lines = [ln for ln in res.stderr.splitlines() if "mdloader: error:" in ln]
@@ -169,7 +167,7 @@ def test_unknown_loader_is_one_line_and_exits_nonzero_on_all_ranks(tmp_path):
 
 @pytest.mark.timeout(300)
 def test_missing_data_file_is_one_line_from_rank_0(tmp_path):
-    res = mdloader(4, ["train", "hydragnn", "--config", DEMO, "--set", "Dataset.path=none.bp"],
+    res = mdloader(2, ["train", "hydragnn", "--config", DEMO, "--set", "Dataset.path=none.bp"],
                    cwd=tmp_path, timeout=240)
     lines = [ln for ln in res.stderr.splitlines() if "mdloader: error:" in ln]
     assert res.returncode != 0 and len(lines) == 1, res.stderr

@@ -7,7 +7,7 @@ by construction (a DistributedSampler permutation of the concatenated ids), so t
 identical. A third run uses per-file weights (``weights`` sampling) and ``group_size: auto`` (the
 estimator sizes the groups over both files) and must train. Plus one-line
 config errors. The 2-branch multibranch model that routes on ``dataset_name`` (HydraGNN 5.0) is
-test_hydragnn_multibranch.py; the tensor itself is checked in test_multi_dataset.py.
+test_hydragnn_multibranch.py; the tensor itself is checked in tests/unit/sources/test_multi_mpi.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from checks import check  # noqa: E402
 from mpirun import ROOT, mdloader, mpirun  # noqa: E402
 

@@ -32,7 +32,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from hydragnn_versions import env_for  # noqa: E402
 from checks import check  # noqa: E402
 from mpirun import ROOT, mpirun  # noqa: E402

@@ -32,8 +32,8 @@ def data(tmp_path_factory):
     return work
 
 
-def _train(work, loader, extra=(), version="main"):
-    return mdloader(4, ["train", "hydragnn", "--config", DEMO, "--set", "Dataset.path=d.bp",
+def _train(work, loader, extra=(), version="main", ranks=4):
+    return mdloader(ranks, ["train", "hydragnn", "--config", DEMO, "--set", "Dataset.path=d.bp",
                         "--set", "NeuralNetwork.Training.num_epoch=2", "--set", "seed=4",
                         "--set", f"loader={loader}", "--set", f"run_name=nb-{loader}",
                         *[x for e in extra for x in ("--set", e)]],
@@ -54,7 +54,7 @@ def test_node_budget_batches_equal_upstreams_sampler(data):
 @pytest.mark.timeout(400)
 def test_budget_below_the_largest_graph_is_one_line(data):
     res = _train(data, "mdloader", ["NeuralNetwork.Training.Batching={mode: node_budget, "
-                                    "max_nodes: 20}"])
+                                    "max_nodes: 20}"], ranks=2)
     lines = [ln for ln in res.stderr.splitlines() if "mdloader: error:" in ln]
     assert res.returncode != 0 and len(lines) == 1, res.stderr[-3000:]
     assert re.search(r"max_nodes 20 is below graph \d+ of trainset's \d+ nodes", lines[0])
@@ -62,6 +62,6 @@ def test_budget_below_the_largest_graph_is_one_line(data):
 
 @pytest.mark.timeout(400)
 def test_node_budget_on_5_0_is_refused(data):
-    res = _train(data, "mdloader", [BUDGET], version="5.0")
+    res = _train(data, "mdloader", [BUDGET], version="5.0", ranks=2)
     lines = [ln for ln in res.stderr.splitlines() if "mdloader: error:" in ln]
     assert res.returncode != 0 and len(lines) == 1 and "needs HydraGNN main" in lines[0]

@@ -7,7 +7,8 @@ launcher on 4 CPU ranks, and ``mdloader compare-logs`` over an upstream script's
   ``mdloader synth --kind gfm --variables`` (x/y/y_loc compiled from the config's ``Variables``,
   as main527's datasets serve them as written; before the fix: ``KeyError:
   'input_node_features'`` in MDLoader's reader): trains, and its losses equal upstream's own
-  DDStore path (``MDLOADER_REPLACE=none`` on the ``tests/fake_ddstore`` stand-in for pyddstore).
+  DDStore path (``MDLOADER_REPLACE=none`` on the ``tests/common/fake_ddstore`` stand-in for
+  pyddstore).
   Both runs write ``MDLOADER-EPOCH`` lines (``loader=mdloader`` and ``loader=hydragnn``), which
   ``mdloader compare-logs`` reads side by side.
 * ``examples/nabla2_dft/train.py --ddstore`` (one data set; copied unchanged beside its

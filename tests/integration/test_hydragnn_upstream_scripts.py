@@ -5,11 +5,11 @@
   by ``mdloader synth --kind gfm`` (molecules, bulk crystals): trains to the end with MDLoader
   serving; its losses equal those of upstream's own DDStore path (upstream's ``DistDataset`` and
   ``create_dataloaders``, on a test stand-in for the ``pyddstore`` C++ library,
-  ``tests/fake_ddstore``) over the same data, whose batches are the same; every graph reaches the
-  branch of its own file (a probe on the model's branch layers tells a graph's file from its
-  atoms, never from ``dataset_name``); ``MDLOADER_REPLACE=all`` without ``--ddstore`` serves the
-  same batches (upstream's own non-DDStore path gives each rank one file's graphs, which stops
-  upstream's multibranch model under DDP: unused branch parameters).
+  ``tests/common/fake_ddstore``) over the same data, whose batches are the same; every graph
+  reaches the branch of its own file (a probe on the model's branch layers tells a graph's file
+  from its atoms, never from ``dataset_name``); ``MDLOADER_REPLACE=all`` without ``--ddstore``
+  serves the same batches (upstream's own non-DDStore path gives each rank one file's graphs,
+  which stops upstream's multibranch model under DDP: unused branch parameters).
 * ``examples/nabla2_dft/train.py --ddstore`` (one data set; the script copied unchanged beside
   its ``dataset/Nabla2DFT.bp``, where it looks for it): MDLoader's losses equal upstream's own
   non-DDStore path (``DistributedSampler`` over the same data set: the same batches).
@@ -37,7 +37,7 @@ from mpirun import MPIEXEC, ROOT, mpi_env
 
 CONFIGS = ROOT / "recipes" / "hydragnn" / "upstream_scripts"
 PROBE = ROOT / "tests" / "mpi_scripts" / "launch_with_probe.py"
-FAKE_DDSTORE = ROOT / "tests" / "fake_ddstore"
+FAKE_DDSTORE = ROOT / "tests" / "common" / "fake_ddstore"
 EPOCH = re.compile(r"Epoch: (\d+), Train Loss: (\S+), Val Loss: (\S+), Test Loss: (\S+)")
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow, pytest.mark.timeout(2400)]

@@ -9,7 +9,6 @@ loader resumed from state_dict() yields exactly the remaining batches.
 """
 
 import sys
-from pathlib import Path
 
 import numpy as np
 from torch.utils.data import DistributedSampler
@@ -22,7 +21,6 @@ from mdloader_plugin.core.blocks import block_bounds
 from mdloader_plugin.store.shard import ShardStore
 from mdloader_plugin.mpi.world import World
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyg_equal import batch_diff  # noqa: E402
 from checks import check
 

@@ -1,6 +1,8 @@
 """ShardStore, its index and its replica copies on real ranks.
 
-Usage: store_checks.py samples | file PATH N | few PATH | shared | replicate
+Usage: store_checks.py CHECK[,CHECK...] [ARGS...], CHECK one of samples | file (ARGS: PATH N) |
+few (ARGS: PATH) | shared | replicate; several checks run in this order in one launch and each
+prints its ``<check> ok`` line (the ARGS of file and few in the order of the checks).
 
 ``samples``/``file``: every rank's records are the codec bytes of exactly its block of the
 synthetic graphs (seed 7), the global index names every sample's owner, offset and size, the
@@ -28,7 +30,8 @@ from mdloader_plugin.store import replicate
 from mdloader_plugin.store.index_build import allgather_blocks, build_index
 from mdloader_plugin.store.shard import ShardStore
 
-mode = sys.argv[1]
+modes = sys.argv[1].split(",")
+args = sys.argv[2:]  # taken in order by the checks that have arguments
 world = World.detect()
 rank, size = world.rank, world.size
 
@@ -77,7 +80,7 @@ def check_closed(st):
             check("the store is closed" in str(e), f"{what}: {e}")
 
 
-if mode == "samples":
+if "samples" in modes:
     graphs = list(synth.generate("hydragnn", 7, 0, 31))
     lo, hi = block_bounds(31, size)[rank:rank + 2]
     for digests in (False, True):
@@ -98,8 +101,8 @@ if mode == "samples":
     if rank == 0:
         print("samples ok", flush=True)
 
-elif mode == "file":
-    path, n = sys.argv[2], int(sys.argv[3])
+if "file" in modes:
+    path, n = args.pop(0), int(args.pop(0))
     graphs = list(synth.generate("hydragnn", 7, 0, n))
     st = ShardStore.from_file(world, path)
     check_store(st, graphs)
@@ -110,9 +113,9 @@ elif mode == "file":
     if rank == 0:
         print("file ok", flush=True)
 
-elif mode == "few":
+if "few" in modes:
     try:
-        ShardStore.from_file(world, sys.argv[2])
+        ShardStore.from_file(world, args.pop(0))
         check(False, "a store of 2 samples on 3 ranks was built")
     except MDLoaderError as e:
         check(getattr(e, "agreed", False), "not agreed")
@@ -121,7 +124,7 @@ elif mode == "few":
     if rank == 0:
         print("few ok", flush=True)
 
-elif mode == "shared":
+if "shared" in modes:
     graphs = list(synth.generate("hydragnn", 7, 0, 203))
     sizes = np.array([codec.record_size(g) for g in graphs], dtype=np.int64)
     two_nodes = replace(world, node_of=np.repeat(np.arange(2), size // 2),
@@ -157,7 +160,7 @@ elif mode == "shared":
     if rank == 0:
         print("shared ok", flush=True)
 
-elif mode == "replicate":
+if "replicate" in modes:
     group = groups.make(world, 2)
     comm, root = replicate.cross(world, group)
     check((comm.size, comm.rank, root) == (group.count, group.index, group.rank % group.count),

@@ -1,6 +1,6 @@
 """World.detect, agree and abort_on_error on real ranks.
 
-Usage: world_checks.py detect|agree|abort-user|abort-bug|abort-agreed
+Usage: world_checks.py detect|agree|detect,agree|abort-user|abort-bug|abort-agreed
 
 ``detect``: node and local ranks on this one machine; the private communicator is a duplicate
 (congruent, not the same handle) and its traffic never matches the user's. With
@@ -21,9 +21,10 @@ from mdloader_plugin.core.errors import DataError, MDLoaderError
 from mdloader_plugin.mpi.world import World, abort_on_error, agree
 
 mode = sys.argv[1]
+modes = mode.split(",")  # detect,agree: both checks in one launch
 user = MPI.COMM_WORLD
 
-if mode == "detect":
+if "detect" in modes:
     world = World.detect()
     check((world.rank, world.size) == (user.rank, user.size), (world.rank, world.size))
     nodes = 2 if os.environ.get("MDLOADER_TEST_WRONG") == "1" else 1
@@ -58,7 +59,7 @@ if mode == "detect":
     if user.rank == 0:
         print(f"detect ok optimize={sys.flags.optimize}", flush=True)
 
-elif mode == "agree":
+if "agree" in modes:
     world = World.detect()
     check(agree(world, lambda x: x * 2 + world.rank, 5) == 10 + world.rank, "agree's result")
 
@@ -93,7 +94,7 @@ elif mode == "agree":
     if user.rank == 0:
         print("agree ok", flush=True)
 
-else:
+if mode.startswith("abort"):
     world = World.detect()
     with abort_on_error():
         if mode == "abort-agreed":

@@ -1,5 +1,5 @@
 """The job's shared decisions: the warning line that names ranks whose inputs differ, and the
-decision made once (one process here; MPI jobs: tests/mpi/test_one_decision.py)."""
+decision made once (one process here; MPI jobs: tests/unit/mpi/test_one_decision.py)."""
 
 import pytest
 

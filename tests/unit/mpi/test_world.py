@@ -51,16 +51,21 @@ def test_report_error_one_line_for_user_errors(capsys, monkeypatch):
     assert "Traceback" in err and err.endswith("mdloader: error: unexpected ValueError: boom\n")
 
 
+@pytest.fixture(scope="module")
+def detect_and_agree():
+    """One 3-rank launch runs the ``detect`` and ``agree`` checks (each prints its ok line)."""
+    return mpirun(3, [SCRIPT, "detect,agree"], timeout=90)
+
+
 @pytest.mark.mpi
-def test_detect_on_three_ranks():
-    r = mpirun(3, [SCRIPT, "detect"], timeout=90)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "detect ok optimize=0" in r.stdout
+def test_detect_on_three_ranks(detect_and_agree):
+    r = detect_and_agree
+    assert "detect ok optimize=0" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
 
 
 @pytest.mark.mpi
 def test_checks_survive_python_O():
-    """MPI scripts check with tests/checks.py: a wrong expectation still fails under -O."""
+    """MPI scripts check with tests/common/checks.py: a wrong expectation still fails under -O."""
     r = mpirun(2, [SCRIPT, "detect"], timeout=90, env={"PYTHONOPTIMIZE": "1"})
     assert r.returncode == 0 and "detect ok optimize=1" in r.stdout, r.stderr[-3000:]
     r = mpirun(2, [SCRIPT, "detect"], timeout=90,
@@ -72,10 +77,10 @@ def test_checks_survive_python_O():
 
 
 @pytest.mark.mpi
-def test_agree_turns_a_rank_local_error_into_the_same_error_everywhere():
-    r = mpirun(3, [SCRIPT, "agree"], timeout=90)
+def test_agree_turns_a_rank_local_error_into_the_same_error_everywhere(detect_and_agree):
+    r = detect_and_agree
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "agree ok" in r.stdout
+    assert "agree ok" in r.stdout, r.stdout[-2000:]
 
 
 def _error_lines(r):

@@ -213,13 +213,14 @@ def test_bool_and_scalar_values_are_stored(tmp_path):
 
 def test_hydragnn_own_writer_and_reader(tmp_path, env):
     """HydraGNN 3.0's AdiosWriter.save / AdiosDataset.get, run through a shim of the ADIOS2
-    names they call (see tests/hydragnn_adios_shim.py), against MDLoader's reader and writer."""
+    names they call (see tests/common/hydragnn_adios_shim.py), against MDLoader's reader and
+    writer."""
     import subprocess
     import sys
     from pathlib import Path
 
     pytest.importorskip("hydragnn")
-    shim = Path(__file__).resolve().parents[3] / "tests" / "hydragnn_adios_shim.py"
+    shim = Path(__file__).resolve().parents[3] / "tests" / "common" / "hydragnn_adios_shim.py"
     r = subprocess.run([sys.executable, str(shim), str(tmp_path / "hydra.bp"),
                         str(tmp_path / "ours.bp")], capture_output=True, text=True, timeout=180,
                        env=env)

@@ -7,8 +7,6 @@ import pytest
 from mdloader_plugin.core.errors import ConfigError
 from mdloader_plugin.store import replicate
 
-from mpirun import mpirun
-
 
 @pytest.mark.parametrize("mode, nodes, want", [
     (None, 1, "copy"), ("", 1, "copy"), ("auto", 1, "copy"), (" AUTO ", 1, "copy"),
@@ -31,9 +29,9 @@ def test_chunk_fits_mpi_counts():
 
 
 @pytest.mark.mpi
-def test_cross_group_communicator_and_chunked_broadcast():
+def test_cross_group_communicator_and_chunked_broadcast(four_rank_store_checks):
     """4 ranks in 2 groups of 2: the cross communicator links rank i of every group, its root
     is group i mod 2, and buffers of 0, 5, 7 and 50 bytes arrive intact in 7-byte chunks."""
-    r = mpirun(4, ["tests/mpi_scripts/store_checks.py", "replicate"], timeout=120)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "replicate ok" in r.stdout
+    r = four_rank_store_checks
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert "replicate ok" in r.stdout, r.stdout[-2000:]

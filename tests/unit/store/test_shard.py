@@ -115,24 +115,29 @@ def test_close_twice_and_use_after_close():
         st.open_epoch()
 
 
-@pytest.mark.mpi
-def test_from_samples_three_ranks():
-    r = mpirun(3, [SCRIPT, "samples"], timeout=120)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "samples ok" in r.stdout
+@pytest.fixture(scope="module")
+def three_ranks(mols, tmp_path_factory):
+    """One 3-rank launch runs the samples, file and few checks; each prints ``<check> ok``."""
+    two = tmp_path_factory.mktemp("few") / "two.bp"
+    write_graphs(two, {"trainset": list(synth.generate("hydragnn", 7, 0, 2))})
+    return mpirun(3, [SCRIPT, "samples,file,few", mols, N, two], timeout=180)
+
+
+def _ok(r, check: str):
+    assert f"{check} ok" in r.stdout, r.stdout[-2000:] + r.stderr[-3000:]
 
 
 @pytest.mark.mpi
-def test_from_file_three_ranks(mols):
-    r = mpirun(3, [SCRIPT, "file", mols, N], timeout=120)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "file ok" in r.stdout
+def test_from_samples_three_ranks(three_ranks):
+    _ok(three_ranks, "samples")
 
 
 @pytest.mark.mpi
-def test_fewer_samples_than_ranks_stops_every_rank(tmp_path):
-    path = tmp_path / "two.bp"
-    write_graphs(path, {"trainset": list(synth.generate("hydragnn", 7, 0, 2))})
-    r = mpirun(3, [SCRIPT, "few", path], timeout=120)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "few ok" in r.stdout
+def test_from_file_three_ranks(three_ranks):
+    _ok(three_ranks, "file")
+
+
+@pytest.mark.mpi
+def test_fewer_samples_than_ranks_stops_every_rank(three_ranks):
+    _ok(three_ranks, "few")
+    assert three_ranks.returncode == 0, three_ranks.stderr[-3000:]

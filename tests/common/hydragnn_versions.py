@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ("3.0", "5.0", "main", "main527")
 #: The versions whose configs carry ``NeuralNetwork.Variables_of_interest`` (positional); main527
 #: reads a top-level ``Variables`` section instead (the named data schema).

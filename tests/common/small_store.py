@@ -1,6 +1,7 @@
 """A store of N variable-size records spread over the ranks, and every record's true bytes
 (gathered once from the owners' buffers): the shared setup of the backends' small-step checks
-(tests/mpi_scripts/onesided_small.py, collective_small.py). Collective over the world."""
+(tests/mpi_scripts/onesided_small.py, collective_small.py; small_steps.py runs both in one
+launch). Collective over the world."""
 
 import numpy as np
 

@@ -5,13 +5,10 @@ another data set is one error line and exit 2 on every rank."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/
 from mpirun import ROOT, mpirun  # noqa: E402
 
 from mdloader_plugin.integrations.fairchem.requeue import STATE_FILE  # noqa: E402

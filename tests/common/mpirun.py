@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mdloader_plugin.devtools.cluster.launch import MPI_ENV as CLUSTER_MPI_ENV
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 MPIEXEC = str(BIN / "mpiexec")
 

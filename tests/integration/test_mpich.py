@@ -4,8 +4,8 @@ venv as the Open MPI runs of every other MPI test. A lean set, each a real job: 
 with replica groups, several data sets, a killed rank ending the job, one HydraGNN training, and
 the launch check catching an mpi4py that loads another MPI than the launcher's.
 
-Run any other MPI test under MPICH with ``pytest --mpi-family=mpich tests/mpi/test_x.py``
-(tests/mpirun.py)."""
+Run any other MPI test under MPICH with ``pytest --mpi-family=mpich tests/unit/mpi/test_x.py``
+(tests/common/mpirun.py)."""
 
 from __future__ import annotations
 
