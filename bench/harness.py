@@ -35,7 +35,7 @@ RESULTS = BENCH / "results"
 WORK = BENCH / "work"
 BIN = Path(sys.executable).parent
 
-#: MPI families a benchmark's ranks can run under (as ``tests/mpirun.py`` has them)
+#: MPI families a benchmark's ranks can run under (as ``tests/common/mpirun.py`` has them)
 FAMILIES = ("openmpi", "mpich")
 MPICH_PREFIX = BIN.parent / "mpich"
 

@@ -115,10 +115,35 @@ def _span(field: str, cond=lambda c: True) -> str:
     return f"{lo}x" if lo == hi else f"{lo}–{hi}x"
 
 
-def _ab() -> dict:
-    """``bench/ddstore/collective_ab.py``'s step-interleaved A/B (2 ranks, molecules, batch 4)."""
-    d = json.loads((RESULTS / "ddstore_coll_ab_n2.json").read_text())
-    return {**d, "by": {r["variant"]: r for r in d["rows"] if r["batch"] == 4}}
+def _ab(ranks: int = 2, batch: int = 4) -> dict:
+    """``bench/ddstore/collective_ab.py``'s step-interleaved A/B (molecules) at `ranks`, `batch`."""
+    d = json.loads((RESULTS / f"ddstore_coll_ab_n{ranks}.json").read_text())
+    return {**d, "by": {r["variant"]: r for r in d["rows"] if r["batch"] == batch}}
+
+
+def _over_dds(row: dict) -> float:
+    """A variant's median per-step ratio over the better DDStore collective layout."""
+    return max(row["over_dds_coll_pad"], row["over_dds_coll_rows"])
+
+
+def ab_ranks() -> str:
+    """At 2, 3 and 4 ranks, batches 4 and 32: the backend called directly and through the
+    loader, each over DDStore's better collective layout (median of per-step ratios)."""
+    out = []
+    for n in (2, 3, 4):
+        for b in (4, 32):
+            by = _ab(n, b)["by"]
+            out.append(f"{n} ranks b{b}: {_over_dds(by['mdl_collective']):.2f}x / "
+                       f"{_over_dds(by['mdl_loader']):.2f}x")
+    return "; ".join(out)
+
+
+def ab_loads() -> str:
+    """The load averages the A/B runs saw (start-end), the dates."""
+    runs = [_ab(n) for n in (2, 3, 4)]
+    lo = min(min(r["loadavg_start"], r["loadavg_end"]) for r in runs)
+    hi = max(max(r["loadavg_start"], r["loadavg_end"]) for r in runs)
+    return f"{runs[0]['date']}, load {lo:.1f}–{hi:.1f} on 2 cores"
 
 
 def ab_p10() -> str:
@@ -153,6 +178,8 @@ FIGURES_DDSTORE954: dict[str, Callable[[], str]] = {
     "ddstore954.ab_p10": ab_p10,
     "ddstore954.ab_ratio": ab_ratio,
     "ddstore954.ab_when": ab_when,
+    "ddstore954.ab_ranks": ab_ranks,
+    "ddstore954.ab_loads": ab_loads,
     "ddstore954.date": lambda: _load()["date"][:10],
     "ddstore954.auto_met": auto_met,
     "ddstore954.coll_met": coll_met,

@@ -15,8 +15,10 @@ BATCHED = Section(
     ("ddstore_batched.json",), lambda d: ddstore_figures.table(d["ddstore_batched.json"]))
 
 OTHERS = [
-    Other("ddstore_coll_ab_n2.json", ("PYTHONPATH=build/ddstore-954ef59 mpiexec -n 2 python -m "
-                                      "mpi4py -m bench.ddstore.collective_ab --dataset hydragnn "
-                                      "--batches 4 --steps 150",),
-          ("bench/ddstore/collective_ab.py",), ("docs/benchmarks.md",)),
+    Other(f"ddstore_coll_ab_n{n}.json",
+          (f"PYTHONPATH=build/ddstore-954ef59 mpiexec -n {n} python -m mpi4py -m "
+           "bench.ddstore.collective_ab --dataset hydragnn --batches 4,32 --steps 300 "
+           f"--out bench/results/ddstore_coll_ab_n{n}.json",),
+          ("bench/ddstore/collective_ab.py",), ("docs/benchmarks.md",))
+    for n in (2, 3, 4)
 ]

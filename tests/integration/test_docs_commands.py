@@ -2,7 +2,7 @@
 needs more than this machine, and the ones that can run here run as printed.
 
 Pages: README.md, docs/**/*.md and the README.md of bench/, recipes/, slurm/. Commands:
-tests/docs_blocks.py (every line of a ```bash block; the ``$ `` lines of a ```console block).
+tests/common/docs_blocks.py (every line of a ```bash block; the ``$ `` lines of a ```console block).
 
 **The marker convention.** An HTML comment on the line before a code block (invisible on the
 rendered page) says who runs its commands:

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SHELL = {"bash", "sh", "shell"}
 MARKER = re.compile(r"^<!-- (test|needs): ([^>]*?) -->$")
