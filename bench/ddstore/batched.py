@@ -15,8 +15,13 @@ global step, then ``--rounds`` rounds run ``--steps`` steps each, the loaders in
 a round (paired: the machine's noise hits them alike). A step: Barrier, fetch, timed on every
 rank, MAX over ranks. MDLoader's fetch is the loader's own fetch timer (plan sends, the backend's
 exchange, into its receive buffer); DDStore's is the row ids plus ``get_batch`` into a reused
-buffer. Every record read is compared byte for byte with the data set (allgathered once) and the
-ids with the plan; ``mismatches`` counts both. ``bytes_moved``: median over steps of the most
+buffer. Between two fetches every loader makes the step's records into a batch, outside its
+timer, as a training loop does: MDLoader in its own step, DDStore's rows through the same batch
+builder (``Batches``; ``--bare-dds`` leaves DDStore's fetches back to back). The work between
+fetches changes the next fetch's time where ranks outnumber cores (4 ranks on 2 cores: the
+backend called directly takes ~2x as long with a batch built between its fetches as without,
+``bench/ddstore/collective_ab.py``). Every record read is compared byte for byte with the data
+set (allgathered once) and the ids with the plan; ``mismatches`` counts both. ``bytes_moved``: median over steps of the most
 bytes a rank receives into its output (padding included).
 
     python -m bench.ddstore.batched [--ranks 2,4] [--batches 4,32,256] [--heldout-ranks 3]
@@ -89,18 +94,42 @@ class MDLRunner:
         self.loader.close()
 
 
+class Batches:
+    """What a training loop does with a step's records between two fetches: makes them into a
+    batch, here with the loader's own builder (PyG ``Batch``; outside every fetch timer). The
+    MDLoader runners build in the loader's step; a DDStore runner given one builds from its rows,
+    so both loops do the same work between fetches (``--bare-dds``: DDStore fetches back to
+    back, as the runs before 2026-12-07 08:00 UTC did)."""
+
+    class _Keep:  # the rows buffer is DDStore's, reused: the builder gives nothing back
+        class buffers:  # noqa: N801 - the attribute the builder calls
+            give = staticmethod(lambda buf: None)
+
+    def __init__(self):
+        from mdloader_plugin.batching.pyg import pyg_collate, pyg_sample
+        from mdloader_plugin.loader.step import BatchBuilder
+
+        self.build = BatchBuilder(pyg_sample, pyg_collate)
+
+    def __call__(self, fetched) -> None:
+        self.build(fetched, self._Keep)
+
+
 class DDSRunner:
-    def __init__(self, store, ref, comm, name: str, row_bytes: int):
+    def __init__(self, store, ref, comm, name: str, row_bytes: int, batches=None):
         from bench.ddstore.layouts import DDStoreBatched
 
         _, kind, layout = name.split("_")
-        self.name = name
+        self.name, self.batches = name, batches
         self.dds = DDStoreBatched(store, comm, ref, 0 if kind == "coll" else 1, layout,
                                   row_bytes)
 
     def step(self, ids: np.ndarray):
         t, out = self.dds.fetch(ids)
-        return t, self.dds.bytes_moved(ids), self.dds.check(ids, out)
+        bad = self.dds.check(ids, out)
+        if self.batches is not None:
+            self.batches(self.dds.fetched(ids, out))
+        return t, self.dds.bytes_moved(ids), bad
 
     def close(self) -> None:
         self.dds.close()
@@ -117,10 +146,10 @@ def bench_batch(world, store, ref, sampler, loaders, a, row_bytes) -> list[dict]
 
     comm, rank = world.comm, world.rank
     spe = sampler.steps_per_epoch
-    runners = []
+    runners, batches = [], None if a.bare_dds else Batches()
     for n in loaders:
         runners.append(MDLRunner(store, ref, sampler.batch_size, n) if n in MDL
-                       else DDSRunner(store, ref, comm, n, row_bytes))
+                       else DDSRunner(store, ref, comm, n, row_bytes, batches))
     plan = lambda k: sampler.plan(k // spe, k % spe)[rank]  # noqa: E731
     # warm-up: one step each; MDLoader until auto's online check is over
     for r in runners:
@@ -219,7 +248,7 @@ def run_shape(a, ranks: int | None, batches: str, heldout: bool) -> list[dict]:
     tmp = RESULTS / f".ddstore-batched-{os.getpid()}.json"
     args = [*module("bench.ddstore.batched"), "--worker", "--tmp", str(tmp),
             "--datasets", a.datasets, "--batches", batches, "--loaders", a.loaders,
-            "--rounds", str(a.rounds), "--steps", str(a.steps)]
+            "--rounds", str(a.rounds), "--steps", str(a.steps)] + ["--bare-dds"] * a.bare_dds
     pypath = os.pathsep.join([str(DDS_PREFIX), str(ROOT)] + [os.environ.get("PYTHONPATH", "")])
     if a.cluster:
         from bench.loaders.compare import parse_cluster
@@ -264,6 +293,9 @@ def main() -> None:
     ap.add_argument("--loaders", default=",".join(LOADERS))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=6, help="measured steps a loader a round")
+    ap.add_argument("--bare-dds", action="store_true",
+                    help="DDStore fetches back to back, no batch built between (MDLoader's "
+                         "loaders always build one: the comparison is then not like for like)")
     ap.add_argument("--out", default=str(RESULTS / "ddstore_batched.json"))
     ap.add_argument("--merge", action="store_true", help="keep rows of other shapes in --out")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -277,7 +309,8 @@ def main() -> None:
     info = {**machine(), "mpi": mpi_version(), "commit": commit(),
             "ddstore": "954ef59 (pyddstore 2.0)", "parameters": {
                 k: getattr(a, k) for k in ("ranks", "batches", "heldout_ranks", "heldout_batches",
-                                           "cluster", "datasets", "loaders", "rounds", "steps")}}
+                                           "cluster", "datasets", "loaders", "rounds", "steps",
+                                           "bare_dds")}}
     rows, t0 = [], time.time()
     shapes = ([(None, a.batches, False)] + ([(None, a.heldout_batches, True)]
                                             if a.heldout_batches else []) if a.cluster else

@@ -5,6 +5,10 @@ fetch) against DDStore 954ef59's collective
 ``get_batch`` (padded and row layouts), the same plan step interleaved (each step every variant
 once, order rotated), every read checked. Fetch only: the backend's ``fetch`` of the step's plan
 (its sends included) and DDStore's row ids + ``get_batch``. A step: Barrier, fetch, MAX over ranks.
+``_built`` variants (and ``mdl_loader``, whose loader always does) make the step's records into a
+batch after the fetch, outside the timer, as a training loop does (``batched.Batches``): where
+ranks outnumber cores that work between fetches slows the next fetch, so like for like is
+``mdl_loader`` against ``dds_coll_*_built`` (and ``mdl_collective`` against ``dds_coll_*``).
 
     PYTHONPATH=build/ddstore-954ef59 mpiexec -n 2 python -m mpi4py \\
         -m bench.ddstore.collective_ab --dataset hydragnn --batches 4,32 --steps 300 \\
@@ -36,7 +40,7 @@ def main() -> None:
     a = ap.parse_args()
     from mpi4py import MPI
 
-    from bench.ddstore.batched import Checked
+    from bench.ddstore.batched import Batches, Checked
     from bench.ddstore.layouts import DDStoreBatched, Reference
     from bench.loaders.compare import DATASETS, WORK
     from bench.harness import rank_mpi, record
@@ -60,6 +64,7 @@ def main() -> None:
     dds = {n: DDStoreBatched(store, comm, ref, 0, n, 2 ** round(np.log2(ref.nbytes.mean() / 4)))
            for n in ("pad", "rows")}
     keep = collective.SMALL_STEP
+    batches = Batches()
     out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "dataset": a.dataset,
            "ranks": world.size, "loadavg_start": os.getloadavg()[0], "rows": []}
     for b in [int(x) for x in a.batches.split(",")]:
@@ -68,7 +73,7 @@ def main() -> None:
         be.sends = planner.sends  # the epoch inverse's sends of each step (as the loader hands it)
         spe = core.steps_per_epoch
 
-        def mdl(k, small):
+        def mdl(k, small, built=False):
             collective.SMALL_STEP = keep if small else -1
             e, s = divmod(k, spe)
             plan = planner.step(e, s)
@@ -76,13 +81,18 @@ def main() -> None:
             f = be.fetch(plan)
             t = time.perf_counter() - t0
             bad = ref.mismatches(f.ids, [f.record(i) for i in range(f.ids.size)])
+            if built:
+                batches(f)  # the builder copies the records out: the buffer is free again
             be.buffers.give(f.buf)
             return t, bad
 
-        def dd(k, layout):
+        def dd(k, layout, built=False):
             ids = core.plan(*divmod(k, spe))[rank]
             t, rows = dds[layout].fetch(ids)
-            return t, dds[layout].check(ids, rows)
+            bad = dds[layout].check(ids, rows)
+            if built:
+                batches(dds[layout].fetched(ids, rows))
+            return t, bad
 
         loader = MDLoader(store, batch_size=b, shuffle=True, seed=0, backend="collective",
                           prefetch=0, name="ab")
@@ -101,10 +111,13 @@ def main() -> None:
             return loader.epoch_stats.step_fetch_s[-1], wrong
 
         variants = {"mdl_collective": lambda k: mdl(k, True),
+                    "mdl_collective_built": lambda k: mdl(k, True, True),
                     "mdl_loader": through_loader,
                     "mdl_collective_numpy": lambda k: mdl(k, False),
                     "dds_coll_pad": lambda k: dd(k, "pad"),
-                    "dds_coll_rows": lambda k: dd(k, "rows")}
+                    "dds_coll_rows": lambda k: dd(k, "rows"),
+                    "dds_coll_pad_built": lambda k: dd(k, "pad", True),
+                    "dds_coll_rows_built": lambda k: dd(k, "rows", True)}
         names = list(variants)
         times = {n: [] for n in names}
         bad = 0
@@ -127,7 +140,8 @@ def main() -> None:
             row = {"batch": b, "variant": n, "median_ms": float(np.median(slow[n]) * 1e3),
                    "p10_ms": float(np.percentile(slow[n], 10) * 1e3),
                    "p95_ms": float(np.percentile(slow[n], 95) * 1e3)}
-            for d in ("dds_coll_pad", "dds_coll_rows", "mdl_collective"):
+            for d in ("dds_coll_pad", "dds_coll_rows", "mdl_collective", "dds_coll_pad_built",
+                      "dds_coll_rows_built"):
                 row[f"over_{d}"] = float(np.median(slow[n] / slow[d]))
             out["rows"].append(row)
         out.setdefault("mismatches", 0)
@@ -141,7 +155,10 @@ def main() -> None:
         for r in out["rows"]:
             print(f"P={world.size} B={r['batch']} {r['variant']:22s} median {r['median_ms']:8.3f} "
                   f"p10 {r['p10_ms']:7.3f} p95 {r['p95_ms']:8.3f} ms; over pad "
-                  f"{r['over_dds_coll_pad']:.2f} rows {r['over_dds_coll_rows']:.2f}", flush=True)
+                  f"{r['over_dds_coll_pad']:.2f} rows {r['over_dds_coll_rows']:.2f}; "
+                  f"over built pad "
+                  f"{r['over_dds_coll_pad_built']:.2f} rows {r['over_dds_coll_rows_built']:.2f}",
+                  flush=True)
         print(f"mismatches {out['mismatches']}, load {out['loadavg_start']:.1f}-"
               f"{out['loadavg_end']:.1f}")
         if a.out:

@@ -96,11 +96,17 @@ class DDStoreBatched:
         self.dds.get_batch(self.var, out, rows)
         return time.perf_counter() - t0, out
 
+    def fetched(self, ids: np.ndarray, out: np.ndarray):
+        """The rows read, as the loader's ``Fetched``: record ``i`` starts at its first row."""
+        from mdloader_plugin.backends.base import Fetched
+
+        at = np.concatenate([[0], np.cumsum(self.nrows[ids])[:-1]]).astype(np.int64) * self.width
+        return Fetched(np.asarray(ids), out.reshape(-1), at, self.ref.nbytes[ids])
+
     def check(self, ids: np.ndarray, out: np.ndarray) -> int:
         """Records of `ids` cut from the rows read, compared byte for byte."""
-        flat, nb = out.reshape(-1), self.ref.nbytes[ids]
-        at = np.concatenate([[0], np.cumsum(self.nrows[ids])[:-1]]) * self.width
-        return self.ref.mismatches(ids, [flat[a:a + n] for a, n in zip(at.tolist(), nb.tolist())])
+        f = self.fetched(ids, out)
+        return self.ref.mismatches(ids, [f.record(i) for i in range(f.ids.size)])
 
     def bytes_moved(self, ids: np.ndarray) -> int:
         return int(self.nrows[ids].sum()) * self.width
