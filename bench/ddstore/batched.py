@@ -21,8 +21,8 @@ builder (``Batches``; ``--bare-dds`` leaves DDStore's fetches back to back). The
 fetches changes the next fetch's time where ranks outnumber cores (4 ranks on 2 cores: the
 backend called directly takes ~2x as long with a batch built between its fetches as without,
 ``bench/ddstore/collective_ab.py``). Every record read is compared byte for byte with the data
-set (allgathered once) and the ids with the plan; ``mismatches`` counts both. ``bytes_moved``: median over steps of the most
-bytes a rank receives into its output (padding included).
+set (allgathered once) and the ids with the plan; ``mismatches`` counts both. ``bytes_moved``:
+median over steps of the most bytes a rank receives into its output (padding included).
 
     python -m bench.ddstore.batched [--ranks 2,4] [--batches 4,32,256] [--heldout-ranks 3]
         [--heldout-batches 64] [--cluster 2x2@1gbit] [--rounds 5] [--steps 6]
