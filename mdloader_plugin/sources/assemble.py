@@ -27,7 +27,7 @@ from typing import Mapping
 import numpy as np
 
 from ..core.errors import DataError
-from .writer import DEFAULT_CHUNK_BYTES, _blocks, _vdim_of
+from .writer import DEFAULT_CHUNK_BYTES, Scratch, _blocks, _vdim_of, put_block
 
 GROUP = 256  # parts written together at most (bounds the shapes held at once)
 WRITE_AT = 8 << 20  # bytes of a key waiting that are written (blocks of 8-64 MB in the file)
@@ -47,8 +47,8 @@ class _JoinedSpool:
         self.shapes = np.concatenate(shapes)
         self.ends = np.cumsum([n for _, n in self.files])
 
-    def read(self, lo: int, hi: int) -> np.ndarray:
-        out = np.empty(hi - lo, dtype=self.dtype)
+    def read(self, lo: int, hi: int, out: np.ndarray | None = None) -> np.ndarray:
+        out = np.empty(hi - lo, dtype=self.dtype) if out is None else out
         f = int(np.searchsorted(self.ends, lo, side="right"))
         at = lo
         while at < hi:
@@ -108,7 +108,8 @@ class _Key:
             return _vdim_of(self.lo, self.hi)
         return None
 
-    def write(self, out, path: str, chunk_bytes: int, final: bool = False) -> None:
+    def write(self, out, path: str, chunk_bytes: int, scratch: Scratch,
+              final: bool = False) -> None:
         """Write the waiting parts if about a block waits (all of them when `final`)."""
         vdim = self.vdim(final)
         if vdim is None or not self.waiting or not (
@@ -122,21 +123,22 @@ class _Key:
                             "layout allows one varying dimension")
         for g in range(0, len(self.waiting), GROUP):
             spool = _JoinedSpool(self.waiting[g:g + GROUP])
-            self._write(out, spool, vdim, chunk_bytes)
+            self._write(out, spool, vdim, chunk_bytes, scratch)
         self.waiting, self.bytes = [], 0
 
-    def _write(self, out, spool: _JoinedSpool, vdim: int, chunk_bytes: int) -> None:
+    def _write(self, out, spool: _JoinedSpool, vdim: int, chunk_bytes: int,
+               scratch: Scratch) -> None:
         shapes = spool.shapes
         cnt = shapes[:, vdim].copy()
         off = self.along + np.concatenate([[0], np.cumsum(cnt[:-1])]).astype(np.int64)
         gshape = self.lo.copy()
         for start, block in _blocks(shapes, spool.read, vdim,
-                                    max(chunk_bytes // self.dtype.itemsize, 1)):
+                                    max(chunk_bytes // self.dtype.itemsize, 1), scratch,
+                                    self.dtype):
             box = [0] * self.ndim
             box[vdim] = self.along + start
             gshape[vdim] = box[vdim] + block.shape[vdim]
-            out.write(self.name, block, gshape.tolist(), box, list(block.shape))
-            out.engine.perform_data_write()
+            put_block(out, self.name, block, gshape.tolist(), box, list(block.shape))
         n = len(cnt)
         total = [self.graphs + n]
         out.write(f"{self.name}/variable_count", cnt, total, [self.graphs], [n])
@@ -144,8 +146,8 @@ class _Key:
         self.graphs += n
         self.along += int(cnt.sum())
 
-    def close(self, out, path: str, chunk_bytes: int) -> None:
-        self.write(out, path, chunk_bytes, final=True)
+    def close(self, out, path: str, chunk_bytes: int, scratch: Scratch) -> None:
+        self.write(out, path, chunk_bytes, scratch, final=True)
         vdim = self.vdim(True)
         if self.along == 0:  # every graph is empty along vdim: define the empty variable
             gshape = self.lo.copy()
@@ -177,6 +179,7 @@ class PartAssembler:
         self.keys: dict[str, list[str]] = {}
         self._keys: dict[tuple[str, str], _Key] = {}
         self._out = None
+        self._scratch = Scratch()  # the blocks' buffers, reused (no page faults a block)
         self.parts = 0
 
     def add(self, folder: str) -> dict:
@@ -203,7 +206,7 @@ class PartAssembler:
                     k = self._keys[(label, key)] = _Key(f"{label}/{key}", one,
                                                         self.vdims.get(key))
                 k.add(folder, one, self.path)
-                k.write(self._out, self.path, self.chunk_bytes)
+                k.write(self._out, self.path, self.chunk_bytes, self._scratch)
         self.parts += 1
         return info
 
@@ -219,7 +222,8 @@ class PartAssembler:
                 if n:
                     out.write_attribute(f"{label}/keys", list(self.keys[label]))
                     for key in self.keys[label]:
-                        self._keys[(label, key)].close(out, self.path, self.chunk_bytes)
+                        self._keys[(label, key)].close(out, self.path, self.chunk_bytes,
+                                                       self._scratch)
             out.write_attribute("total_ndata", np.int64(sum(self.counts.values())))
             for name, val in self.attributes.items():
                 out.write_attribute(name, val if isinstance(val, (str, list))

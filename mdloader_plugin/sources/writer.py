@@ -88,10 +88,57 @@ class _KeySpool:
         self.file.close()
         return np.frombuffer(self.shapes, dtype=np.int64).reshape(-1, self.ndim)
 
-    def read(self, lo: int, hi: int) -> np.ndarray:
-        """Elements ``lo..hi-1`` of the concatenated raw data (a fresh, writable array)."""
-        return np.fromfile(self.path, dtype=self.dtype, count=hi - lo,
-                           offset=lo * self.dtype.itemsize)
+    def read(self, lo: int, hi: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Elements ``lo..hi-1`` of the concatenated raw data (into `out` when given, else a
+        fresh, writable array)."""
+        if out is None:
+            return np.fromfile(self.path, dtype=self.dtype, count=hi - lo,
+                               offset=lo * self.dtype.itemsize)
+        with open(self.path, "rb") as f:
+            f.seek(lo * self.dtype.itemsize)
+            read_into(f, out, self.path)
+        return out
+
+
+def read_into(f, out: np.ndarray, path: str) -> None:
+    """Fill `out` (C-contiguous) from the open file `f` at its position."""
+    view = memoryview(out.reshape(-1)).cast("B")
+    if f.readinto(view) != view.nbytes:
+        raise DataError(f"{path}: shorter than expected (a spool or part file was truncated; "
+                        "remove it and run again)")
+
+
+class Scratch:
+    """Buffers reused from block to block: a fresh array of 64 MB costs its page faults every
+    time (about 0.5 s a GB on the development machine), more than copying into it."""
+
+    def __init__(self):
+        self._bufs: dict[int, np.ndarray] = {}
+
+    def take(self, slot: int, dtype, shape) -> np.ndarray:
+        """A C-contiguous array of `shape` and `dtype` in buffer `slot` (its old contents
+        are overwritten by the next ``take`` of that slot)."""
+        dtype = np.dtype(dtype)
+        n = int(np.prod(shape)) * dtype.itemsize
+        buf = self._bufs.get(slot)
+        if buf is None or buf.nbytes < n:
+            buf = self._bufs[slot] = np.empty(max(n, 1), dtype=np.uint8)
+        return buf[:n].view(dtype).reshape(shape)
+
+
+def put_block(out, name: str, block: np.ndarray, shape, start, count) -> None:
+    """One block of the global array `name`, handed to ADIOS2 without its copy (a deferred
+    Put, written out by ``PerformDataWrite`` before this returns, so `block` may be reused)."""
+    from adios2 import bindings
+
+    var = out.io.inquire_variable(name)
+    if var is None:
+        var = out.io.define_variable(name, block, shape, start, count)
+    else:
+        var.set_shape(shape)
+        var.set_selection([start, count])
+    out.engine.put(var, np.ascontiguousarray(block), bindings.Mode.Deferred)
+    out.engine.perform_data_write()
 
 
 class GraphWriter:
@@ -226,12 +273,11 @@ def _write_key(out, path: str, label: str, key: str, spool, vdims: Mapping[str, 
     np.cumsum(cnt[:-1], out=off[1:])
     gshape = spool.lo.copy()
     gshape[vdim] = int(cnt.sum())
-    for start, block in _blocks(shapes, spool.read, vdim,
-                                chunk_bytes // spool.dtype.itemsize):
+    for start, block in _blocks(shapes, spool.read, vdim, chunk_bytes // spool.dtype.itemsize,
+                                Scratch(), spool.dtype):
         box = [0] * len(gshape)
         box[vdim] = start
-        out.write(name, block, gshape.tolist(), box, list(block.shape))
-        out.engine.perform_data_write()
+        put_block(out, name, block, gshape.tolist(), box, list(block.shape))
     if gshape[vdim] == 0:  # every graph is empty along vdim: define the empty variable
         out.write(name, np.zeros(gshape, dtype=spool.dtype), gshape.tolist(),
                   [0] * len(gshape), gshape.tolist())
@@ -240,10 +286,12 @@ def _write_key(out, path: str, label: str, key: str, spool, vdims: Mapping[str, 
     out.write_attribute(f"{name}/variable_dim", np.int64(vdim))
 
 
-def _blocks(shapes: np.ndarray, read: Callable[[int, int], np.ndarray], vdim: int,
-            max_elems: int):
+def _blocks(shapes: np.ndarray, read: Callable[..., np.ndarray], vdim: int,
+            max_elems: int, scratch: Scratch | None = None, dtype=None):
     """Yield ``(start along vdim, block array)`` of consecutive graphs of about `max_elems`
-    elements; `read(lo, hi)` returns elements ``lo..hi-1`` of the spooled data."""
+    elements; `read(lo, hi)` returns elements ``lo..hi-1`` of the spooled data (``read(lo,
+    hi, out)`` fills `out` when `scratch` gives the buffers; a block is then valid only until
+    the next one is taken)."""
     sizes = shapes.prod(axis=1)
     ends = np.cumsum(sizes)
     starts = ends - sizes
@@ -252,16 +300,19 @@ def _blocks(shapes: np.ndarray, read: Callable[[int, int], np.ndarray], vdim: in
     while g < len(shapes):
         h = max(int(np.searchsorted(ends, starts[g] + max_elems, side="right")), g + 1)
         if ends[h - 1] > starts[g]:
-            flat = read(int(starts[g]), int(ends[h - 1]))
+            lo, hi = int(starts[g]), int(ends[h - 1])
+            flat = (read(lo, hi) if scratch is None
+                    else read(lo, hi, scratch.take(0, dtype, hi - lo)))
             if vdim == 0:
                 block = flat.reshape([-1] + shapes[g, 1:].tolist())
             else:
-                block = _join_along(flat, shapes[g:h], vdim)
+                block = _join_along(flat, shapes[g:h], vdim, scratch)
             yield int(along[g]), block
         g = h
 
 
-def _join_along(flat: np.ndarray, shapes: np.ndarray, vdim: int) -> np.ndarray:
+def _join_along(flat: np.ndarray, shapes: np.ndarray, vdim: int,
+                scratch: Scratch | None = None) -> np.ndarray:
     """Graphs of `shapes`, stored one after another in `flat`, joined along `vdim` (> 0): a
     slice copy a graph when graphs are large (``edge_index`` ``[2, E]`` of thousands of edges),
     else one ragged gather for each index of the dimensions before `vdim`."""
@@ -271,7 +322,8 @@ def _join_along(flat: np.ndarray, shapes: np.ndarray, vdim: int) -> np.ndarray:
     src = np.concatenate([[0], np.cumsum(runs * pre)[:-1]])  # each graph's start in flat
     dst = np.concatenate([[0], np.cumsum(runs)[:-1]])
     total = int(runs.sum())
-    out = np.empty((pre, total), dtype=flat.dtype)
+    out = (np.empty((pre, total), dtype=flat.dtype) if scratch is None
+           else scratch.take(1, flat.dtype, (pre, total)))
     if total >= 256 * len(runs):  # long runs: slices copy faster than an index gathers
         for s, d, r in zip(src.tolist(), dst.tolist(), runs.tolist()):
             out[:, d:d + r] = flat[s:s + pre * r].reshape(pre, r)
