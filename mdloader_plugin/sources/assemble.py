@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections import OrderedDict
+from contextlib import closing
 from typing import Mapping
 
 import numpy as np
@@ -31,21 +33,52 @@ from .writer import DEFAULT_CHUNK_BYTES, Scratch, _blocks, _vdim_of, put_block
 
 GROUP = 256  # parts written together at most (bounds the shapes held at once)
 WRITE_AT = 8 << 20  # bytes of a key waiting that are written (blocks of 8-64 MB in the file)
+OPEN = 64  # part files kept open
+
+
+class _Files:
+    """Part files open for reading, the last :data:`OPEN` used (opening a file costs about
+    0.2 ms on the development machine's file system, as much as reading 200 kB)."""
+
+    def __init__(self):
+        self.fds: OrderedDict[str, int] = OrderedDict()
+
+    def read(self, path: str, offset: int, out: np.ndarray) -> None:
+        """Fill `out` from `path` at byte `offset`."""
+        fd = self.fds.pop(path, None)
+        if fd is None:
+            fd = os.open(path, os.O_RDONLY)
+            while len(self.fds) >= OPEN:
+                os.close(self.fds.popitem(last=False)[1])
+        self.fds[path] = fd
+        view = memoryview(out.reshape(-1)).cast("B")
+        got = 0
+        while got < view.nbytes:
+            n = os.preadv(fd, [view[got:]], offset + got)
+            if n <= 0:
+                raise DataError(f"{path}: shorter than its part.json says; remove this "
+                                "part's folder and run again")
+            got += n
+
+    def close(self) -> None:
+        while self.fds:
+            os.close(self.fds.popitem()[1])
 
 
 class _JoinedSpool:
     """One ``(label, key)`` over several parts, read as the concatenation of the parts' spools
     in order (the ``read(lo, hi)`` that :func:`.writer._blocks` takes)."""
 
-    def __init__(self, pieces: list[tuple[str, dict]]):
-        self.files, shapes = [], []
+    def __init__(self, pieces: list[tuple[str, dict]], files: _Files):
+        self.files, self.pieces, shapes = files, [], []
         self.dtype = np.dtype(pieces[0][1]["dtype"])
         for folder, info in pieces:
-            sh = _shapes(folder, info)
+            sh = _shapes(folder, info, files)
             shapes.append(sh)
-            self.files.append((os.path.join(folder, info["file"]), int(sh.prod(axis=1).sum())))
+            self.pieces.append((os.path.join(folder, info["file"]), int(info.get("offset", 0)),
+                                int(sh.prod(axis=1).sum())))
         self.shapes = np.concatenate(shapes)
-        self.ends = np.cumsum([n for _, n in self.files])
+        self.ends = np.cumsum([n for _, _, n in self.pieces])
 
     def read(self, lo: int, hi: int, out: np.ndarray | None = None) -> np.ndarray:
         out = np.empty(hi - lo, dtype=self.dtype) if out is None else out
@@ -55,25 +88,23 @@ class _JoinedSpool:
             start = int(self.ends[f - 1]) if f else 0
             take = min(hi, int(self.ends[f])) - at
             if take:  # straight into the block: no second copy
-                with open(self.files[f][0], "rb") as fh:
-                    fh.seek((at - start) * self.dtype.itemsize)
-                    view = memoryview(out[at - lo:at - lo + take]).cast("B")
-                    if fh.readinto(view) != view.nbytes:
-                        raise DataError(f"{self.files[f][0]}: shorter than its part.json says; "
-                                        "remove this part's folder and run again")
+                path, offset, _ = self.pieces[f]
+                self.files.read(path, offset + (at - start) * self.dtype.itemsize,
+                                out[at - lo:at - lo + take])
             at += take
             f += 1
         return out
 
 
-def _shapes(folder: str, info: dict) -> np.ndarray:
-    """A part's shapes of one key, ``[n, ndim]`` (from ``shapes.i8``; older parts kept a
-    ``.shapes.npy`` a key)."""
+def _shapes(folder: str, info: dict, files: _Files) -> np.ndarray:
+    """A part's shapes of one key, ``[n, ndim]`` (at the end of ``data.raw``; older parts
+    kept them in ``shapes.i8``, or a ``.shapes.npy`` a key)."""
     if "shapes" not in info:
         return np.load(os.path.join(folder, info["file"][:-4] + ".shapes.npy"))
     at, n = info["shapes"]
-    return np.fromfile(os.path.join(folder, "shapes.i8"), dtype=np.int64, count=n,
-                       offset=8 * at).reshape(-1, int(info["ndim"]))
+    out = np.empty((n // int(info["ndim"]), int(info["ndim"])), dtype=np.int64)
+    files.read(os.path.join(folder, info["shapes_file"]), info["shapes_offset"] + 8 * at, out)
+    return out
 
 
 class _Key:
@@ -108,7 +139,7 @@ class _Key:
             return _vdim_of(self.lo, self.hi)
         return None
 
-    def write(self, out, path: str, chunk_bytes: int, scratch: Scratch,
+    def write(self, out, path: str, chunk_bytes: int, scratch: Scratch, files: _Files,
               final: bool = False) -> None:
         """Write the waiting parts if about a block waits (all of them when `final`)."""
         vdim = self.vdim(final)
@@ -122,7 +153,7 @@ class _Key:
                             f"from {self.lo.tolist()} to {self.hi.tolist()}); HydraGNN's "
                             "layout allows one varying dimension")
         for g in range(0, len(self.waiting), GROUP):
-            spool = _JoinedSpool(self.waiting[g:g + GROUP])
+            spool = _JoinedSpool(self.waiting[g:g + GROUP], files)
             self._write(out, spool, vdim, chunk_bytes, scratch)
         self.waiting, self.bytes = [], 0
 
@@ -146,8 +177,8 @@ class _Key:
         self.graphs += n
         self.along += int(cnt.sum())
 
-    def close(self, out, path: str, chunk_bytes: int, scratch: Scratch) -> None:
-        self.write(out, path, chunk_bytes, scratch, final=True)
+    def close(self, out, path: str, chunk_bytes: int, scratch: Scratch, files: _Files) -> None:
+        self.write(out, path, chunk_bytes, scratch, files, final=True)
         vdim = self.vdim(True)
         if self.along == 0:  # every graph is empty along vdim: define the empty variable
             gshape = self.lo.copy()
@@ -180,7 +211,9 @@ class PartAssembler:
         self._keys: dict[tuple[str, str], _Key] = {}
         self._out = None
         self._scratch = Scratch()  # the blocks' buffers, reused (no page faults a block)
+        self._files = _Files()
         self.parts = 0
+        self.dropped: set[str] = set()  # fields the parts' ``part.json`` say were dropped
 
     def add(self, folder: str) -> dict:
         """Append the part `folder` (after every part added before); its ``part.json``."""
@@ -200,14 +233,17 @@ class PartAssembler:
                                 f"{sorted(info['keys'][label])} in {label} but the first part "
                                 f"has {sorted(keys)}")
             for key in keys:
-                one = dict(info["spools"][f"{label}/{key}"], what=info.get("what", folder))
+                one = dict(info["spools"][f"{label}/{key}"], what=info.get("what", folder),
+                           shapes_file=info.get("shapes_file", "shapes.i8"),
+                           shapes_offset=int(info.get("shapes_offset", 0)))
                 k = self._keys.get((label, key))
                 if k is None:
                     k = self._keys[(label, key)] = _Key(f"{label}/{key}", one,
                                                         self.vdims.get(key))
                 k.add(folder, one, self.path)
-                k.write(self._out, self.path, self.chunk_bytes, self._scratch)
+                k.write(self._out, self.path, self.chunk_bytes, self._scratch, self._files)
         self.parts += 1
+        self.dropped.update(info.get("dropped", []))
         return info
 
     def close(self) -> dict[str, int]:
@@ -216,14 +252,14 @@ class PartAssembler:
 
         out = self._out if self._out is not None else adios2.Stream(self.path, "w")
         self._out = None
-        with out:
+        with out, closing(self._files):
             for label, n in self.counts.items():
                 out.write_attribute(f"{label}/ndata", np.int64(n))
                 if n:
                     out.write_attribute(f"{label}/keys", list(self.keys[label]))
                     for key in self.keys[label]:
                         self._keys[(label, key)].close(out, self.path, self.chunk_bytes,
-                                                       self._scratch)
+                                                       self._scratch, self._files)
             out.write_attribute("total_ndata", np.int64(sum(self.counts.values())))
             for name, val in self.attributes.items():
                 out.write_attribute(name, val if isinstance(val, (str, list))
@@ -232,6 +268,7 @@ class PartAssembler:
 
     def discard(self) -> None:
         """Stop without finishing the file (the caller removes it)."""
+        self._files.close()
         if self._out is not None:
             self._out.close()
             self._out = None
