@@ -292,7 +292,7 @@ def _wait(comm) -> None:
 def finish(comm, work: str, out: str, assembler, nparts: int, overwrite: bool) -> tuple:
     """Rank 0 adds the parts `assembler` has not taken yet, ends the file (written under a
     temporary name) and renames it to `out`; then the ranks remove `work` (each the parts
-    ``rank, rank + size, ...``: unlinking some 20 files a part is no longer one rank's tail).
+    ``rank, rank + size, ...``, so removing them is not one rank's tail).
     Every rank gets ``(counts, dropped fields)``."""
     def write_out():
         try:
