@@ -45,20 +45,31 @@ class _Files:
 
     def read(self, path: str, offset: int, out: np.ndarray) -> None:
         """Fill `out` from `path` at byte `offset`."""
+        self.readv(path, offset, [memoryview(out.reshape(-1))])
+
+    def readv(self, path: str, offset: int, views: list) -> None:
+        """Fill the buffers `views`, in order, from `path` at byte `offset` (``preadv``: the
+        bytes go straight to where each belongs)."""
         fd = self.fds.pop(path, None)
         if fd is None:
             fd = os.open(path, os.O_RDONLY)
             while len(self.fds) >= OPEN:
                 os.close(self.fds.popitem(last=False)[1])
         self.fds[path] = fd
-        view = memoryview(out.reshape(-1)).cast("B")
-        got = 0
-        while got < view.nbytes:
-            n = os.preadv(fd, [view[got:]], offset + got)
+        bufs = [v.cast("B") for v in views if v.nbytes]
+        i = 0
+        while i < len(bufs):
+            n = os.preadv(fd, bufs[i:i + 1024], offset)  # IOV_MAX buffers a call
             if n <= 0:
                 raise DataError(f"{path}: shorter than its part.json says; remove this "
                                 "part's folder and run again")
-            got += n
+            offset += n
+            while n:
+                if n >= bufs[i].nbytes:
+                    n -= bufs[i].nbytes
+                    i += 1
+                else:
+                    bufs[i], n = bufs[i][n:], 0
 
     def close(self) -> None:
         while self.fds:
@@ -94,6 +105,52 @@ class _JoinedSpool:
             at += take
             f += 1
         return out
+
+
+    def scatter(self, lo: int, views: list) -> None:
+        """Elements ``lo..`` into `views` in order (each within one piece: whole graphs)."""
+        f = int(np.searchsorted(self.ends, lo, side="right"))
+        at, i, size = lo, 0, self.dtype.itemsize
+        while i < len(views):
+            while at >= self.ends[f]:
+                f += 1
+            path, offset, _ = self.pieces[f]
+            start, stop = (int(self.ends[f - 1]) if f else 0), int(self.ends[f])
+            j, n = i, 0
+            while j < len(views) and at + n < stop:
+                n += views[j].nbytes // size
+                j += 1
+            self.files.readv(path, offset + (at - start) * size, views[i:j])
+            at, i = at + n, j
+
+
+def _scattered(spool: _JoinedSpool, vdim: int, max_elems: int, scratch: Scratch):
+    """:func:`.writer._blocks` for a key whose graphs join along `vdim` > 0 in long runs
+    (``edge_index`` ``[2, E]``): each graph's rows read straight to their place in the block
+    (``preadv``), not read and then copied."""
+    shapes = spool.shapes
+    sizes = shapes.prod(axis=1)
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    along = np.concatenate([[0], np.cumsum(shapes[:, vdim])])
+    pre, post = int(np.prod(shapes[0, :vdim])), int(np.prod(shapes[0, vdim + 1:]))
+    g = 0
+    while g < len(shapes):
+        h = max(int(np.searchsorted(ends, starts[g] + max_elems, side="right")), g + 1)
+        runs = (shapes[g:h, vdim] * post).tolist()
+        total = sum(runs)
+        if total:
+            out = scratch.take(1, spool.dtype, (pre, total))
+            views, d = [], 0
+            for r in runs:  # the file holds a graph's rows one after another
+                if r:
+                    views.extend(memoryview(out[p, d:d + r]) for p in range(pre))
+                d += r
+            spool.scatter(int(starts[g]), views)
+            gshape = shapes[g].copy()
+            gshape[vdim] = total // post
+            yield int(along[g]), out.reshape(gshape.tolist())
+        g = h
 
 
 def _shapes(folder: str, info: dict, files: _Files) -> np.ndarray:
@@ -163,9 +220,11 @@ class _Key:
         cnt = shapes[:, vdim].copy()
         off = self.along + np.concatenate([[0], np.cumsum(cnt[:-1])]).astype(np.int64)
         gshape = self.lo.copy()
-        for start, block in _blocks(shapes, spool.read, vdim,
-                                    max(chunk_bytes // self.dtype.itemsize, 1), scratch,
-                                    self.dtype):
+        elems = max(chunk_bytes // self.dtype.itemsize, 1)
+        long_runs = vdim > 0 and shapes.prod(axis=1).sum() >= 256 * len(shapes) * int(
+            np.prod(shapes[0, :vdim]))
+        for start, block in (_scattered(spool, vdim, elems, scratch) if long_runs
+                             else _blocks(shapes, spool.read, vdim, elems, scratch, self.dtype)):
             box = [0] * self.ndim
             box[vdim] = self.along + start
             gshape[vdim] = box[vdim] + block.shape[vdim]

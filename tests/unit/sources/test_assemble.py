@@ -80,3 +80,27 @@ def test_a_second_varying_dimension_is_refused(tmp_path):
         for f in folders:
             asm.add(f)
     asm.discard()
+
+
+@pytest.mark.parametrize("chunk", [3000, 1 << 20])
+def test_long_rows_read_into_place_equal_one_writer(tmp_path, chunk):
+    """``edge_index``-like keys of hundreds of edges a graph (rows read straight into the
+    block, blocks cut inside parts and across them) and empty graphs between."""
+    rng = np.random.default_rng(3)
+    items = [{"edge_index": rng.integers(0, 1 << 40, size=(2, 0 if i % 7 == 3 else
+                                                               int(rng.integers(256, 700)))),
+              "shift": rng.normal(size=(1, int(rng.integers(300, 500)), 3)).astype(np.float32)}
+             for i in range(30)]
+    vdims = {"edge_index": 1, "shift": 1}
+    with GraphWriter(tmp_path / "one.bp", {}, vdims, labels=("trainset",)) as w:
+        for g in items:
+            w.add("trainset", g)
+    folders = []
+    for at in range(0, len(items), 4):
+        w = GraphWriter(tmp_path / "p.out", labels=("trainset",), in_memory=True)
+        for g in items[at:at + 4]:
+            w.add("trainset", g)
+        folders.append(str(tmp_path / f"part-{at}"))
+        w.save_part(folders[-1])
+    assemble(str(tmp_path / "parts.bp"), folders, {}, vdims, ("trainset",), chunk_bytes=chunk)
+    assert bp_contents(tmp_path / "parts.bp") == bp_contents(tmp_path / "one.bp")
