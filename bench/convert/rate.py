@@ -115,6 +115,7 @@ def worker(a) -> None:
     dt = time.perf_counter() - t0
     if comm.rank == 0:
         n = sum(counts.values())
+        nbytes = sum(f.stat().st_size for f in Path(a.out).iterdir())
         row = {"ranks": comm.size, "seconds": round(dt, 3), "structures": n,
                "rate": round(n / dt, 1), "cpu_s": cpu,
                "phases_s": {"count_plan": round(dt - sum(phases.values()), 3),
@@ -122,6 +123,8 @@ def worker(a) -> None:
                "rank0_cpu_s": {"count_plan": round(cpu[0] - sum(cpu_phases.values()), 3),
                                **{k: round(v, 3) for k, v in cpu_phases.items()},
                                "assembler": round(asm_cpu[0], 3)},
+               "out_bytes": nbytes,
+               "writer_mb_per_cpu_s": round(nbytes / 1e6 / max(asm_cpu[0], 1e-9), 1),
                "parts_per_rank": parts, "load1_start": load1,
                "load1_end": round(os.getloadavg()[0], 2),
                "cpu_ms_per_structure": [round(1e3 * c / n, 3) for c in cpu]}
@@ -167,7 +170,8 @@ def expected(summary: list[dict], ranks: int = 64) -> dict:
             "serial_share_at_1": round(serial / cpu1, 3),
             "assembler_share_at_1": round(asm / cpu1, 3), "plan_share_at_1": round(plan / cpu1, 3),
             "cpu_ms_per_structure_1": round(1e3 * cpu1 / summary[0]["structures"], 3),
-            "ranks_until_writer_bound": int(cpu1 // max(asm, 1e-9))}
+            "ranks_until_writer_bound": int(cpu1 // max(asm, 1e-9)),
+            "writer_mb_per_cpu_s": summary[0].get("writer_mb_per_cpu_s")}
 
 
 def main() -> int:
@@ -256,7 +260,9 @@ def section(d: dict) -> list[str]:
                     f"serial: {e.get('amdahl_speedup', e['speedup'])}x; with the assembly "
                     f"pipelined (time = plan + max(assembler, rest / P)): {e['speedup']}x, "
                     f"efficiency {e['efficiency']:.2f}; the one writer bounds the rate from "
-                    f"about {e.get('ranks_until_writer_bound', '?')} ranks on."]
+                    f"about {e.get('ranks_until_writer_bound', '?')} ranks on."
+                    + (f" The writer alone: {e['writer_mb_per_cpu_s']:.0f} MB of output a "
+                       "second of its CPU (one rank)." if e.get("writer_mb_per_cpu_s") else "")]
 
 
 def _rows() -> dict:

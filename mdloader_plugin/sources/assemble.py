@@ -22,58 +22,146 @@ from __future__ import annotations
 
 import json
 import os
+from collections import OrderedDict
+from contextlib import closing
 from typing import Mapping
 
 import numpy as np
 
 from ..core.errors import DataError
-from .writer import DEFAULT_CHUNK_BYTES, _blocks, _vdim_of
+from .writer import DEFAULT_CHUNK_BYTES, Scratch, _blocks, _vdim_of, put_block
 
 GROUP = 256  # parts written together at most (bounds the shapes held at once)
 WRITE_AT = 8 << 20  # bytes of a key waiting that are written (blocks of 8-64 MB in the file)
+OPEN = 64  # part files kept open
+
+
+class _Files:
+    """Part files open for reading, the last :data:`OPEN` used (opening a file costs about
+    0.2 ms on the development machine's file system, as much as reading 200 kB)."""
+
+    def __init__(self):
+        self.fds: OrderedDict[str, int] = OrderedDict()
+
+    def read(self, path: str, offset: int, out: np.ndarray) -> None:
+        """Fill `out` from `path` at byte `offset`."""
+        self.readv(path, offset, [memoryview(out.reshape(-1))])
+
+    def readv(self, path: str, offset: int, views: list) -> None:
+        """Fill the buffers `views`, in order, from `path` at byte `offset` (``preadv``: the
+        bytes go straight to where each belongs)."""
+        fd = self.fds.pop(path, None)
+        if fd is None:
+            fd = os.open(path, os.O_RDONLY)
+            while len(self.fds) >= OPEN:
+                os.close(self.fds.popitem(last=False)[1])
+        self.fds[path] = fd
+        bufs = [v.cast("B") for v in views if v.nbytes]
+        i = 0
+        while i < len(bufs):
+            n = os.preadv(fd, bufs[i:i + 1024], offset)  # IOV_MAX buffers a call
+            if n <= 0:
+                raise DataError(f"{path}: shorter than its part.json says; remove this "
+                                "part's folder and run again")
+            offset += n
+            while n:
+                if n >= bufs[i].nbytes:
+                    n -= bufs[i].nbytes
+                    i += 1
+                else:
+                    bufs[i], n = bufs[i][n:], 0
+
+    def close(self) -> None:
+        while self.fds:
+            os.close(self.fds.popitem()[1])
 
 
 class _JoinedSpool:
     """One ``(label, key)`` over several parts, read as the concatenation of the parts' spools
     in order (the ``read(lo, hi)`` that :func:`.writer._blocks` takes)."""
 
-    def __init__(self, pieces: list[tuple[str, dict]]):
-        self.files, shapes = [], []
+    def __init__(self, pieces: list[tuple[str, dict]], files: _Files):
+        self.files, self.pieces, shapes = files, [], []
         self.dtype = np.dtype(pieces[0][1]["dtype"])
         for folder, info in pieces:
-            sh = _shapes(folder, info)
+            sh = _shapes(folder, info, files)
             shapes.append(sh)
-            self.files.append((os.path.join(folder, info["file"]), int(sh.prod(axis=1).sum())))
+            self.pieces.append((os.path.join(folder, info["file"]), int(info.get("offset", 0)),
+                                int(sh.prod(axis=1).sum())))
         self.shapes = np.concatenate(shapes)
-        self.ends = np.cumsum([n for _, n in self.files])
+        self.ends = np.cumsum([n for _, _, n in self.pieces])
 
-    def read(self, lo: int, hi: int) -> np.ndarray:
-        out = np.empty(hi - lo, dtype=self.dtype)
+    def read(self, lo: int, hi: int, out: np.ndarray | None = None) -> np.ndarray:
+        out = np.empty(hi - lo, dtype=self.dtype) if out is None else out
         f = int(np.searchsorted(self.ends, lo, side="right"))
         at = lo
         while at < hi:
             start = int(self.ends[f - 1]) if f else 0
             take = min(hi, int(self.ends[f])) - at
             if take:  # straight into the block: no second copy
-                with open(self.files[f][0], "rb") as fh:
-                    fh.seek((at - start) * self.dtype.itemsize)
-                    view = memoryview(out[at - lo:at - lo + take]).cast("B")
-                    if fh.readinto(view) != view.nbytes:
-                        raise DataError(f"{self.files[f][0]}: shorter than its part.json says; "
-                                        "remove this part's folder and run again")
+                path, offset, _ = self.pieces[f]
+                self.files.read(path, offset + (at - start) * self.dtype.itemsize,
+                                out[at - lo:at - lo + take])
             at += take
             f += 1
         return out
 
 
-def _shapes(folder: str, info: dict) -> np.ndarray:
-    """A part's shapes of one key, ``[n, ndim]`` (from ``shapes.i8``; older parts kept a
-    ``.shapes.npy`` a key)."""
+    def scatter(self, lo: int, views: list) -> None:
+        """Elements ``lo..`` into `views` in order (each within one piece: whole graphs)."""
+        f = int(np.searchsorted(self.ends, lo, side="right"))
+        at, i, size = lo, 0, self.dtype.itemsize
+        while i < len(views):
+            while at >= self.ends[f]:
+                f += 1
+            path, offset, _ = self.pieces[f]
+            start, stop = (int(self.ends[f - 1]) if f else 0), int(self.ends[f])
+            j, n = i, 0
+            while j < len(views) and at + n < stop:
+                n += views[j].nbytes // size
+                j += 1
+            self.files.readv(path, offset + (at - start) * size, views[i:j])
+            at, i = at + n, j
+
+
+def _scattered(spool: _JoinedSpool, vdim: int, max_elems: int, scratch: Scratch):
+    """:func:`.writer._blocks` for a key whose graphs join along `vdim` > 0 in long runs
+    (``edge_index`` ``[2, E]``): each graph's rows read straight to their place in the block
+    (``preadv``), not read and then copied."""
+    shapes = spool.shapes
+    sizes = shapes.prod(axis=1)
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    along = np.concatenate([[0], np.cumsum(shapes[:, vdim])])
+    pre, post = int(np.prod(shapes[0, :vdim])), int(np.prod(shapes[0, vdim + 1:]))
+    g = 0
+    while g < len(shapes):
+        h = max(int(np.searchsorted(ends, starts[g] + max_elems, side="right")), g + 1)
+        runs = (shapes[g:h, vdim] * post).tolist()
+        total = sum(runs)
+        if total:
+            out = scratch.take(1, spool.dtype, (pre, total))
+            views, d = [], 0
+            for r in runs:  # the file holds a graph's rows one after another
+                if r:
+                    views.extend(memoryview(out[p, d:d + r]) for p in range(pre))
+                d += r
+            spool.scatter(int(starts[g]), views)
+            gshape = shapes[g].copy()
+            gshape[vdim] = total // post
+            yield int(along[g]), out.reshape(gshape.tolist())
+        g = h
+
+
+def _shapes(folder: str, info: dict, files: _Files) -> np.ndarray:
+    """A part's shapes of one key, ``[n, ndim]`` (at the end of ``data.raw``; older parts
+    kept them in ``shapes.i8``, or a ``.shapes.npy`` a key)."""
     if "shapes" not in info:
         return np.load(os.path.join(folder, info["file"][:-4] + ".shapes.npy"))
     at, n = info["shapes"]
-    return np.fromfile(os.path.join(folder, "shapes.i8"), dtype=np.int64, count=n,
-                       offset=8 * at).reshape(-1, int(info["ndim"]))
+    out = np.empty((n // int(info["ndim"]), int(info["ndim"])), dtype=np.int64)
+    files.read(os.path.join(folder, info["shapes_file"]), info["shapes_offset"] + 8 * at, out)
+    return out
 
 
 class _Key:
@@ -108,7 +196,8 @@ class _Key:
             return _vdim_of(self.lo, self.hi)
         return None
 
-    def write(self, out, path: str, chunk_bytes: int, final: bool = False) -> None:
+    def write(self, out, path: str, chunk_bytes: int, scratch: Scratch, files: _Files,
+              final: bool = False) -> None:
         """Write the waiting parts if about a block waits (all of them when `final`)."""
         vdim = self.vdim(final)
         if vdim is None or not self.waiting or not (
@@ -121,22 +210,25 @@ class _Key:
                             f"from {self.lo.tolist()} to {self.hi.tolist()}); HydraGNN's "
                             "layout allows one varying dimension")
         for g in range(0, len(self.waiting), GROUP):
-            spool = _JoinedSpool(self.waiting[g:g + GROUP])
-            self._write(out, spool, vdim, chunk_bytes)
+            spool = _JoinedSpool(self.waiting[g:g + GROUP], files)
+            self._write(out, spool, vdim, chunk_bytes, scratch)
         self.waiting, self.bytes = [], 0
 
-    def _write(self, out, spool: _JoinedSpool, vdim: int, chunk_bytes: int) -> None:
+    def _write(self, out, spool: _JoinedSpool, vdim: int, chunk_bytes: int,
+               scratch: Scratch) -> None:
         shapes = spool.shapes
         cnt = shapes[:, vdim].copy()
         off = self.along + np.concatenate([[0], np.cumsum(cnt[:-1])]).astype(np.int64)
         gshape = self.lo.copy()
-        for start, block in _blocks(shapes, spool.read, vdim,
-                                    max(chunk_bytes // self.dtype.itemsize, 1)):
+        elems = max(chunk_bytes // self.dtype.itemsize, 1)
+        long_runs = vdim > 0 and shapes.prod(axis=1).sum() >= 256 * len(shapes) * int(
+            np.prod(shapes[0, :vdim]))
+        for start, block in (_scattered(spool, vdim, elems, scratch) if long_runs
+                             else _blocks(shapes, spool.read, vdim, elems, scratch, self.dtype)):
             box = [0] * self.ndim
             box[vdim] = self.along + start
             gshape[vdim] = box[vdim] + block.shape[vdim]
-            out.write(self.name, block, gshape.tolist(), box, list(block.shape))
-            out.engine.perform_data_write()
+            put_block(out, self.name, block, gshape.tolist(), box, list(block.shape))
         n = len(cnt)
         total = [self.graphs + n]
         out.write(f"{self.name}/variable_count", cnt, total, [self.graphs], [n])
@@ -144,8 +236,8 @@ class _Key:
         self.graphs += n
         self.along += int(cnt.sum())
 
-    def close(self, out, path: str, chunk_bytes: int) -> None:
-        self.write(out, path, chunk_bytes, final=True)
+    def close(self, out, path: str, chunk_bytes: int, scratch: Scratch, files: _Files) -> None:
+        self.write(out, path, chunk_bytes, scratch, files, final=True)
         vdim = self.vdim(True)
         if self.along == 0:  # every graph is empty along vdim: define the empty variable
             gshape = self.lo.copy()
@@ -177,7 +269,10 @@ class PartAssembler:
         self.keys: dict[str, list[str]] = {}
         self._keys: dict[tuple[str, str], _Key] = {}
         self._out = None
+        self._scratch = Scratch()  # the blocks' buffers, reused (no page faults a block)
+        self._files = _Files()
         self.parts = 0
+        self.dropped: set[str] = set()  # fields the parts' ``part.json`` say were dropped
 
     def add(self, folder: str) -> dict:
         """Append the part `folder` (after every part added before); its ``part.json``."""
@@ -197,14 +292,17 @@ class PartAssembler:
                                 f"{sorted(info['keys'][label])} in {label} but the first part "
                                 f"has {sorted(keys)}")
             for key in keys:
-                one = dict(info["spools"][f"{label}/{key}"], what=info.get("what", folder))
+                one = dict(info["spools"][f"{label}/{key}"], what=info.get("what", folder),
+                           shapes_file=info.get("shapes_file", "shapes.i8"),
+                           shapes_offset=int(info.get("shapes_offset", 0)))
                 k = self._keys.get((label, key))
                 if k is None:
                     k = self._keys[(label, key)] = _Key(f"{label}/{key}", one,
                                                         self.vdims.get(key))
                 k.add(folder, one, self.path)
-                k.write(self._out, self.path, self.chunk_bytes)
+                k.write(self._out, self.path, self.chunk_bytes, self._scratch, self._files)
         self.parts += 1
+        self.dropped.update(info.get("dropped", []))
         return info
 
     def close(self) -> dict[str, int]:
@@ -213,13 +311,14 @@ class PartAssembler:
 
         out = self._out if self._out is not None else adios2.Stream(self.path, "w")
         self._out = None
-        with out:
+        with out, closing(self._files):
             for label, n in self.counts.items():
                 out.write_attribute(f"{label}/ndata", np.int64(n))
                 if n:
                     out.write_attribute(f"{label}/keys", list(self.keys[label]))
                     for key in self.keys[label]:
-                        self._keys[(label, key)].close(out, self.path, self.chunk_bytes)
+                        self._keys[(label, key)].close(out, self.path, self.chunk_bytes,
+                                                       self._scratch, self._files)
             out.write_attribute("total_ndata", np.int64(sum(self.counts.values())))
             for name, val in self.attributes.items():
                 out.write_attribute(name, val if isinstance(val, (str, list))
@@ -228,6 +327,7 @@ class PartAssembler:
 
     def discard(self) -> None:
         """Stop without finishing the file (the caller removes it)."""
+        self._files.close()
         if self._out is not None:
             self._out.close()
             self._out = None

@@ -61,12 +61,18 @@ def as_stored(value) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-class _KeySpool:
-    """Raw bytes of one key's per-graph arrays, plus each graph's shape."""
+PART_MEMORY = 64 << 20  # bytes a part keeps in memory (beyond: a key spills to its own file)
 
-    def __init__(self, folder: str, name: str, first: np.ndarray):
+
+class _KeySpool:
+    """Raw bytes of one key's per-graph arrays, plus each graph's shape. With `held` (a
+    one-element list: bytes the writer's spools hold in memory) the arrays are kept in memory
+    until that passes :data:`PART_MEMORY`, then this key goes on in its own file."""
+
+    def __init__(self, folder: str, name: str, first: np.ndarray, held: list | None = None):
         self.path = os.path.join(folder, name.replace("/", "__") + ".raw")
-        self.file = open(self.path, "wb", buffering=1 << 16)  # 1 MiB x keys a part cost page faults
+        self.held, self.mem = held, []
+        self.file = None if held is not None else self._open()
         self.dtype, self.ndim = first.dtype, first.ndim
         self.shapes = array("q")
         self.lo = np.array(first.shape, dtype=np.int64)
@@ -80,18 +86,80 @@ class _KeySpool:
         self.shapes.extend(arr.shape)
         np.minimum(self.lo, arr.shape, out=self.lo)
         np.maximum(self.hi, arr.shape, out=self.hi)
-        if arr.size:
+        if not arr.size:
+            return
+        if self.file is not None:
             self.file.write(memoryview(arr.reshape(-1)).cast("B"))
+            return
+        self.mem.append(arr.reshape(-1).copy())  # the source may reuse its buffers
+        self.held[0] += arr.nbytes
+        if self.held[0] > PART_MEMORY:  # spill this key
+            self.file = self._open()
+            for a in self.mem:
+                self.file.write(memoryview(a).cast("B"))
+                self.held[0] -= a.nbytes
+            self.mem = []
+
+    def _open(self):
+        return open(self.path, "wb", buffering=1 << 16)  # 1 MiB x keys a part cost page faults
 
     def finish(self) -> np.ndarray:
-        """Close the spool; return the shapes ``[n, ndim]``."""
-        self.file.close()
+        """Close the spool's file; return the shapes ``[n, ndim]``."""
+        if self.file is not None:
+            self.file.close()
         return np.frombuffer(self.shapes, dtype=np.int64).reshape(-1, self.ndim)
 
-    def read(self, lo: int, hi: int) -> np.ndarray:
-        """Elements ``lo..hi-1`` of the concatenated raw data (a fresh, writable array)."""
-        return np.fromfile(self.path, dtype=self.dtype, count=hi - lo,
-                           offset=lo * self.dtype.itemsize)
+    def read(self, lo: int, hi: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Elements ``lo..hi-1`` of the concatenated raw data (into `out` when given, else a
+        fresh, writable array)."""
+        if out is None:
+            return np.fromfile(self.path, dtype=self.dtype, count=hi - lo,
+                               offset=lo * self.dtype.itemsize)
+        with open(self.path, "rb") as f:
+            f.seek(lo * self.dtype.itemsize)
+            read_into(f, out, self.path)
+        return out
+
+
+def read_into(f, out: np.ndarray, path: str) -> None:
+    """Fill `out` (C-contiguous) from the open file `f` at its position."""
+    view = memoryview(out.reshape(-1)).cast("B")
+    if f.readinto(view) != view.nbytes:
+        raise DataError(f"{path}: shorter than expected (a spool or part file was truncated; "
+                        "remove it and run again)")
+
+
+class Scratch:
+    """Buffers reused from block to block: a fresh array of 64 MB costs its page faults every
+    time (about 0.5 s a GB on the development machine), more than copying into it."""
+
+    def __init__(self):
+        self._bufs: dict[int, np.ndarray] = {}
+
+    def take(self, slot: int, dtype, shape) -> np.ndarray:
+        """A C-contiguous array of `shape` and `dtype` in buffer `slot` (its old contents
+        are overwritten by the next ``take`` of that slot)."""
+        dtype = np.dtype(dtype)
+        n = int(np.prod(shape)) * dtype.itemsize
+        buf = self._bufs.get(slot)
+        if buf is None or buf.nbytes < n:
+            buf = self._bufs[slot] = np.empty(max(n, 1), dtype=np.uint8)
+        return buf[:n].view(dtype).reshape(shape)
+
+
+def put_block(out, name: str, block: np.ndarray, shape, start, count) -> None:
+    """One block of the global array `name`, handed to ADIOS2 without its copy (a deferred
+    Put, written out by ``PerformDataWrite`` before this returns, so `block` may be reused)."""
+    from adios2 import bindings
+
+    var = out.io.inquire_variable(name)
+    if var is None:
+        var = out.io.define_variable(name, block, shape, start, count)
+    else:
+        var.set_shape(shape)
+        var.set_selection([start, count])
+    out.engine.put(var, np.ascontiguousarray(block), bindings.Mode.Deferred)
+    out.engine.perform_data_write()
 
 
 class GraphWriter:
@@ -104,12 +172,15 @@ class GraphWriter:
         chunk_bytes: size of the blocks written to ADIOS2 (memory bound of the write phase).
         labels: labels written even if no graph is added (as ``ndata = 0``), in this order;
             other labels follow in the order first seen.
+        in_memory: keep up to :data:`PART_MEMORY` bytes in memory rather than in a file a
+            key (for :meth:`save_part`: a part is then one data file, not one a key).
     """
 
     def __init__(self, path: str | os.PathLike, attributes: Mapping[str, object] | None = None,
                  vdims: Mapping[str, int] | None = None, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                 labels: tuple[str, ...] = ()):
+                 labels: tuple[str, ...] = (), in_memory: bool = False):
         self.path = os.fspath(path)
+        self._held = [0] if in_memory else None
         self.attributes = dict(attributes or {})
         self.vdims = dict(vdims or {})
         self.chunk_bytes = max(int(chunk_bytes), 1)
@@ -144,14 +215,16 @@ class GraphWriter:
                 raise DataError(f"{self.path}: {label}/{key} of graph {i}: {exc}") from None
             spool = self._spools.get((label, key))
             if spool is None:
-                spool = self._spools[(label, key)] = _KeySpool(self._dir, f"{label}/{key}", arr)
+                spool = self._spools[(label, key)] = _KeySpool(self._dir, f"{label}/{key}", arr,
+                                                               self._held)
             spool.add(arr, f"{self.path}: {label}/{key} of graph {i}")
         self.counts[label] = i + 1
 
     def discard(self) -> None:
         """Drop everything added; write nothing."""
         for spool in self._spools.values():
-            spool.file.close()
+            if spool.file is not None:
+                spool.file.close()
         self._spools.clear()
         shutil.rmtree(self._dir, ignore_errors=True)
 
@@ -166,24 +239,37 @@ class GraphWriter:
             self.discard()
 
     def save_part(self, folder: str, meta: Mapping[str, object] | None = None) -> None:
-        """Keep the spool as a part (raw data, shapes and ``part.json``) in `folder`, written
-        under a temporary name and renamed at the end so a part that exists is complete;
-        :class:`.assemble.PartAssembler` joins parts into one file. Nothing is written to
-        ``self.path``."""
+        """Keep the spool as a part in `folder`: ``data.raw`` (the keys held in memory, then
+        every key's shapes as int64), a ``.raw`` file for each key that spilled, and
+        ``part.json``; written under a temporary name and renamed at the end, so a part that
+        exists is complete. :class:`.assemble.PartAssembler` joins parts into one file.
+        Nothing is written to ``self.path``."""
         import json
 
         info = {"counts": self.counts, "keys": self.keys, "spools": {}, **dict(meta or {})}
         at = 0
-        # every key's shapes in one raw int64 file (one file a key cost a creation each)
-        with open(os.path.join(self._dir, "shapes.i8"), "wb") as shapes_file:
+        shapes_all = []
+        with open(os.path.join(self._dir, "data.raw"), "wb") as data:
             for (label, key), spool in self._spools.items():
                 shapes = spool.finish()
-                shapes_file.write(shapes.tobytes())
+                shapes_all.append(shapes.reshape(-1))
+                one = {"file": os.path.basename(spool.path), "offset": 0, "bytes": 0}
+                if spool.file is None:  # held in memory: into data.raw
+                    one = {"file": "data.raw", "offset": data.tell(),
+                           "bytes": sum(a.nbytes for a in spool.mem)}
+                    for arr in spool.mem:
+                        data.write(memoryview(arr).cast("B"))
+                    spool.mem = []
+                else:
+                    one["bytes"] = os.path.getsize(spool.path)
                 info["spools"][f"{label}/{key}"] = {
-                    "file": os.path.basename(spool.path), "dtype": spool.dtype.str,
-                    "ndim": spool.ndim, "lo": spool.lo.tolist(), "hi": spool.hi.tolist(),
-                    "bytes": os.path.getsize(spool.path), "shapes": [at, int(shapes.size)]}
+                    **one, "dtype": spool.dtype.str, "ndim": spool.ndim,
+                    "lo": spool.lo.tolist(), "hi": spool.hi.tolist(),
+                    "shapes": [at, int(shapes.size)]}
                 at += int(shapes.size)
+            info["shapes_file"], info["shapes_offset"] = "data.raw", data.tell()
+            for shapes in shapes_all:  # every key's shapes at the end (one file a part)
+                data.write(shapes.tobytes())
         with open(os.path.join(self._dir, "part.json"), "w") as f:
             f.write(json.dumps(info))  # json.dump encodes in Python, dumps in C
         self._spools.clear()
@@ -226,12 +312,11 @@ def _write_key(out, path: str, label: str, key: str, spool, vdims: Mapping[str, 
     np.cumsum(cnt[:-1], out=off[1:])
     gshape = spool.lo.copy()
     gshape[vdim] = int(cnt.sum())
-    for start, block in _blocks(shapes, spool.read, vdim,
-                                chunk_bytes // spool.dtype.itemsize):
+    for start, block in _blocks(shapes, spool.read, vdim, chunk_bytes // spool.dtype.itemsize,
+                                Scratch(), spool.dtype):
         box = [0] * len(gshape)
         box[vdim] = start
-        out.write(name, block, gshape.tolist(), box, list(block.shape))
-        out.engine.perform_data_write()
+        put_block(out, name, block, gshape.tolist(), box, list(block.shape))
     if gshape[vdim] == 0:  # every graph is empty along vdim: define the empty variable
         out.write(name, np.zeros(gshape, dtype=spool.dtype), gshape.tolist(),
                   [0] * len(gshape), gshape.tolist())
@@ -240,10 +325,12 @@ def _write_key(out, path: str, label: str, key: str, spool, vdims: Mapping[str, 
     out.write_attribute(f"{name}/variable_dim", np.int64(vdim))
 
 
-def _blocks(shapes: np.ndarray, read: Callable[[int, int], np.ndarray], vdim: int,
-            max_elems: int):
+def _blocks(shapes: np.ndarray, read: Callable[..., np.ndarray], vdim: int,
+            max_elems: int, scratch: Scratch | None = None, dtype=None):
     """Yield ``(start along vdim, block array)`` of consecutive graphs of about `max_elems`
-    elements; `read(lo, hi)` returns elements ``lo..hi-1`` of the spooled data."""
+    elements; `read(lo, hi)` returns elements ``lo..hi-1`` of the spooled data (``read(lo,
+    hi, out)`` fills `out` when `scratch` gives the buffers; a block is then valid only until
+    the next one is taken)."""
     sizes = shapes.prod(axis=1)
     ends = np.cumsum(sizes)
     starts = ends - sizes
@@ -252,16 +339,19 @@ def _blocks(shapes: np.ndarray, read: Callable[[int, int], np.ndarray], vdim: in
     while g < len(shapes):
         h = max(int(np.searchsorted(ends, starts[g] + max_elems, side="right")), g + 1)
         if ends[h - 1] > starts[g]:
-            flat = read(int(starts[g]), int(ends[h - 1]))
+            lo, hi = int(starts[g]), int(ends[h - 1])
+            flat = (read(lo, hi) if scratch is None
+                    else read(lo, hi, scratch.take(0, dtype, hi - lo)))
             if vdim == 0:
                 block = flat.reshape([-1] + shapes[g, 1:].tolist())
             else:
-                block = _join_along(flat, shapes[g:h], vdim)
+                block = _join_along(flat, shapes[g:h], vdim, scratch)
             yield int(along[g]), block
         g = h
 
 
-def _join_along(flat: np.ndarray, shapes: np.ndarray, vdim: int) -> np.ndarray:
+def _join_along(flat: np.ndarray, shapes: np.ndarray, vdim: int,
+                scratch: Scratch | None = None) -> np.ndarray:
     """Graphs of `shapes`, stored one after another in `flat`, joined along `vdim` (> 0): a
     slice copy a graph when graphs are large (``edge_index`` ``[2, E]`` of thousands of edges),
     else one ragged gather for each index of the dimensions before `vdim`."""
@@ -271,7 +361,8 @@ def _join_along(flat: np.ndarray, shapes: np.ndarray, vdim: int) -> np.ndarray:
     src = np.concatenate([[0], np.cumsum(runs * pre)[:-1]])  # each graph's start in flat
     dst = np.concatenate([[0], np.cumsum(runs)[:-1]])
     total = int(runs.sum())
-    out = np.empty((pre, total), dtype=flat.dtype)
+    out = (np.empty((pre, total), dtype=flat.dtype) if scratch is None
+           else scratch.take(1, flat.dtype, (pre, total)))
     if total >= 256 * len(runs):  # long runs: slices copy faster than an index gathers
         for s, d, r in zip(src.tolist(), dst.tolist(), runs.tolist()):
             out[:, d:d + r] = flat[s:s + pre * r].reshape(pre, r)

@@ -188,7 +188,7 @@ def convert(path, out: str, *, kind: str | None = None,
 
     def convert_part(p, folder):
         dropped: set[str] = set()
-        w = GraphWriter(folder + ".out", labels=names)
+        w = GraphWriter(folder + ".out", labels=names, in_memory=True)
         try:
             for where, label, g in graphs(p):
                 g = _conform(g, schema, dropped, where)

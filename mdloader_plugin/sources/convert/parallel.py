@@ -291,8 +291,9 @@ def _wait(comm) -> None:
 
 def finish(comm, work: str, out: str, assembler, nparts: int, overwrite: bool) -> tuple:
     """Rank 0 adds the parts `assembler` has not taken yet, ends the file (written under a
-    temporary name), renames it to `out` and removes `work`; every rank gets ``(counts,
-    dropped fields)``."""
+    temporary name) and renames it to `out`; then the ranks remove `work` (each the parts
+    ``rank, rank + size, ...``, so removing them is not one rank's tail).
+    Every rank gets ``(counts, dropped fields)``."""
     def write_out():
         try:
             while assembler.parts < nparts:
@@ -301,25 +302,26 @@ def finish(comm, work: str, out: str, assembler, nparts: int, overwrite: bool) -
         except BaseException:
             assembler.discard()
             raise
-        dropped = set()
-        for i in range(nparts):
-            with open(os.path.join(part_dir(work, i), "part.json")) as f:
-                dropped.update(json.load(f).get("dropped", []))
         if os.path.exists(out):
             if not overwrite:
                 raise DataError(f"{out} appeared while converting; pass --overwrite to replace it")
             shutil.rmtree(out) if os.path.isdir(out) else os.remove(out)
         os.replace(assembler.path, out)
-        shutil.rmtree(work, ignore_errors=True)
-        return counts, sorted(dropped)
+        return counts, sorted(assembler.dropped)
 
     result = _guard(comm, write_out) if comm.rank == 0 else _guard(comm, lambda: None)
-    return comm.bcast(result, root=0)
+    result = comm.bcast(result, root=0)
+    for i in range(comm.rank, nparts, comm.size):
+        shutil.rmtree(part_dir(work, i), ignore_errors=True)
+    comm.Barrier()
+    if comm.rank == 0:
+        shutil.rmtree(work, ignore_errors=True)
+    return result
 
 
 def spool_part(folder: str, graphs, meta: dict, labels, chunk_bytes: int | None = None) -> None:
     """Spool `graphs` (``(label, graph)`` pairs) as the part `folder`."""
-    w = GraphWriter(folder + ".out", labels=labels)
+    w = GraphWriter(folder + ".out", labels=labels, in_memory=True)
     try:
         for label, g in graphs:
             w.add(label, g)
