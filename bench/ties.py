@@ -66,7 +66,7 @@ def resolve(blocks: list[dict[str, list[float]]], alpha: float = ALPHA) -> dict:
         if not n1 or not n2:
             continue
         used += 1
-        d, v = rank_sum(x, y)  # the online check's statistic, weighted per round
+        d, v = rank_sum(x, y)  # the online trial's statistic, weighted per round
         w = 1.0 / (n1 + n2 + 1)
         num += w * d
         var += w * w * v

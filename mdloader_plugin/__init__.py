@@ -5,7 +5,7 @@ Layers, one folder each, imports pointing down only::
     cli/           the `mdloader` command, one file a subcommand
     integrations/  hydragnn, fairchem: the `loader: mdloader` switch, drivers, epoch-time logs
     loader/        MDLoader: the iterable of batches, its producer, the backend switch, open, verify
-    estimator/     cost models, machine profiles, the backend and group-size choice, online check
+    estimator/     cost models, machine profiles, the backend and group-size choice, online trial
     batching/      fetched records -> PyG batch (column-wise, or per sample + collate)
     backends/      one-sided (RMA Get) and collective (Alltoallv) fetches
     store/         this rank's records in one buffer, the global index, budget, replica copies

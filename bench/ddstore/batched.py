@@ -10,7 +10,7 @@ the counts, Allgatherv of the indices, Alltoallv of the rows), method 1 one-side
 For every data set (the synthetic molecules and OC20-like slabs of ``bench/loaders/compare.py``) and
 batch size, one job loads MDLoader's store and builds the four DDStore variants from its records;
 every loader serves the SAME steps of the SAME plan (``GlobalSampler``, seed 0: rank ``r`` takes
-``plan[r]``): after a warm-up (auto's online check included) every loader is brought to the same
+``plan[r]``): after a warm-up (auto's online trial included) every loader is brought to the same
 global step, then ``--rounds`` rounds run ``--steps`` steps each, the loaders in a rotated order
 a round (paired: the machine's noise hits them alike). A step: Barrier, fetch, timed on every
 rank, MAX over ranks. MDLoader's fetch is the loader's own fetch timer (plan sends, the backend's
@@ -151,7 +151,7 @@ def bench_batch(world, store, ref, sampler, loaders, a, row_bytes) -> list[dict]
         runners.append(MDLRunner(store, ref, sampler.batch_size, n) if n in MDL
                        else DDSRunner(store, ref, comm, n, row_bytes, batches))
     plan = lambda k: sampler.plan(k // spe, k % spe)[rank]  # noqa: E731
-    # warm-up: one step each; MDLoader until auto's online check is over
+    # warm-up: one step each; MDLoader until auto's online trial is over
     for r in runners:
         k = 0
         while True:

@@ -53,7 +53,7 @@ class RealDDStore(PlanLoader):
         self.dds = pyddstore.PyDDStore(self.comm, method=method)
         lo, hi = store.local_range
         samples = [codec.decode(store.local_record(i)) for i in range(lo, hi)]
-        self._layout(samples)
+        self._read_schema(samples)
         sizes = [self.record_dtype(lo + j).itemsize for j in range(hi - lo)]
         counts = np.hstack(self.comm.allgather(np.asarray(sizes, dtype=np.int64)))
         self.record_offset = counts.cumsum()
@@ -69,7 +69,7 @@ class RealDDStore(PlanLoader):
         self.buf = buf  # DDStore exposes it (MPI_Win_create): kept alive and unmoved
         self.dds.add(self.vname, buf)
 
-    def _layout(self, samples: list[dict]) -> None:
+    def _read_schema(self, samples: list[dict]) -> None:
         """Keys, dtypes, variable dims (agreed over ranks) and every sample's count in it."""
         from mpi4py import MPI
 

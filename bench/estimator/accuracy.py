@@ -5,7 +5,7 @@ Grid: ranks {2,3,4,6,8} x batch {1,4,16,64,256,512} x two record-size distributi
 (``mpiexec``, the backends' ``fetch`` on a synthetic store, a few steps, median of the max over
 ranks) and the calibrated cost model predicts both. Reports the fraction of right picks, regret
 (auto's measured time over the best backend's: geometric mean and worst), auto against each single
-backend, with the model alone and with the online check (which switches when the other backend is
+backend, with the model alone and with the online trial (which switches when the other backend is
 measured >5% faster). Writes ``bench/results/estimator_accuracy.json``,
 ``bench/estimator_pred_vs_meas.png`` and the model-output crossover map
 ``bench/estimator_crossover_perlmutter.png``.

@@ -9,7 +9,7 @@ state it runs in: its own loader, its own progress thread, nothing of the other 
 
 Scoring, per configuration and profile (the cluster's own and the shipped ``local``): the
 model's pick (``choose_initial`` with the samples a rank really gets); the online decision's
-pick, by replaying the measured step series through the real ``estimator.online.OnlineCheck``
+pick, by replaying the measured step series through the real ``estimator.online.OnlineTrial``
 (steps fed in the order the check asks for them, each backend's series cycled), so the decision
 logic is scored on measured distributions, stalls included. Two scores: the *strict* one (the
 faster median wins, however close) and the *tie-aware* one (:func:`resolve`: a stratified
@@ -20,7 +20,7 @@ beside the replay.
 
 Halves: clusters (shape x rate) alternate between a *tune* and a *held-out* half. The online
 check's ``margin``, ``close`` and ``alpha`` (its rank test) are chosen on the tune half only
-(right picks, then regret; ``OnlineCheck``'s defaults where they score as well as the best); the
+(right picks, then regret; ``OnlineTrial``'s defaults where they score as well as the best); the
 held-out half is scored once with them and reported separately. Targets (held-out): the
 faster backend or one within 3% in >= 98%, regret <= 2% geo-mean and <= 10% worst, and the
 online decision never makes a right model pick more than 3% slower.
@@ -98,10 +98,10 @@ def model_pick(row: dict, profile) -> dict:
 
 def replay(decision, steps_s: dict, profile, hosts: int, **params) -> str:
     """The online decision fed the measured series (cycled) in the order it asks for them."""
-    from mdloader_plugin.estimator.online import OnlineCheck, blind_to_network
+    from mdloader_plugin.estimator.online import OnlineTrial, blind_to_network
 
     skip = {"skip_ratio": float("inf")} if blind_to_network(profile, hosts) else {}
-    check = OnlineCheck(decision, **skip, **params)
+    check = OnlineTrial(decision, **skip, **params)
     cursor = dict.fromkeys(steps_s, 0)
     for _ in range(2000):
         if check.done:
@@ -222,7 +222,7 @@ def tune(rows: list[dict]) -> dict:
     """The online parameters that score best on `rows`: tie-aware right picks and regret over
     the resolved configurations first (fitting the parameters to unresolved noise is
     overfitting), then the strict right picks and regret. Where the shipped defaults
-    (``OnlineCheck``'s) score as well as the best, they are the choice: a grid point that only
+    (``OnlineTrial``'s) score as well as the best, they are the choice: a grid point that only
     equals them on this half is no reason to report parameters nobody runs."""
     shipped = _defaults()
     best, key, shipped_key = None, None, None
@@ -242,12 +242,12 @@ def tune(rows: list[dict]) -> dict:
 
 
 def _defaults() -> dict:
-    """``OnlineCheck``'s defaults of the tuned parameters (what ``backend="auto"`` runs)."""
+    """``OnlineTrial``'s defaults of the tuned parameters (what ``backend="auto"`` runs)."""
     import inspect
 
-    from mdloader_plugin.estimator.online import OnlineCheck
+    from mdloader_plugin.estimator.online import OnlineTrial
 
-    sig = inspect.signature(OnlineCheck).parameters
+    sig = inspect.signature(OnlineTrial).parameters
     return {k: sig[k].default for k in TUNE_GRID}
 
 

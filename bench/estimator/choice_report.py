@@ -29,7 +29,7 @@ def _when(configs: list[dict]) -> str:
 
 
 def _shipped(params: dict) -> str:
-    """Whether `params` are ``OnlineCheck``'s defaults, which ``backend="auto"`` runs with."""
+    """Whether `params` are ``OnlineTrial``'s defaults, which ``backend="auto"`` runs with."""
     diff = {k: v for k, v in _defaults().items() if params.get(k) != v}
     return ("the shipped defaults" if not diff else "NOT the shipped defaults, which are "
             + ", ".join(f"{k} {v}" for k, v in diff.items()))

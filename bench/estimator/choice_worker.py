@@ -156,7 +156,7 @@ def run_arms(world, store, job: dict, batch: int,
 
 
 def run_auto(world, store, profile: str, batch: int, steps: int) -> dict:
-    """What ``backend="auto"`` picks at start and after its online check (and re-check)."""
+    """What ``backend="auto"`` picks at start and after its online trial (and re-check)."""
     from mdloader_plugin.loader.loader import MDLoader
 
     ld = MDLoader(store, batch_size=batch, backend="auto", prefetch=0, seed=99, profile=profile,

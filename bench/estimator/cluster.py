@@ -7,12 +7,12 @@ namespaces, real Open MPI over TCP, a ``tc tbf`` rate on every host's link), at 
 
 1. per rate, ``mdloader calibrate`` on 2 hosts x 2 ranks measures a profile with separate intra-
    and inter-node parameters (``calibrate.py``);
-2. per rate and layout (2 hosts x {1, 2} ranks), both backends' ``fetch`` run for real on a
+2. per rate and shape (2 hosts x {1, 2} ranks), both backends' ``fetch`` run for real on a
    synthetic store (``estimator_accuracy.py --worker``: batch {4,16,64,256} x HydraGNN-like and
    OC20-like record sizes, median of the slowest rank's step);
 3. auto's pick is the choice ``backend="auto"`` makes at start (``choose_initial``: world size,
    ranks per host, batch, record sizes, that rate's profile); "online" is the pick after the
-   loader's online check (switch when the other backend is measured > 5% faster).
+   loader's online trial (switch when the other backend is measured > 5% faster).
 
 Reports right-pick rate and regret (auto's time over the best backend's) per rate, the configs
 whose faster backend changes with the rate, and the single-node grid's summary beside them.
@@ -72,14 +72,14 @@ def measure(cl, rate: str, batches: list[int], steps: int) -> list[dict]:
     return [{**r, "rate": rate, "ranks_per_host": cl.ranks_per_host} for r in rows]
 
 
-def run_grid(rates: list[str], layouts: list[int], batches: list[int], steps: int,
+def run_grid(rates: list[str], shapes: list[int], batches: list[int], steps: int,
              quick: bool) -> tuple[list[dict], dict[str, str]]:
-    """Calibrate per rate (on the 2-ranks-a-host layout) and measure every layout x rate."""
+    """Calibrate per rate (on the 2-ranks-a-host shape) and measure every shape x rate."""
     from mdloader_plugin.devtools.cluster import Cluster
 
     rows, profiles = [], {}
     name = f"eb{os.getpid() % 10000}"
-    for rph in sorted(layouts, key=lambda r: r != CAL_RPH):  # the calibrating layout first
+    for rph in sorted(shapes, key=lambda r: r != CAL_RPH):  # the calibrating shape first
         with Cluster.up(hosts=HOSTS, ranks_per_host=rph, rate=rates[0], name=name) as cl:
             for rate in rates:
                 cl.set_rate(rate)
@@ -119,7 +119,7 @@ def _sizes_like(mean: float, std: float) -> np.ndarray:
 
 
 def changes(configs: list[dict], rates: list[str]) -> list[dict]:
-    """Configs (layout, data, batch) whose measured best backend or auto pick differs by rate."""
+    """Configs (shape, data, batch) whose measured best backend or auto pick differs by rate."""
     by = {}
     for c in configs:
         by.setdefault((c["ranks_per_host"], c["dist"], c["batch"]), {})[c["rate"]] = c
@@ -207,7 +207,7 @@ def _single_node_lines(bx, result: dict) -> None:
 
 def single_node(result: dict) -> dict | None:
     """The single-node grid (``estimator_accuracy.json``): its summary, and the configs run there
-    with the same world size, data and batch as here, beside the cluster's 2 x R layout."""
+    with the same world size, data and batch as here, beside the cluster's 2 x R shape."""
     path = RESULTS / "estimator_accuracy.json"
     if not path.exists():
         return None

@@ -36,7 +36,7 @@ def choice_heldout_when() -> str:
 
 
 def choice_halves_table() -> str:
-    """Tune and held-out halves: the online check's score, strict and tie-aware, by median and
+    """Tune and held-out halves: the online trial's score, strict and tie-aware, by median and
     by mean step, per profile."""
     ev = _load("backend_choice.json")["evaluation"]
     out = ["| half | profile | online right (median step) | regret geo / worst | right model "
@@ -84,7 +84,7 @@ def estimator_cluster_table() -> str:
     """Auto's picks on 2 emulated hosts per link rate, and the one-node grid beside them."""
     est = _load("estimator_cluster.json")["summary"]
     one = _load("estimator_accuracy.json")["summary"]
-    out = ["| link | model: right picks | regret geo-mean / worst | after the online check |",
+    out = ["| link | model: right picks | regret geo-mean / worst | after the online trial |",
            "|---|---|---|---|"]
     for rate, s in list(est.items()) + [("one node (the single-node grid)", one)]:
         m, o = s["model"], s["online"]

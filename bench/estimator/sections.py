@@ -15,7 +15,7 @@ def _estimator(d: dict) -> list[str]:
     return [f"{s['configs']} configurations ({'quick' if est.get('quick') else 'full'} grid, "
             f"{est.get('steps', '?')} steps a backend): the model alone picked the faster backend "
             f"in {m['right_pick_fraction']:.1%}, regret geo-mean {m['regret_geomean']:.1%}, worst "
-            f"{m['regret_worst']:.0%}; with the online check (re-scored on the same "
+            f"{m['regret_worst']:.0%}; with the online trial (re-scored on the same "
             f"measurements) {o['right_pick_fraction']:.0%}, regret geo-mean "
             f"{o['regret_geomean']:.1%}, worst {o['regret_worst']:.0%}.", "",
             "Figures: `bench/estimator_pred_vs_meas.png`, "

@@ -48,7 +48,7 @@ def worker(job: dict) -> None:
     store = ShardStore.from_samples(world, synth.generate("hydragnn", 3, lo, hi), n)
     out = {}
     for backend in BACKENDS:
-        loader = MDLoader(store, batch_size=job["batch"], backend=backend, online_check=False,
+        loader = MDLoader(store, batch_size=job["batch"], backend=backend, online_trial=False,
                           to_sample=codec.encode, collate=list, prefetch=2)
         times = []
         for epoch in range(job["epochs"]):

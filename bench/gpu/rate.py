@@ -37,7 +37,7 @@ GIL_SHARE = 0.25
 STEP_MS = (0, 2, 5, 10, 20)
 BATCHES = {"hydragnn": (32, 128), "oc20": (8, 32)}
 WARM_STEPS = 4  # a step time's first steps (the producer refills after the previous config)
-FIRST_WARM = 16  # a loader's very first steps (thread start, auto's online check)
+FIRST_WARM = 16  # a loader's very first steps (thread start, auto's online trial)
 
 
 def busy(seconds: float) -> None:

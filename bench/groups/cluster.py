@@ -1,6 +1,6 @@
 """Replica groups on the emulated cluster: every group size x backend, and auto, step by step.
 
-For each link rate and layout (``H`` hosts x ``R`` ranks, network namespaces, real Open MPI over
+For each link rate and shape (``H`` hosts x ``R`` ranks, network namespaces, real Open MPI over
 TCP, ``tc tbf`` rate limit: ``mdloader cluster``), one MPI job (``--worker``) loads the data set
 with every valid group size ``W`` (``ShardStore.from_file(..., group_size=W)``), serves ``steps``
 batches with each backend through a real :class:`MDLoader` (no prefetch, so the trainer's thread
@@ -13,7 +13,7 @@ steps of the slowest rank's fetch and whole step (fetch + batch), the slowest ra
 series (``step_s``: what the tie-aware score tests), the bytes a step that crossed a
 host (summed over ranks, counted in the backends) and the store's memory a rank. Then ``auto``
 runs as users run it: ``open_store(group_size="auto")`` (budget: half the node's free memory
-over its ranks) and ``backend="auto"`` (model + online check, run for epochs until the check has
+over its ranks) and ``backend="auto"`` (model + online trial, run for epochs until the trial has
 decided: ``AUTO_EPOCHS``), and its (backend, W) and step are set against the fastest measured
 row. Auto's profile is the one ``mdloader calibrate`` wrote on that cluster
 (``results/profile-SHAPE-RATE-node.json``, :func:`_profile`), as a user would calibrate first.
@@ -156,11 +156,11 @@ def contenders(rows: list[dict], autos: list[dict], near: float = NEAR) -> set:
     return need
 
 
-AUTO_EPOCHS = 8  # auto runs up to this many epochs, until its online check has decided
+AUTO_EPOCHS = 8  # auto runs up to this many epochs, until its online trial has decided
 
 
 def _measure(world, store, backend, batch, steps, w, MDLoader, MPI, mem, profile=None) -> dict:
-    """One loader, one epoch (`steps` steps); ``auto`` runs epochs until its online check has
+    """One loader, one epoch (`steps` steps); ``auto`` runs epochs until its online trial has
     decided (a probe round is 2 x 6 steps: one 8-step epoch left the model's pick unchecked),
     at most ``AUTO_EPOCHS``; its row's step median is its last epoch's."""
     loader = MDLoader(store, batch_size=batch, backend=backend, prefetch=0, collate=len,
@@ -178,14 +178,14 @@ def _measure(world, store, backend, batch, steps, w, MDLoader, MPI, mem, profile
             world.comm.Barrier()  # the trainer's gradient allreduce: ranks start steps together
         fetch += list(loader.epoch_stats.step_fetch_s)
         online = getattr(loader, "_online", None)
-        if online is None or online.check.result is not None:
+        if online is None or online.trial.result is not None:
             break
     fetch = _max(world, np.array(fetch), MPI)
     step = _max(world, np.array(step_s), MPI)
     traffic = loader.traffic()
     crossed = world.comm.allreduce(traffic["off_node"])
     chosen = loader.decision["backend"] if backend == "auto" else loader.backend_name
-    decided = getattr(loader, "_online", None) is None or loader._online.check.result is not None
+    decided = getattr(loader, "_online", None) is None or loader._online.trial.result is not None
     loader.close()
     memory = world.comm.allreduce(store.buffer.nbytes + mem.index_bytes(store.num_samples),
                                   op=MPI.MAX)

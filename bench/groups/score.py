@@ -88,7 +88,7 @@ def _fitting(rows: list[dict], auto: dict) -> list[dict]:
 
 def score(run: dict) -> dict:
     """Auto's (W, backend) against the fixed rows (its pick's own fixed row: auto's row adds the
-    online check's probe steps). At W = 1 the backend is immaterial (``LOCAL``).
+    online trial's probe steps). At W = 1 the backend is immaterial (``LOCAL``).
 
     *strict*: the pick is the fastest by median over rounds. *tie_aware*: strict, or within
     ``WITHIN`` of the fastest, or a **tie**: :func:`compare` cannot tell the pick's steps from

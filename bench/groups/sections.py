@@ -14,7 +14,7 @@ def _groups(name: str) -> Callable[[dict], list[str]]:
         g = d[name]
         out = ["Every group size W x backend in interleaved rounds (more rounds for the "
                "contenders while the score is unresolved), then `group_size: auto` with "
-               "`backend: auto` as users run it, for epochs until its online check has decided "
+               "`backend: auto` as users run it, for epochs until its online trial has decided "
                f"(its step median: the last epoch's). {g['note']}.", ""]
         for run in g["runs"]:
             out += [groups_bench.table(run) if "rounds" in run else run["table"], ""]

@@ -41,11 +41,11 @@ def reset_peak() -> None:
 class MDLStepper:
     """The k-th call returns (fetch_s, batch) of MDLoader's k-th step, across epochs."""
 
-    warms_up = True  # the first step starts the producer and the online check
+    warms_up = True  # the first step starts the producer and the online trial
 
     def __init__(self, loader):
         self.loader, self.epoch, self.it = loader, 0, None
-        self._tail = None  # batches still to skip after the online check ended
+        self._tail = None  # batches still to skip after the online trial ended
 
     def __call__(self, k: int):
         if self.it is None:
@@ -61,7 +61,7 @@ class MDLStepper:
         return self.loader.epoch_stats.step_fetch_s[-1], batch
 
     def warm(self) -> bool:
-        """Still in auto's online check (probing the other backend), or serving batches the
+        """Still in auto's online trial (probing the other backend), or serving batches the
         producer fetched during it? The producer runs up to ``prefetch + 1`` steps ahead of the
         trainer, so that many batches after the decision may still come from the probe."""
         on = self.loader._online

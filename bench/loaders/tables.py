@@ -52,7 +52,7 @@ NOTES = [
     "one node) was -0.3% at 1gbit and +0.4% at 200mbit with 16 measured steps x 3 rounds. Single "
     "configurations differ by up to +14%: between two loaders that ran the same backend (noise "
     "of the emulated links), or at batch 4, where auto kept collective although one-sided's "
-    "median step was ~1 ms shorter (the online check compares 5 probe steps of each, fetch time "
+    "median step was ~1 ms shorter (the online trial compares 5 probe steps of each, fetch time "
     "only, slowest rank).",
     "- **Per-rank memory**: only OC20 batch 256 (18 MB of records a step a rank) on 2 ranks "
     "exceeds the budget: the store's share (~35 MiB), the pooled receive buffer (the step's "

@@ -152,18 +152,18 @@ def _sources(items: list[str]):
 def _print_config(path: str, x: list[str], y: list[str]) -> None:
     """The HydraGNN ``Dataset`` entries that name the columns just written."""
     from ..sources.adios import GraphFile
-    from ..sources.convert import column_layout
+    from ..sources.convert import column_config
 
     with GraphFile(path) as f:
         label = f.labels()[0]
         info = f.info(label)
         g = f.read_block(label, 0, 1, keys=[*x, *y], info=info).sample(0)
-    lay = column_layout(g, x, y)
+    cfg = column_config(g, x, y)
     import yaml
 
     print("HydraGNN config for these columns (Dataset):")
     for kind in ("node_features", "graph_features"):
-        if lay[kind]["name"]:
-            print(f"  {kind}: {yaml.safe_dump(lay[kind], default_flow_style=True).strip()}")
+        if cfg[kind]["name"]:
+            print(f"  {kind}: {yaml.safe_dump(cfg[kind], default_flow_style=True).strip()}")
     print(f"  ({info.ndata} graphs in {label}; Variables_of_interest.input_node_features picks "
           "the x columns the model reads)")

@@ -4,7 +4,8 @@
 - ``profile.py`` + ``profiles/*.json``: machine numbers with sources (perlmutter, frontier, local);
 - ``calibrate.py``: micro-benchmarks that measure a profile (``mdloader calibrate``);
 - ``choose.py``: the choice at start from the model;
-- ``online.py``: the decision from the job's measured steps (probe, statistics, re-check).
+- ``online.py``: the online trial, the decision from the job's measured steps (probe,
+  statistics, re-check).
 
 Pure Python and numpy except ``calibrate`` (MPI); the loader owns all communication.
 """
@@ -13,9 +14,9 @@ from __future__ import annotations
 
 from .choose import Decision, choose, choose_initial
 from .models import MODELS, Workload, get_model, predict, predict_all
-from .online import OnlineCheck
+from .online import OnlineCheck, OnlineTrial
 from .profile import Profile, ProfileError, available, get_profile
 
-__all__ = ["MODELS", "Decision", "OnlineCheck", "Profile", "ProfileError", "Workload",
-           "available", "choose", "choose_initial", "get_model", "get_profile", "predict",
-           "predict_all"]
+__all__ = ["MODELS", "Decision", "OnlineCheck", "OnlineTrial", "Profile", "ProfileError",
+           "Workload", "available", "choose", "choose_initial", "get_model", "get_profile",
+           "predict", "predict_all"]

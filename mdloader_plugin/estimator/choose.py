@@ -2,7 +2,7 @@
 
 :func:`choose_initial` evaluates every cost model for the job (world size, ranks per node, the
 samples a rank really gets per step, the data set's record sizes, a machine profile) and picks
-the cheapest. The job's own measured steps then decide (``online.py``: :class:`OnlineCheck`).
+the cheapest. The job's own measured steps then decide (``online.py``: :class:`OnlineTrial`).
 Each decision yields one log line (``MDLOADER-BACKEND ...``) with the backend, predicted and
 measured per-step times and the reason.
 """
@@ -54,7 +54,7 @@ def node_params(prof: Profile, world_size: int, ranks_per_node: int) -> dict[str
     across, intra 6 us; the 200mbit one all on the node). A group inside a node sees only the
     intra term; it is taken at its upper bound, the whole measured per-peer cost on the node, so
     an unidentified term cannot rate the collective hundreds of times cheaper than it measured
-    (nor make the online check skip its probe)."""
+    (nor make the online trial skip its probe)."""
     p = dict(prof.params)
     if not 1 < world_size <= ranks_per_node:
         return p

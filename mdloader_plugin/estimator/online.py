@@ -1,7 +1,7 @@
-"""The online decision: measure both backends on the job's own steps, settle on the faster one.
+"""The online trial: measure both backends on the job's own steps, settle on the faster one.
 
 The cost model's pick (``choose.py``) is only as good as the profile it reads; the job's own steps
-are the ground truth. :class:`OnlineCheck` is a pure state machine (no MPI, no clock): the loader
+are the ground truth. :class:`OnlineTrial` is a pure state machine (no MPI, no clock): the loader
 asks it which backend serves the next step, runs that step, and feeds back **the slowest rank's
 time from the start of the fetch to a ready batch** (fetch + decode + collate: what the trainer
 pays), reduced with MAX over ranks, so every rank sees identical inputs and takes identical
@@ -37,7 +37,7 @@ when the model predicts the other backend more than ``skip_ratio`` times slower 
 profile never saw a network the job
 spans: :func:`blind_to_network`), and abandoned once two counted steps are *each* more than
 ``abandon_ratio`` times slower (one stall is no reason; no re-check then). Every decision is one
-``MDLOADER-BACKEND`` log line (:meth:`OnlineCheck.pop_events`; the loader logs them).
+``MDLOADER-BACKEND`` log line (:meth:`OnlineTrial.pop_events`; the loader logs them).
 """
 
 from __future__ import annotations
@@ -96,18 +96,18 @@ def blind_to_network(profile, num_nodes: int) -> bool:
             and int(prov.get("nodes", 1)) < 2)
 
 
-class OnlineCheck:
+class OnlineTrial:
     """Measure the chosen backend, probe the other, decide (and re-check once) whether to switch.
 
     Usage (identical on every rank)::
 
-        check = OnlineCheck(decision)
-        while not check.done:
-            backend = check.backend_for_next_step()   # make it active, the others inactive
+        trial = OnlineTrial(decision)
+        while not trial.done:
+            backend = trial.backend_for_next_step()   # make it active, the others inactive
             t = <one step with backend to a ready batch; allreduce MAX>
-            check.record(t)
-            for d in check.pop_events(): log(d.log_line())
-        check.result.backend                          # serve with it from now on
+            trial.record(t)
+            for d in trial.pop_events(): log(d.log_line())
+        trial.result.backend                          # serve with it from now on
     """
 
     def __init__(self, decision: Decision, window: int = 6, margin: float = 0.05,
@@ -270,5 +270,7 @@ def _other_of(name: str, times: dict) -> str:
     return next(k for k in times if k != name)
 
 
-__all__ = ["OnlineCheck", "blind_to_network", "rank_sum", "rank_test_p", "robust_step",
-           "stalls"]
+OnlineCheck = OnlineTrial  # its old name ("check" now means ``mdloader check`` alone)
+
+__all__ = ["OnlineCheck", "OnlineTrial", "blind_to_network", "rank_sum", "rank_test_p",
+           "robust_step", "stalls"]

@@ -29,6 +29,27 @@ def producer_kind(producer: str | None) -> tuple[str, str | None]:
     return "thread", None
 
 
+def online_trial_setting(online_trial: bool, online_check: bool | None) -> tuple[bool, str | None]:
+    """Whether ``auto`` runs its online trial and, for the old keyword ``online_check`` (its name
+    before "check" came to mean ``mdloader check`` alone), the one-line deprecation warning."""
+    if online_check is None:
+        return bool(online_trial), None
+    if not online_trial and online_check:  # online_trial given (its default is True), and apart
+        raise ConfigError("online_trial=False and online_check=True disagree: give online_trial "
+                          "alone (online_check is its deprecated old name)")
+    return bool(online_check), (f"online_check={online_check!r} is deprecated: it is now "
+                                f"online_trial={online_check!r} (same behaviour)")
+
+
+def producer_and_trial(producer: str | None, online_trial: bool,
+                       online_check: bool | None) -> tuple[str, bool, list[str]]:
+    """The producer (:func:`producer_kind`), whether ``auto`` runs its online trial
+    (:func:`online_trial_setting`) and the deprecation lines to log for their old spellings."""
+    kind, removed = producer_kind(producer)
+    trial, renamed = online_trial_setting(online_trial, online_check)
+    return kind, trial, [note for note in (removed, renamed) if note]
+
+
 def prefetch_bytes(mib: float | None) -> int:
     """The prefetch queue's cap in bytes (`mib`, else ``MDLOADER_PREFETCH_MIB``; must be > 0)."""
     src = "prefetch_mib"

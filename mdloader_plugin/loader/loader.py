@@ -37,7 +37,7 @@ from ..core.errors import ConfigError
 from ..core.log import get_logger
 from ..mpi.world import agree, allreduce_number
 from ..sampling.schedule import ResumeState
-from .args import checked_schedule, checked_state, prefetch_bytes, producer_kind, resume_offset
+from .args import checked_schedule, checked_state, prefetch_bytes, producer_and_trial, resume_offset
 from .producer import Producer, finish_at_exit, usable_prefetch
 from .step import BatchBuilder, EpochStats, Steps, Watch
 from .switch import Backends
@@ -60,7 +60,7 @@ class MDLoader:
         order: the epoch permutation: ``"torch"`` (DistributedSampler's, a list of N ids a
             rank), ``"feistel"`` (computed per step, no list) or ``"auto"`` (torch up to 4M
             samples, feistel above); see :mod:`mdloader_plugin.sampling.order`.
-        backend: ``"onesided"``, ``"collective"`` or ``"auto"`` (cost model + online check).
+        backend: ``"onesided"``, ``"collective"`` or ``"auto"`` (cost model + online trial).
         prefetch: steps the producer thread may run ahead (0 = fetch in the caller's thread).
         prefetch_mib: at most this many MiB of records wait in the prefetch queue (at least one
             batch always may); default ``MDLOADER_PREFETCH_MIB`` or 32. Bounds the memory of
@@ -68,8 +68,8 @@ class MDLoader:
         to_sample: decoded ``dict[str, ndarray]`` -> sample (default: PyG ``Data``).
         collate: list of samples -> batch (default: PyG ``Batch.from_data_list``).
         profile: machine profile name or path for ``auto`` (default ``"local"``).
-        online_check: let ``auto`` measure both backends early and switch once if the
-            prediction was wrong.
+        online_trial: let ``auto`` time both backends on the first steps, switch once if wrong.
+        online_check: the old name of `online_trial` (deprecated: one warning line, same effect).
         progress: the one-sided backend's own progress thread: ``"auto"`` (on when the ranks
             span several nodes, or as ``MDLOADER_PROGRESS_THREAD`` says), ``True`` or ``False``.
         name: the loader's name in log lines (``[train] MDLOADER-BACKEND ...``).
@@ -98,10 +98,10 @@ class MDLoader:
                  drop_last: bool = False, backend: str = "auto", prefetch: int = 2,
                  to_sample: Callable[[dict], Any] | None = None,
                  collate: Callable[[list], Any] | None = None, profile: str | None = None,
-                 online_check: bool = True, progress: str | bool = "auto", name: str = "train",
+                 online_trial: bool = True, progress: str | bool = "auto", name: str = "train",
                  balance_weights: np.ndarray | None = None, prefetch_mib: float | None = None,
-                 pin_memory: bool | None = None, device=None, sampling=None,
-                 order: str = "auto", producer: str | None = None, batches=None):
+                 pin_memory: bool | None = None, device=None, sampling=None, order: str = "auto",
+                 producer: str | None = None, batches=None, online_check: bool | None = None):
         world = store.world
         self.store, self.world, self.name = store, world, name
         self.rank = 0 if world is None else world.rank
@@ -118,14 +118,15 @@ class MDLoader:
         self.collate = collate or pyg_collate
         self.log = get_logger(self.rank)
         self._build = BatchBuilder(self.to_sample, self.collate, self.log, name)
-        self.producer, deprecated = producer_kind(producer)
+        self.producer, online_trial, notes = producer_and_trial(producer, online_trial,
+                                                                online_check)
         self.epoch, self._step, self._resuming = 0, 0, False
         self._last_iter_epoch: int | None = None  # to guess the epoch after this one
         self.speculation = {"taken": 0, "dropped": 0}  # early next-epoch steps
         self.requested_backend = backend
         self._device = DeviceStage(device, pin_memory, self.log)
-        if deprecated and self.rank == 0:
-            self.log.warning(f"[{name}] {deprecated}")
+        for note in notes if self.rank == 0 else ():
+            self.log.warning(f"[{name}] {note}")
         self._comm = world.comm.Dup() if self.size > 1 else None
         self._agree_comm = world.comm.Dup() if self.size > 1 else None  # main thread only
         self.group = store.group  # backends work inside it (mdloader_plugin.mpi.groups)
@@ -138,7 +139,7 @@ class MDLoader:
         self._switch = Backends(
             store, self.group, self._group_comm, backend, progress, profile=profile,
             per_step=max(1, min(self.batch_size, self.schedule.per_rank)),
-            online=online_check and self.size > 1, comm=self._comm,  # with auto (Backends)
+            online=online_trial and self.size > 1, comm=self._comm,  # with auto (Backends)
             nodes=world.num_nodes if world is not None else 1, log=self.log, name=name,
             sends=self._planner.sends)  # the collective's sends: this rank's epoch inverse
         self._producer: Producer | None = None

@@ -5,7 +5,7 @@ yields ``(batch, record bytes)`` for each step in order. A step asks the planner
 :class:`~.switch.Backends` for its backend, fetches this rank's records under the watchdog
 (:mod:`.watchdog`), builds the batch (:class:`BatchBuilder`: column-wise when it can, sample by
 sample otherwise), stages it for the device and reports the step's time to a ready batch (the
-online check reads it). An abandoned run that must keep collective exchanges matched (``drain``)
+online trial reads it). An abandoned run that must keep collective exchanges matched (``drain``)
 still fetches every step but builds nothing.
 """
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..backends import BACKENDS, get_backend
 from ..estimator.choose import choose_initial as choose
-from ..estimator.online import OnlineCheck, blind_to_network
+from ..estimator.online import OnlineTrial, blind_to_network
 from ..estimator.profile import get_profile, identity
 from ..mpi.agree import compare_inputs, decide_once, everywhere
 from ..mpi.world import allreduce_number
@@ -63,17 +63,17 @@ class Backends:
 
     @property
     def collective(self) -> bool:
-        """Whether steps are collective (a collective backend, or the online check's per-step
+        """Whether steps are collective (a collective backend, or the online trial's per-step
         reduction), the same on every rank."""
         return "collective" in self.all or (self.online is not None and self.online.active)
 
     @property
     def timing_each_step(self) -> bool:
-        """The online check times every step to its ready batch."""
+        """The online trial times every step to its ready batch."""
         return self.online is not None and self.online.active
 
     def for_step(self, stats):
-        """The backend of the next step (the online check may probe or switch); the names of
+        """The backend of the next step (the online trial may probe or switch); the names of
         the backends that served are collected in ``stats.backend``."""
         name = self.decision["backend"]
         if self.online is not None and self.online.active:
@@ -86,7 +86,7 @@ class Backends:
         return self.all[name]
 
     def _apply(self, results: list) -> None:
-        """Obey the online check's decisions, at a step boundary (the same on every rank)."""
+        """Obey the online trial's decisions, at a step boundary (the same on every rank)."""
         for res in results:
             self.decision = {"backend": res.backend, "reason": res.reason,
                              "predicted_s": dict(res.predicted_s),
@@ -94,7 +94,7 @@ class Backends:
             self._info(res.log_line())
         if self.online.done and not self.online.settled:
             self.online.settled = True
-            keep = self.online.check.result.backend
+            keep = self.online.trial.result.backend
             self.activate(keep)
             for name in [n for n in self.all if n != keep]:
                 self.all.pop(name).close()  # same step on every rank; lets go of the poller
@@ -136,11 +136,11 @@ class Backends:
 
 
 def agreed_setting(comm, backend: str, online: bool, log=None) -> tuple[str, bool]:
-    """Collective over `comm` (None: one process). Rank 0's backend setting and online check
+    """Collective over `comm` (None: one process). Rank 0's backend setting and online trial
     for every rank: a rank configured otherwise (``MDLOADER_BACKEND`` set on some nodes only)
     would construct other backends and skip the collectives the others enter; rank 0 names it
     in one ``MDLOADER-AGREE`` warning line."""
-    mine = f"{backend} (online check {'on' if online else 'off'})"
+    mine = f"{backend} (online trial {'on' if online else 'off'})"
     compare_inputs(comm, {"backend setting": mine}, log, "the backend choice")
     return decide_once(comm, lambda: (backend, online))
 
@@ -166,7 +166,7 @@ def choose_initial(store, group, per_step: int, profile, comm=None, log=None) ->
 
 
 class OnlineSwitch:
-    """Asks ``estimator.online.OnlineCheck`` which backend serves each step: every step's time
+    """Asks ``estimator.online.OnlineTrial`` which backend serves each step: every step's time
     is reduced with MAX over ranks, so every rank feeds identical numbers and takes the
     identical decision at the same step (a collective decision, never a divergent one). It only
     reports decisions; :class:`Backends` obeys them."""
@@ -174,7 +174,7 @@ class OnlineSwitch:
     def __init__(self, decision: dict, comm, nodes: int):
         self.comm = comm
         blind = blind_to_network(decision.get("profile"), nodes)
-        self.check = OnlineCheck(decision["decision"],
+        self.trial = OnlineTrial(decision["decision"],
                                  **({"skip_ratio": float("inf")} if blind else {}))
         self.settled = False  # the final decision obeyed (losers closed)
 
@@ -184,14 +184,14 @@ class OnlineSwitch:
 
     @property
     def done(self) -> bool:
-        return self.check.done
+        return self.trial.done
 
     def backend_for_next_step(self) -> str:
-        return self.check.backend_for_next_step()
+        return self.trial.backend_for_next_step()
 
     def pop_results(self) -> list:
-        return list(self.check.pop_events())
+        return list(self.trial.pop_events())
 
     def record(self, seconds: float) -> None:
-        if not self.check.done:  # not the pickled allreduce: its first call holds the GIL
-            self.check.record(allreduce_number(self.comm, float(seconds), "max"))
+        if not self.trial.done:  # not the pickled allreduce: its first call holds the GIL
+            self.trial.record(allreduce_number(self.comm, float(seconds), "max"))

@@ -16,7 +16,7 @@ polls nothing, and a validation loader beside a training one adds no thread. A l
 fetched keeps its lease between epochs on purpose: its peers may still Get from this rank's
 window while this rank's trainer is busy elsewhere (a gradient allreduce, a validation pass).
 
-A backend that is built but not in use (``backend="auto"`` keeps both until its online check is
+A backend that is built but not in use (``backend="auto"`` keeps both until its online trial is
 final) holds no lease (:meth:`Lease.pause`): a running thread changes how fast the *other*
 backend's steps are (measured: 2x for the collective across hosts), so a probe of one backend
 beside the other's thread measures a state that ends when the loser is dropped. Pausing is

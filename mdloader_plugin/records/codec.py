@@ -62,7 +62,7 @@ def dtype_code(dtype) -> int:
                          + ", ".join(str(d) for d in _DTYPES)) from None
 
 
-def _layout(arrays: Mapping[str, np.ndarray]):
+def _record_offsets(arrays: Mapping[str, np.ndarray]):
     """Header length, payload offsets and total length for these arrays."""
     if len(arrays) > 255:
         raise CodecError(f"a sample may hold at most 255 arrays, got {len(arrays)}")
@@ -83,13 +83,13 @@ def _layout(arrays: Mapping[str, np.ndarray]):
 
 def record_size(arrays: Mapping[str, np.ndarray]) -> int:
     """Bytes :func:`encode` will use for this sample (a multiple of 8)."""
-    return _layout({k: np.asarray(v) for k, v in arrays.items()})[2]
+    return _record_offsets({k: np.asarray(v) for k, v in arrays.items()})[2]
 
 
 def encode_into(buf: np.ndarray, start: int, arrays: Mapping[str, np.ndarray]) -> int:
     """Write the record of `arrays` into uint8 `buf` at `start`; return its length."""
     arrays = {k: _native(v) for k, v in arrays.items()}
-    head, offsets, total = _layout(arrays)
+    head, offsets, total = _record_offsets(arrays)
     if total >= 2**32:
         big = max(arrays, key=lambda k: arrays[k].nbytes)
         raise CodecError(f"a sample of {total} bytes exceeds the record limit of 4 GiB (2**32 - 1 "

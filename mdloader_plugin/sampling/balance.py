@@ -76,7 +76,8 @@ def deal_blocks(rows: np.ndarray, weights: np.ndarray, window: int,
 
 def _deal_run(rows, out, weights, width, columns):
     """Deal `rows` (``[k width, L]``, windows of `width` rows) into `out`: each block's ids
-    sorted heaviest first, blocks one after another, then one gather (:func:`_layout`)."""
+    sorted heaviest first, blocks one after another, then one gather
+    (:func:`_gather_positions`)."""
     r, n = rows.shape
     nw, nb = r // width, n // columns
     parts = []
@@ -92,11 +93,11 @@ def _deal_run(rows, out, weights, width, columns):
         parts.append(np.take_along_axis(ids, np.argsort(-weights[ids], axis=1, kind="stable"),
                                         axis=1))
     dealt = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
-    out.reshape(nw, width * n)[:] = dealt[:, _layout(width, n, columns)]
+    out.reshape(nw, width * n)[:] = dealt[:, _gather_positions(width, n, columns)]
 
 
 @functools.lru_cache(maxsize=64)
-def _layout(width: int, n: int, columns: int) -> np.ndarray:
+def _gather_positions(width: int, n: int, columns: int) -> np.ndarray:
     """For a window's ``[width, n]`` row-major output: the position of each entry in the
     blocks' sorted ids laid end to end (block ``t``'s ``k``-th heaviest at ``t columns width +
     k``)."""

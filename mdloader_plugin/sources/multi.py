@@ -173,14 +173,14 @@ def _common_keys(files, infos: Sequence[LabelInfo], keys, required) -> tuple[lis
                             "leave them out")
     common = [k for k in wanted if k not in dropped and k != ID_KEY]
     for key in common:
-        _check_same_layout(key, files, infos)
+        _check_same_dtype_and_shape(key, files, infos)
     if not common:
         raise DataError(f"the files {', '.join(f.path for f in files)} share no key in "
                         f"{infos[0].label}; they cannot be combined")
     return common, dropped
 
 
-def _check_same_layout(key: str, files, infos) -> None:
+def _check_same_dtype_and_shape(key: str, files, infos) -> None:
     ref_f, ref = files[0], infos[0].keys[key]
     for f, info in zip(files[1:], infos[1:]):
         k = info.keys[key]

@@ -3,7 +3,7 @@
 Jobs run under Open MPI and, where the MPICH wheel is installed, under MPICH (Cray MPICH's
 family: ``ch4:ofi`` over libfabric's tcp provider, ``devtools/cluster/launch.py``). Under MPICH
 the cheapest job that covers the same ground runs: one ``mdloader check`` with both backends,
-``auto`` (its online check) and replica groups 2 and 4; the blocked-target Gets, and a killed rank.
+``auto`` (its online trial) and replica groups 2 and 4; the blocked-target Gets, and a killed rank.
 
 Needs root and ``ip netns`` (CI runs as root); skipped otherwise. Every cluster here has a name
 unique to this pytest process so parallel sessions on one machine do not collide.
@@ -122,7 +122,7 @@ def test_check_both_backends_across_hosts(cluster, tmp_path):
 @pytest.mark.timeout(600)
 def test_mpich_check_backends_auto_and_groups_across_hosts(cluster, tmp_path):
     """Under MPICH, one `mdloader check` over 2 hosts x 2 ranks: one-sided Gets and Alltoallv
-    across hosts, `auto` with its online check, replica groups of 2 (nothing crosses a host)
+    across hosts, `auto` with its online trial, replica groups of 2 (nothing crosses a host)
     and 4; exactly-once and byte-identical for each."""
     family = family_or_skip("mpich")
     data = tmp_path / "mols.bp"

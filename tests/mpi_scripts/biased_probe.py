@@ -14,7 +14,7 @@ import time
 
 from mdloader_plugin.records import codec
 from mdloader_plugin.estimator.choose import Decision
-from mdloader_plugin.estimator.online import OnlineCheck
+from mdloader_plugin.estimator.online import OnlineTrial
 from mdloader_plugin.loader.loader import MDLoader
 from mdloader_plugin.sources import synth
 from mdloader_plugin.core.blocks import block_bounds
@@ -53,7 +53,7 @@ def timed(backend, alone: float, beside: float):
 
 timed(onesided, 0.015, 0.015)
 timed(auto._backends["collective"], 0.040, 0.004)
-auto._online.check = OnlineCheck(Decision("onesided", {"onesided": 1e-3, "collective": 1.05e-3},
+auto._online.trial = OnlineTrial(Decision("onesided", {"onesided": 1e-3, "collective": 1.05e-3},
                                           "forced near-tie for the test"),
                               window=4, recheck_after=6)
 for epoch in range(3):
@@ -62,8 +62,8 @@ for epoch in range(3):
         pass
     if not auto._online.active:
         break
-res = auto._online.check.result
-check(res is not None and auto._online.check.done, "online check did not finish")
+res = auto._online.trial.result
+check(res is not None and auto._online.trial.done, "online trial did not finish")
 check(len(set(world.comm.allgather(res.backend))) == 1, "ranks decided differently")
 coll = seen["collective"]
 if world.rank == 0:

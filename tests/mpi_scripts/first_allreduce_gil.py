@@ -1,5 +1,5 @@
 """A rank's other Python threads must keep running while the loader waits in its per-step
-reduction (the online check's step time, max over ranks).
+reduction (the online trial's step time, max over ranks).
 
 Usage: first_allreduce_gil.py PROFILE
 
@@ -35,7 +35,7 @@ lo, hi = block_bounds(N, world.size)[world.rank:world.rank + 2]
 store = ShardStore.from_samples(world, everything[lo:hi], N)
 loader = MDLoader(store, batch_size=4, seed=1, backend="auto", prefetch=0, profile=profile,
                   to_sample=lambda a: a, collate=len)
-check(loader._online is not None and loader._online.active, "the online check must be on")
+check(loader._online is not None and loader._online.active, "the online trial must be on")
 side = world.comm.Dup()
 if world.rank == 0:
     def later():

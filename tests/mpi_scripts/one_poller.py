@@ -26,7 +26,7 @@ N = 40
 lo, hi = block_bounds(N, world.size)[world.rank:world.rank + 2]
 samples = [{"sid": np.array([i]), "x": np.full((4, 2), i, np.float32)} for i in range(lo, hi)]
 store = ShardStore.from_samples(world, samples, N)
-kw = dict(batch_size=4, online_check=False, to_sample=lambda a: int(a["sid"][0]), collate=list)
+kw = dict(batch_size=4, online_trial=False, to_sample=lambda a: int(a["sid"][0]), collate=list)
 train = MDLoader(store, backend="onesided", name="train", **kw)
 val = MDLoader(store, backend="collective", name="val", **kw)
 test = MDLoader(store, backend="onesided", name="test", **kw)

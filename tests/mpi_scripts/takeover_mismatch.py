@@ -5,7 +5,7 @@ Usage: takeover_mismatch.py BACKEND[,BACKEND...] N B   (each backend in turn, on
 With prefetch, the producer fetches the next epoch's first steps at the end of an epoch. The rank
 that consumed every batch takes them over; a rank that abandoned must drop them and fetch those
 steps again. If the two did not agree, the second rank would run more exchanges than the first
-(a collective backend's Alltoallv, or the online check's per-step allreduce, then pair steps that
+(a collective backend's Alltoallv, or the online trial's per-step allreduce, then pair steps that
 are not the same step, or hang). Every rank compares its next-epoch batches with a fresh loader's.
 """
 

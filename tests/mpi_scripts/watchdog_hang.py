@@ -30,7 +30,7 @@ N = 60
 lo, hi = block_bounds(N, world.size)[world.rank:world.rank + 2]
 samples = [{"sid": np.array([i]), "x": np.full((4, 2), i, np.float32)} for i in range(lo, hi)]
 store = ShardStore.from_samples(world, samples, N)
-loader = MDLoader(store, batch_size=4, backend="collective", prefetch=0, online_check=False,
+loader = MDLoader(store, batch_size=4, backend="collective", prefetch=0, online_trial=False,
                   to_sample=lambda a: int(a["sid"][0]), collate=list)
 if mode == "hang":
     if world.rank == world.size - 1:

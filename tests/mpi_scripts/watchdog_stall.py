@@ -25,7 +25,7 @@ N = 120
 lo, hi = block_bounds(N, world.size)[world.rank:world.rank + 2]
 samples = [{"sid": np.array([i]), "x": np.full((4, 2), i, np.float32)} for i in range(lo, hi)]
 store = ShardStore.from_samples(world, samples, N)
-loader = MDLoader(store, batch_size=2, backend="collective", prefetch=2, online_check=False,
+loader = MDLoader(store, batch_size=2, backend="collective", prefetch=2, online_trial=False,
                   to_sample=lambda a: int(a["sid"][0]), collate=list)
 for step, batch in enumerate(loader):
     if world.rank == 0 and step == 3:

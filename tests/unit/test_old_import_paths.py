@@ -85,6 +85,7 @@ def test_renamed_public_names_still_work():
     old spelling: the old class, with what it offered."""
     import numpy as np
 
+    from mdloader_plugin.estimator import OnlineCheck, OnlineTrial
     from mdloader_plugin.estimator.calibrate import CalibrationSetup, Plan as CalPlan
     from mdloader_plugin.estimator.timing import Plan
     from mdloader_plugin.sampling.max_atoms import MaxAtomsBatches, MaxAtomsPlan
@@ -95,6 +96,10 @@ def test_renamed_public_names_still_work():
     from mdloader_plugin.sampling.schedule import ResumeState
 
     assert Plan is CalPlan is CalibrationSetup and SamplerState is ResumeState
+    assert OnlineCheck is OnlineTrial
+    from mdloader_plugin.sources.convert import column_config, column_layout
+
+    assert column_layout is column_config
     assert NodeBudgetPlan is NodeBudgetBatches and MaxAtomsPlan is MaxAtomsBatches
     assert GlobalSampler is ReferenceSchedule
     old = GlobalSampler(20, 2, 3, seed=1)

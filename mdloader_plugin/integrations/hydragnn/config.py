@@ -65,8 +65,8 @@ TOP_LEVEL = (
 )
 #: ``mdloader:`` section (``loader: mdloader``).
 MDLOADER_OPTIONS = (
-    Option("backend", "auto", "`auto` (the cost model picks, checked online), `onesided` or "
-                              "`collective`."),
+    Option("backend", "auto", "`auto` (the cost model picks, the online trial corrects it), "
+                              "`onesided` or `collective`."),
     Option("prefetch", 2, "Steps the producer thread runs ahead of the trainer (0: fetch in the "
                           "trainer's thread)."),
     Option("profile", None, "Machine profile for `backend: auto`: `local`, `perlmutter`, "

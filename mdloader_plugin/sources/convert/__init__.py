@@ -284,7 +284,7 @@ def hydragnn_columns(g: dict, x: Sequence[str], y: Sequence[str], where: str,
     return out
 
 
-def column_layout(g: dict, x: Sequence[str], y: Sequence[str]) -> dict:
+def column_config(g: dict, x: Sequence[str], y: Sequence[str]) -> dict:
     """HydraGNN config entries for the columns of `x` and `y` in sample `g`: ``node_features``
     and ``graph_features`` as ``{name, dim, column_index}`` (what ``Dataset`` takes)."""
     def entry(keys, per_atom):
@@ -297,6 +297,9 @@ def column_layout(g: dict, x: Sequence[str], y: Sequence[str]) -> dict:
         return {"name": names, "dim": dims, "column_index": idx}
 
     return {"node_features": entry(x, True), "graph_features": entry(y, False)}
+
+
+column_layout = column_config  # its old name ("layout" now means the store's over the ranks)
 
 
 def _conform(g: dict, schema: list[str], dropped: set[str], where: str) -> dict:

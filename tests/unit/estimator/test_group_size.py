@@ -328,7 +328,7 @@ def test_2x2_1gbit_budget_pick_inside_the_host_local_group_is_onesided(profile):
 
 def test_inside_a_node_a_2x2_profile_keeps_the_probe_of_the_other_backend():
     """The loader's initial choice inside a host-local group (W = 2 on 2 ranks a host) must not
-    rate the other backend so far off (> the online check's skip ratio, 10x) that the probe that
+    rate the other backend so far off (> the online trial's skip ratio, 10x) that the probe that
     would have measured it is skipped: issue 16's 1gbit runs kept collective (0.08 ms predicted,
     26 ms for one-sided), measured 3.3x slower."""
     from mdloader_plugin.estimator.choose import choose_initial

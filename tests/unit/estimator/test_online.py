@@ -2,7 +2,7 @@
 
 import pytest
 
-from mdloader_plugin.estimator import Decision, OnlineCheck
+from mdloader_plugin.estimator import Decision, OnlineTrial
 from mdloader_plugin.estimator.online import blind_to_network, robust_step, stalls
 
 
@@ -26,7 +26,7 @@ def _run(check, times, limit=500):
 
 
 def test_switches_when_other_measured_faster_then_rechecks():
-    check = OnlineCheck(_decision(), window=4, recheck_after=10)
+    check = OnlineTrial(_decision(), window=4, recheck_after=10)
     used, events = _run(check, {"onesided": 2e-3, "collective": 1e-3})
     assert used[:8] == ["onesided"] * 4 + ["collective"] * 4
     assert used[8:18] == ["collective"] * 10  # the winner serves until the re-check
@@ -42,7 +42,7 @@ def test_switches_when_other_measured_faster_then_rechecks():
 
 
 def test_close_call_gets_a_longer_probe_in_abba_order_then_keeps():
-    check = OnlineCheck(_decision(), window=3, max_rounds=3, recheck_after=0, probe_budget_s=0)
+    check = OnlineTrial(_decision(), window=3, max_rounds=3, recheck_after=0, probe_budget_s=0)
     used, _ = _run(check, {"onesided": 1.00e-3, "collective": 0.97e-3})
     assert check.rounds == 4 and len(used) == 24  # a third round is completed to an ABBA pair
     assert used[6:12] == ["collective"] * 3 + ["onesided"] * 3  # round 2 reversed
@@ -54,13 +54,13 @@ def test_close_call_gets_a_longer_probe_in_abba_order_then_keeps():
 def test_clear_difference_needs_one_round():
     """5 counted steps each, every one faster: the rank test separates them after one round (2
     steps each never can: window 3 takes two rounds)."""
-    check = OnlineCheck(_decision(), window=6, recheck_after=0)
+    check = OnlineTrial(_decision(), window=6, recheck_after=0)
     _run(check, {"onesided": 1e-3, "collective": 1.5e-3})
     assert check.rounds == 1 and check.result.backend == "onesided"
 
 
 def test_abandons_probe_that_is_much_slower_and_skips_recheck():
-    check = OnlineCheck(_decision(), window=5, abandon_ratio=3.0)
+    check = OnlineTrial(_decision(), window=5, abandon_ratio=3.0)
     used, _ = _run(check, {"onesided": 1e-3, "collective": 5e-3})
     assert used.count("collective") == 3  # one warm-up, two counted
     assert check.done and check.result.backend == "onesided" and "abandoned" in check.result.reason
@@ -73,14 +73,14 @@ def test_one_stall_in_the_first_probe_steps_does_not_abandon_the_probe():
     have won. Abandoning needs every counted step so far to be that slow."""
     seq = {"onesided": iter([20e-3] * 40),
            "collective": iter([12e-3, 12e-3, 0.25] + [12e-3] * 40)}  # warm-up, counted, stall
-    check = OnlineCheck(_decision(), window=6, recheck_after=0)
+    check = OnlineTrial(_decision(), window=6, recheck_after=0)
     _run(check, lambda b, i: next(seq[b]))
     assert "abandoned" not in check.result.reason, check.result.reason
     assert check.result.backend == "collective", check.result.reason
 
 
 def test_skips_probe_when_model_margin_huge():
-    check = OnlineCheck(_decision(p_other=50e-3), window=3, skip_ratio=10)
+    check = OnlineTrial(_decision(p_other=50e-3), window=3, skip_ratio=10)
     used, events = _run(check, {"onesided": 1e-3, "collective": 1e-4})
     assert used == [] and "probe skipped" in check.result.reason and len(events) == 1
 
@@ -91,7 +91,7 @@ def test_warmup_step_and_one_stall_are_forgiven():
     seq = {"onesided": iter([9.0, 1e-3, 1e-3, 1.0, 1e-3, 1e-3]
                             + [9.0, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3] * 40),
            "collective": iter([1.3e-3] * 400)}
-    check = OnlineCheck(_decision(), window=6, recheck_after=0)
+    check = OnlineTrial(_decision(), window=6, recheck_after=0)
     _run(check, lambda b, i: next(seq[b]))
     assert check.result.backend == "onesided", check.result.reason
     assert "(1 stalls)" in check.result.reason
@@ -101,7 +101,7 @@ def test_recurring_stalls_count():
     """A backend that stalls in most windows costs the trainer those stalls: it loses."""
     seq = {"onesided": iter([1e-3, 1e-3, 0.2, 1e-3, 0.2, 1e-3] * 40),
            "collective": iter([1.3e-3] * 400)}
-    check = OnlineCheck(_decision(), window=6, recheck_after=0)
+    check = OnlineTrial(_decision(), window=6, recheck_after=0)
     _run(check, lambda b, i: next(seq[b]))
     assert check.result.backend == "collective"
 
@@ -110,7 +110,7 @@ def test_recheck_can_undo_a_switch_the_machine_no_longer_supports():
     def times(b, i):  # collective is faster early, 3x slower from step 20 on
         return {"onesided": 1e-3, "collective": 0.5e-3 if i < 20 else 3e-3}[b]
 
-    check = OnlineCheck(_decision(), window=4, recheck_after=12)
+    check = OnlineTrial(_decision(), window=4, recheck_after=12)
     _, events = _run(check, times)
     assert [e.backend for e in events] == ["collective", "onesided"]
     assert check.result.backend == "onesided" and not check.result.switched
@@ -119,7 +119,7 @@ def test_recheck_can_undo_a_switch_the_machine_no_longer_supports():
 def test_identical_inputs_identical_decisions():
     runs = []
     for _ in range(3):
-        c = OnlineCheck(_decision("collective", 1e-3, 2e-3), window=2)
+        c = OnlineTrial(_decision("collective", 1e-3, 2e-3), window=2)
         _run(c, {"onesided": 0.5e-3, "collective": 1e-3})
         runs.append((c.result.backend, c.result.reason, c.result.log_line()))
     assert len(set(runs)) == 1 and runs[0][0] == "onesided"
@@ -142,7 +142,7 @@ def test_blind_profile_across_nodes():
 
 def test_bad_arguments():
     with pytest.raises(ValueError):
-        OnlineCheck(_decision(), window=1, warmup=1)
+        OnlineTrial(_decision(), window=1, warmup=1)
 
 
 def test_model_is_told_the_samples_a_rank_really_gets():
@@ -176,7 +176,7 @@ def test_abba_rounds_cancel_a_linear_drift(per_step, true_ratio, recheck_after):
     +2% at 1%/step and +4-7% at 3%/step, and a collective 6% faster was kept out (margin 5%):
     10 of these 12 cases failed."""
     base = {"onesided": 1e-3, "collective": true_ratio * 1e-3}
-    check = OnlineCheck(_decision(), window=6, margin=0.05, recheck_after=recheck_after)
+    check = OnlineTrial(_decision(), window=6, margin=0.05, recheck_after=recheck_after)
     _run(check, _drifting(base, per_step), limit=1000)
     est = check.result.measured_s
     if check.rounds > 1:  # a decision after one round (AB) is taken only when far from close
@@ -197,7 +197,7 @@ def _noisy_pick(alpha, seed, ratio, sigma, model):
     rng = np.random.default_rng(seed)
     base = {"onesided": 3e-3, "collective": 3e-3 * ratio}
     other = "collective" if model == "onesided" else "onesided"
-    check = OnlineCheck(Decision(model, {model: 1e-3, other: 1.2e-3}, "test"), alpha=alpha,
+    check = OnlineTrial(Decision(model, {model: 1e-3, other: 1.2e-3}, "test"), alpha=alpha,
                         recheck_after=0)
     _run(check, lambda b, i: base[b] * rng.lognormal(0, sigma), limit=5000)
     return check.result.backend

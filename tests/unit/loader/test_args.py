@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from mdloader_plugin.core.errors import ConfigError
-from mdloader_plugin.loader.args import (checked_schedule, checked_state, prefetch_bytes,
-                                         producer_kind)
+from mdloader_plugin.loader.args import (checked_schedule, checked_state, online_trial_setting,
+                                         prefetch_bytes, producer_and_trial, producer_kind)
 from mdloader_plugin.sampling.schedule import ResumeState, Schedule
 
 ONE_SET = SimpleNamespace(meta={}, num_samples=10)
@@ -34,6 +34,22 @@ def test_producer_is_the_thread_and_process_is_deprecated(monkeypatch):
     with pytest.raises(ConfigError) as e:
         producer_kind("fork")
     assert str(e.value) == "producer must be 'thread' (or the deprecated 'process'), got 'fork'"
+
+
+def test_online_check_is_the_old_name_of_online_trial(monkeypatch):
+    assert online_trial_setting(True, None) == (True, None)
+    assert online_trial_setting(False, None) == (False, None)
+    for old in (True, False):  # the old keyword decides, with one deprecation line
+        on, line = online_trial_setting(True, old)
+        assert on is old and line == (f"online_check={old} is deprecated: it is now "
+                                      f"online_trial={old} (same behaviour)")
+    assert online_trial_setting(False, False)[0] is False
+    with pytest.raises(ConfigError, match="disagree"):
+        online_trial_setting(False, True)
+    monkeypatch.delenv("MDLOADER_PRODUCER", raising=False)
+    assert producer_and_trial(None, True, None) == ("thread", True, [])
+    kind, on, lines = producer_and_trial("process", True, False)
+    assert (kind, on, len(lines)) == ("thread", False, 2)
 
 
 def test_prefetch_bytes_from_the_argument_or_the_environment(monkeypatch):

@@ -15,7 +15,7 @@ def test_batches_equal_pyg_dataloader_abandon_and_resume(ranks, n, batch):
     assert f"loader semantics ok: {ranks} ranks" in r.stdout
 
 
-def test_online_check_probes_decides_collectively_and_drops_the_loser():
+def test_online_trial_probes_decides_collectively_and_drops_the_loser():
     r = mpirun(3, ["tests/mpi_scripts/online_switch.py"], timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     assert "online switch ok: kept" in r.stdout

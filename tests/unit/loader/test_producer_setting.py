@@ -1,5 +1,7 @@
 """The producer setting: ``"thread"`` (the default); the removed helper process (``"process"``)
-is still accepted, with one deprecation line, and runs the thread producer (same batches)."""
+is still accepted, with one deprecation line, and runs the thread producer (same batches). The
+same for ``online_check``, the old name of ``online_trial`` (on real ranks:
+tests/mpi_scripts/online_switch.py)."""
 
 import logging
 
@@ -55,4 +57,25 @@ def test_a_bad_producer_is_one_clear_error(monkeypatch):
     with pytest.raises(ConfigError, match=r"producer must be 'thread' \(or the deprecated "
                                           r"'process'\), got 'fork'"):
         MDLoader(store, batch_size=4, backend="onesided", producer="fork")
+    store.close()
+
+
+def test_online_check_is_the_deprecated_name_of_online_trial(caplog):
+    store = _store()
+    kw = dict(batch_size=8, backend="auto", seed=1)
+    with caplog.at_level(logging.WARNING, logger="mdloader"):
+        with MDLoader(store, online_check=False, **kw) as old:
+            got = list(old)
+    lines = [r.message for r in caplog.records if "deprecated" in r.message]
+    assert lines == ["[train] online_check=False is deprecated: it is now online_trial=False "
+                     "(same behaviour)"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="mdloader"):
+        with MDLoader(store, online_trial=False, **kw) as new:
+            want = list(new)
+    assert not [r for r in caplog.records if "deprecated" in r.message]
+    assert len(got) == len(want) > 0
+    assert all(batch_diff(g, w) == "" for g, w in zip(got, want))
+    with pytest.raises(ConfigError, match="online_trial=False and online_check=True disagree"):
+        MDLoader(store, online_trial=False, online_check=True, **kw)
     store.close()

@@ -4,7 +4,7 @@ may stop its other threads while it waits for the rest.
 Two orderings found by reading the code paths (the hang seen once: one rank in its first
 ``Win.Get`` of a loader while the others sat in an allreduce):
 
-- the online check's per-step reduction used mpi4py's pickled ``allreduce``, whose first call on
+- the online trial's per-step reduction used mpi4py's pickled ``allreduce``, whose first call on
   a communicator creates a hidden duplicate while holding the GIL: the waiting rank's other
   Python threads (trainer, producer, the one-sided progress thread a Get's target may need)
   stopped until every rank arrived (``first_allreduce_gil.py``);

@@ -1,5 +1,5 @@
 """loader/switch on one process: a configured backend serves every step; ``auto`` starts from
-the model and, with the online check, probes the other backend, obeys the measured times (on
+the model and, with the online trial, probes the other backend, obeys the measured times (on
 ``COMM_SELF``) and closes the loser; traffic and held buffers summed over the backends."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_auto_starts_from_the_model_with_both_backends(store):
 
 
 @pytest.mark.parametrize("slow", ["onesided", "collective"])
-def test_the_online_check_probes_and_keeps_the_faster_backend(store, slow):
+def test_the_online_trial_probes_and_keeps_the_faster_backend(store, slow):
     b = backends(store, "auto", online=True)
     assert b.timing_each_step and b.collective
     stats, served = EpochStats(), []
