@@ -161,10 +161,11 @@ def ab_loads() -> str:
 
 
 def ab_p10() -> str:
-    """p10 fetch of the four variants (steps no rank was descheduled in)."""
+    """p10 fetch of the variants (steps no rank was descheduled in)."""
     by = _ab()["by"]
     return ", ".join(f"{n} {by[n]['p10_ms'] * 1e3:.0f} µs" for n in
-                     ("mdl_collective", "mdl_collective_numpy", "dds_coll_pad", "dds_coll_rows"))
+                     ("mdl_collective", "mdl_collective_built", "mdl_loader",
+                      "mdl_collective_numpy", "dds_coll_rows", "dds_coll_rows_built") if n in by)
 
 
 def ab_ratio() -> str:
