@@ -51,3 +51,12 @@ def split_file(tmp_path_factory) -> str:
 @pytest.fixture
 def env():
     return mpi_env()
+
+
+@pytest.fixture(scope="session")
+def hydragnn_jobs(request, tmp_path_factory):
+    """The HydraGNN training launches the 4-rank test modules share, one a version
+    (tests/common/hydragnn_jobs.py)."""
+    from hydragnn_jobs import SharedJobs
+
+    return SharedJobs(request.session, tmp_path_factory)
