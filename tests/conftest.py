@@ -54,9 +54,9 @@ def env():
 
 
 @pytest.fixture(scope="session")
-def hydragnn_jobs(request, tmp_path_factory):
-    """The HydraGNN training launches the 4-rank test modules share, one a version
-    (tests/common/hydragnn_jobs.py)."""
-    from hydragnn_jobs import SharedJobs
+def shared_jobs(request, tmp_path_factory):
+    """The 4-rank launches the training test modules share, one a HydraGNN version or fairchem
+    (tests/common/shared_jobs.py)."""
+    from shared_jobs import SharedJobs
 
     return SharedJobs(request.session, tmp_path_factory)

@@ -2,7 +2,7 @@
 HydraGNN's own loader over the same file, losses identical.
 
 One job on 4 ranks (:func:`_job`, in the launch the 4-rank modules share a version:
-tests/common/hydragnn_jobs.py; HydraGNN 5.0 or main first on PYTHONPATH) trains, 2 epochs
+tests/common/shared_jobs.py; HydraGNN 5.0 or main first on PYTHONPATH) trains, 2 epochs
 each on small files: the demo GIN, the MLIP recipe (EGNN, energy + forces in the loss), PNAPlus
 (degree histogram from the whole train set) and the fp64 recipe, each with both loaders; then the
 demo capped by ``HYDRAGNN_MAX_NUM_BATCH`` and a run continued from the first one
@@ -96,11 +96,11 @@ def env(version):
     return env_for(version)
 
 
-HYDRAGNN_VERSIONS = ("5.0", "main")  # the job runs in the launch these modules share a version
+SHARED_JOBS = ("5.0", "main")  # the job runs in the launch these modules share a version
 
 
-def hydragnn_job(version: str, work: Path) -> list:
-    """The job's data in `work`; the arguments of :func:`_job` (tests/common/hydragnn_jobs.py).
+def shared_job(version: str, work: Path) -> list:
+    """The job's data in `work`; the arguments of :func:`_job` (tests/common/shared_jobs.py).
     One folder a version: the runs' logs and checkpoints (same run names) must not meet."""
     from mdloader_plugin.sources import synth
     from mdloader_plugin.sources.adios import write_graphs
@@ -113,13 +113,13 @@ def hydragnn_job(version: str, work: Path) -> list:
 
 
 @pytest.fixture(scope="module")
-def work(hydragnn_jobs, version, request):
-    return hydragnn_jobs.work(version, request.module)
+def work(shared_jobs, version, request):
+    return shared_jobs.work(version, request.module)
 
 
 @pytest.fixture(scope="module")
-def job(hydragnn_jobs, version, request):
-    run = hydragnn_jobs.result(version, request.module)
+def job(shared_jobs, version, request):
+    run = shared_jobs.result(version, request.module)
     out = run["work"] / f"summary-{version}.json"
     return {**json.loads(out.read_text()), "stdout": run["stdout"], "want_version": version}
 

@@ -8,7 +8,7 @@ point the CLI uses, and then drives HydraGNN's own graph-size scan
 (``check_if_graph_size_variable``, which abandons iteration at a data-dependent batch) directly on
 collective-backend MDLoaders, followed by a full epoch. Importing HydraGNN once per job keeps this
 affordable on 2 cores (the job runs in the launch the 4-rank modules share a version:
-tests/common/hydragnn_jobs.py); the tests assert on the job's JSON summary.
+tests/common/shared_jobs.py); the tests assert on the job's JSON summary.
 """
 
 from __future__ import annotations
@@ -84,11 +84,11 @@ def _losses(log: str) -> list[tuple[str, str, str]]:
     return [m.groups()[1:] for m in EPOCH.finditer(log)]
 
 
-HYDRAGNN_VERSIONS = POSITIONAL  # the job runs in the launch these modules share a version
+SHARED_JOBS = POSITIONAL  # the job runs in the launch these modules share a version
 
 
-def hydragnn_job(version: str, work: Path) -> list:
-    """The job's data in `work`; the arguments of :func:`_job` (tests/common/hydragnn_jobs.py)."""
+def shared_job(version: str, work: Path) -> list:
+    """The job's data in `work`; the arguments of :func:`_job` (tests/common/shared_jobs.py)."""
     from mdloader_plugin.sources import synth
     from mdloader_plugin.sources.adios import write_graphs
 
@@ -99,8 +99,8 @@ def hydragnn_job(version: str, work: Path) -> list:
 
 
 @pytest.fixture(scope="module", params=POSITIONAL)
-def job(request, hydragnn_jobs):
-    run = hydragnn_jobs.result(request.param, request.module)
+def job(request, shared_jobs):
+    run = shared_jobs.result(request.param, request.module)
     out = run["work"] / "summary.json"
     return {**json.loads(out.read_text()), "want_version": request.param}
 

@@ -1,7 +1,7 @@
 """recipes/hydragnn/multi (molecules + bulk crystals, two files) on 4 MPI ranks with HydraGNN 3.0.
 
 One job on 4 ranks (:func:`_job`, in the launch the 4-rank modules share a version:
-tests/common/hydragnn_jobs.py) trains the recipe's GIN through the CLI's entry point:
+tests/common/shared_jobs.py) trains the recipe's GIN through the CLI's entry point:
 ``loader: mdloader`` (one store over both files) and ``loader: hydragnn`` (HydraGNN's own loader
 over the concatenation of the per-file datasets). With proportional sampling the two orders agree
 by construction (a DistributedSampler permutation of the concatenated ids), so the losses must be
@@ -49,11 +49,11 @@ def _job(out: str) -> None:
         Path(out).write_text(json.dumps(logs))
 
 
-HYDRAGNN_VERSIONS = ("3.0",)  # the job runs in the launch these modules share a version
+SHARED_JOBS = ("3.0",)  # the job runs in the launch these modules share a version
 
 
-def hydragnn_job(version: str, work: Path) -> list:
-    """The job's data in `work`; the arguments of :func:`_job` (tests/common/hydragnn_jobs.py)."""
+def shared_job(version: str, work: Path) -> list:
+    """The job's data in `work`; the arguments of :func:`_job` (tests/common/shared_jobs.py)."""
     from mdloader_plugin.sources import synth_atoms
 
     synth_atoms.write_set(str(work / "gfm"), "molecules", (84, 18, 18), seed=6)
@@ -62,13 +62,13 @@ def hydragnn_job(version: str, work: Path) -> list:
 
 
 @pytest.fixture(scope="module")
-def work(hydragnn_jobs, request):
-    return hydragnn_jobs.work("3.0", request.module)
+def work(shared_jobs, request):
+    return shared_jobs.work("3.0", request.module)
 
 
 @pytest.fixture(scope="module")
-def job(hydragnn_jobs, request):
-    run = hydragnn_jobs.result("3.0", request.module)
+def job(shared_jobs, request):
+    run = shared_jobs.result("3.0", request.module)
     return json.loads((run["work"] / "logs.json").read_text())
 
 

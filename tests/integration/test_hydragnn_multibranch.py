@@ -4,7 +4,7 @@ HydraGNN's own loader,
 and every graph reaches the branch of its own data set.
 
 One job on 4 ranks (:func:`_job`, in the launch the 4-rank modules share a version:
-tests/common/hydragnn_jobs.py; HydraGNN 5.0 or main first on PYTHONPATH) trains the recipe
+tests/common/shared_jobs.py; HydraGNN 5.0 or main first on PYTHONPATH) trains the recipe
 through the CLI's entry point twice: ``loader: mdloader`` (one store over both files) and
 ``loader: hydragnn`` (HydraGNN's loader over the concatenation of the per-file datasets, each
 graph tagged with its file's position). With proportional sampling the two orders agree by
@@ -106,11 +106,11 @@ def _job(out: str) -> None:
         Path(out).write_text(json.dumps({"logs": logs, "routes": routes}))
 
 
-HYDRAGNN_VERSIONS = ("5.0", "main")  # the job runs in the launch these modules share a version
+SHARED_JOBS = ("5.0", "main")  # the job runs in the launch these modules share a version
 
 
-def hydragnn_job(version: str, work: Path) -> list:
-    """The job's data in `work`; the arguments of :func:`_job` (tests/common/hydragnn_jobs.py)."""
+def shared_job(version: str, work: Path) -> list:
+    """The job's data in `work`; the arguments of :func:`_job` (tests/common/shared_jobs.py)."""
     from mdloader_plugin.sources import synth_atoms
 
     synth_atoms.write_set(str(work / "gfm"), "molecules", (72, 12, 12), seed=6)
@@ -118,9 +118,9 @@ def hydragnn_job(version: str, work: Path) -> list:
     return [work / "out.json"]
 
 
-@pytest.fixture(scope="module", params=HYDRAGNN_VERSIONS)
-def job(request, hydragnn_jobs):
-    run = hydragnn_jobs.result(request.param, request.module)
+@pytest.fixture(scope="module", params=SHARED_JOBS)
+def job(request, shared_jobs):
+    run = shared_jobs.result(request.param, request.module)
     return json.loads((run["work"] / "out.json").read_text())
 
 

@@ -1,21 +1,21 @@
-"""One 4-rank mpiexec launch a HydraGNN version for the test modules that train on it.
+"""One 4-rank mpiexec launch a HydraGNN version (or fairchem) for the modules that train on it.
 
-Starting 4 ranks that import torch, PyG and HydraGNN takes ~22 s on this 2-core machine
-(5.0, measured 2026-12-07), more than most of the trainings the tests run. So the modules that
-train on 4 ranks (test_hydragnn_mpi.py, test_hydragnn5_mpi.py, test_hydragnn_multibranch.py,
-test_hydragnn_multi.py) share one launch a version instead of starting one each. A module takes
-part by defining ``HYDRAGNN_VERSIONS`` (the versions it trains on), ``hydragnn_job(version, work)``
-(writes its data into the folder `work` and returns the arguments of its ``_job``) and ``_job``
-(what its ranks run, unchanged: one module's job, in its own folder, one after the other in the
-same ranks). Its ``job`` fixture asks the session's :class:`SharedJobs` (the ``hydragnn_jobs``
-fixture of tests/conftest.py) for its result; the first such request of a version launches the
-jobs of every module whose selected tests use ``job`` on that version, so a module run alone
-launches only its own job.
+Starting 4 ranks that import torch, PyG and HydraGNN takes 22-28 s on this 2-core machine
+(5.0, measured 2026-12-07), fairchem 23-33 s, more than most of the trainings the tests run. So
+the modules that train on 4 ranks share one launch a key instead of starting one each: the key
+is a HydraGNN version (``3.0``, ``5.0``, ``main``: its tree first on PYTHONPATH,
+:func:`hydragnn_versions.env_for`) or ``fairchem`` (the venv as it is). A module takes part by
+defining ``SHARED_JOBS`` (its keys), ``shared_job(key, work)`` (writes its data into the folder
+`work` and returns the arguments of its ``_job``, JSON values) and ``_job`` (what its ranks run:
+one module's job, in its own folder, one after the other in the same ranks). Its ``job`` fixture
+asks the session's :class:`SharedJobs` (the ``shared_jobs`` fixture of tests/conftest.py) for its
+result; the first such request of a key launches the jobs of every module whose selected tests
+use ``job`` on that key, so a module run alone launches only its own job.
 
 A job that fails ends the launch (``-m mpi4py`` aborts every rank): each module sharing it then
-fails with the launch's output, whose ``[hydragnn-jobs] begin NAME`` lines say which job ran last.
+fails with the launch's output, whose ``[shared-jobs] begin NAME`` lines say which job ran last.
 
-Run as a script (``python -m mpi4py hydragnn_jobs.py SPEC.json``) it is the launch itself.
+Run as a script (``python -m mpi4py shared_jobs.py SPEC.json``) it is the launch itself.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import os
 import sys
 from pathlib import Path
 
-MARK = "[hydragnn-jobs]"
+MARK = "[shared-jobs]"
 
 
 class SharedJobs:
@@ -42,7 +42,8 @@ class SharedJobs:
         key = (version, module.__file__)
         if key not in self._work:
             folder = self.tmp.mktemp(f"{Path(module.__file__).stem}-{version}")
-            self._work[key] = (folder, [str(a) for a in module.hydragnn_job(version, folder)])
+            args = module.shared_job(version, folder)
+            self._work[key] = (folder, [str(a) if isinstance(a, Path) else a for a in args])
         return self._work[key][0]
 
     def result(self, version: str, module) -> dict:
@@ -56,7 +57,7 @@ class SharedJobs:
         res = self._runs[(version, name)]
         if res.returncode != 0:
             names = sorted(n for (v, n), r in self._runs.items() if r is res)
-            pytest.fail(f"the shared HydraGNN {version} launch ({', '.join(names)}) failed "
+            pytest.fail(f"the shared {version} launch ({', '.join(names)}) failed "
                         f"(exit {res.returncode}):\n{res.stdout[-3000:]}{res.stderr[-3000:]}")
         out = res.stdout
         begin, end = f"{MARK} begin {name}\n", f"{MARK} end {name}\n"
@@ -70,7 +71,7 @@ class SharedJobs:
         found = {asking.__file__: asking}
         for item in self.session.items:
             mod = getattr(item, "module", None)
-            if mod is None or version not in getattr(mod, "HYDRAGNN_VERSIONS", ()):
+            if mod is None or version not in getattr(mod, "SHARED_JOBS", ()):
                 continue
             params = getattr(item, "callspec", None)
             if "job" in item.fixturenames and (
@@ -82,13 +83,13 @@ class SharedJobs:
         from hydragnn_versions import env_for
         from mpirun import mpirun
 
-        env = env_for(version)
+        env = {} if version == "fairchem" else env_for(version)
         mods = [m for m in self._modules(version, asking)
                 if (version, _name(m, version)) not in self._runs]
         spec = [{"name": _name(m, version), "module": m.__file__,
                  "cwd": str(self.work(version, m)), "args": self._work[(version, m.__file__)][1]}
                 for m in mods]
-        path = self.tmp.mktemp(f"hydragnn-jobs-{version}") / "spec.json"
+        path = self.tmp.mktemp(f"shared-jobs-{version}") / "spec.json"
         path.write_text(json.dumps(spec))
         res = mpirun(4, [__file__, path], cwd=path.parent, timeout=600 * len(spec), env=env)
         self._runs.update({(version, s["name"]): res for s in spec})
@@ -108,6 +109,9 @@ def _run(spec_path: str) -> None:
         spec = importlib.util.spec_from_file_location(name, job["module"])
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
+        here = str(Path(job["module"]).parent)  # its neighbours importable, as for a script
+        if here not in sys.path:
+            sys.path.append(here)
         spec.loader.exec_module(module)
         os.chdir(job["cwd"])
         comm.Barrier()
