@@ -51,3 +51,12 @@ def split_file(tmp_path_factory) -> str:
 @pytest.fixture
 def env():
     return mpi_env()
+
+
+@pytest.fixture(scope="session")
+def shared_jobs(request, tmp_path_factory):
+    """The 4-rank launches the training test modules share, one a HydraGNN version or fairchem
+    (tests/common/shared_jobs.py)."""
+    from shared_jobs import SharedJobs
+
+    return SharedJobs(request.session, tmp_path_factory)

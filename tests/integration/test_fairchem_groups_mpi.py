@@ -1,18 +1,19 @@
 """fairchem's loader path with replica groups on 4 MPI ranks: ``build_loader`` (the Hydra target
 ``loader: mdloader`` uses) with ``group_size: 2`` (also DDStore's spelling ``width``, and the
 copy loading) serves every rank the same fairchem batches, step by step, as ``group_size: all``
-(W = P), with both backends, atom-balanced dealing (``max_atoms``) and two data sets."""
+(W = P), with both backends, atom-balanced dealing (``max_atoms``) and two data sets. The job
+(:func:`_job`) runs in the 4-rank launch the fairchem modules share
+(tests/common/shared_jobs.py)."""
 
 from __future__ import annotations
 
 import hashlib
-import sys
 import types
+from pathlib import Path
 
 import pytest
 
 from checks import check  # noqa: E402
-from mpirun import mpirun  # noqa: E402
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 KEY_MAPPING = {"energy": "oc20_energy", "forces": "forces"}
@@ -24,18 +25,27 @@ CONFIGS = [  # (name, build_loader arguments); the first is the reference (W = P
 ]
 
 
-@pytest.mark.timeout(600)
-def test_fairchem_loader_with_groups_serves_the_batches_of_all_ranks(tmp_path):
-    pytest.importorskip("fairchem.core")
+SHARED_JOBS = ("fairchem",)  # the job runs in the launch the fairchem modules share
+
+
+def shared_job(key: str, work: Path) -> list:
+    """The job's data in `work`; the arguments of :func:`_job` (tests/common/shared_jobs.py)."""
     from mdloader_plugin.integrations.fairchem.data import write_oc20_like
 
-    paths = write_oc20_like(str(tmp_path), num_train=40, num_val=8, seed=5)
-    res = mpirun(4, [__file__, paths["bp"]], timeout=540)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return [write_oc20_like(str(work), num_train=40, num_val=8, seed=5)["bp"]]
+
+
+@pytest.fixture(scope="module")
+def job(shared_jobs, request):
+    pytest.importorskip("fairchem.core")
+    return shared_jobs.result("fairchem", request.module)["stdout"]
+
+
+@pytest.mark.timeout(600)
+def test_fairchem_loader_with_groups_serves_the_batches_of_all_ranks(job):
     for name in ("single", "multi"):
-        line = next((ln for ln in res.stdout.splitlines() if ln.startswith(f"SAME {name} ")),
-                    None)
-        assert line, res.stdout[-3000:] + res.stderr[-3000:]
+        line = next((ln for ln in job.splitlines() if ln.startswith(f"SAME {name} ")), None)
+        assert line, job[-3000:]
         steps, configs = (int(x.split("=")[1]) for x in line.split()[2:4])
         assert steps > 0 and configs == len(CONFIGS)
 
@@ -86,7 +96,7 @@ def _serve(bp: str, multi: bool, **kw) -> list[str]:
     return out
 
 
-def main(bp: str) -> None:
+def _job(bp: str) -> None:
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
@@ -100,6 +110,3 @@ def main(bp: str) -> None:
             print(f"SAME {'multi' if multi else 'single'} steps={steps} configs={len(served)}",
                   flush=True)
 
-
-if __name__ == "__main__":
-    main(sys.argv[1])

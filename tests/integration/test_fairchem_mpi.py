@@ -1,7 +1,9 @@
 """fairchem training on real MPI ranks: both loaders, identical losses across MDLoader backends.
 
-One mpiexec job (this file run as a script) trains the tiny eSCN-MD of recipes/fairchem/cpu.yaml
-for 2 epochs on synthetic OC20-like slabs several times, through the MPI launcher the CLI uses:
+One mpiexec job (:func:`_job`; on 4 ranks in the launch the fairchem modules share:
+tests/common/shared_jobs.py; on 3 ranks this file run as a script) trains the tiny eSCN-MD of
+recipes/fairchem/cpu.yaml for 2 epochs on synthetic OC20-like slabs several times, through the MPI
+launcher the CLI uses:
 ``loader: mdloader`` with the one-sided and with the collective backend and (on 4 ranks)
 ``loader: fairchem``, fairchem's own ASE-LMDB loader over the same structures. Importing
 fairchem once per job keeps this affordable on 2 cores. The 3-rank job is the case where a
@@ -42,13 +44,26 @@ def _job(data: str, runs_dir: str, names: list[str], recipe: Path = CPU, runs: d
         check(code == 0, f"run {name} exited {code}")
 
 
-@pytest.fixture(scope="module")
-def oc20(tmp_path_factory):
+SHARED_JOBS = ("fairchem",)  # the 4-rank job runs in the launch the fairchem modules share
+
+
+def shared_job(key: str, work: Path) -> list:
+    """The 4-rank job's data in `work`; the arguments of :func:`_job` (tests/common/
+    shared_jobs.py)."""
     from mdloader_plugin.integrations.fairchem.data import write_oc20_like
 
-    out = tmp_path_factory.mktemp("oc20")
-    write_oc20_like(str(out), num_train=48, num_val=16, seed=1)
-    return out
+    write_oc20_like(str(work / "oc20"), num_train=48, num_val=16, seed=1)
+    return [work / "oc20", work / "runs", ["onesided", "collective", "baseline"]]
+
+
+@pytest.fixture(scope="module")
+def oc20(shared_jobs, request):
+    return shared_jobs.work("fairchem", request.module) / "oc20"
+
+
+@pytest.fixture(scope="module")
+def job(shared_jobs, request):
+    return shared_jobs.result("fairchem", request.module)["work"] / "runs"
 
 
 def _train(n: int, oc20, tmp_path, names: list[str]) -> Path:
@@ -83,8 +98,8 @@ def _check_backends_agree(runs: Path, n: int) -> None:
 
 
 @pytest.mark.timeout(900)
-def test_four_ranks_both_loaders_train_and_backends_agree(oc20, tmp_path):
-    runs = _train(4, oc20, tmp_path, ["onesided", "collective", "baseline"])
+def test_four_ranks_both_loaders_train_and_backends_agree(job):
+    runs = job
     _check_backends_agree(runs, 4)
     base = _epochs(runs, "baseline")
     assert [r["epoch"] for r in base] == [0, 1] and base[0]["loader"] == "fairchem"

@@ -1,7 +1,8 @@
 """HydraGNN 5.0 and main on 4 real MPI ranks: what 5.0 users run, with ``loader: mdloader`` and with
 HydraGNN's own loader over the same file, losses identical.
 
-One mpiexec job (this file run as a script, HydraGNN 5.0 first on PYTHONPATH) trains, 2 epochs
+One job on 4 ranks (:func:`_job`, in the launch the 4-rank modules share a version:
+tests/common/shared_jobs.py; HydraGNN 5.0 or main first on PYTHONPATH) trains, 2 epochs
 each on small files: the demo GIN, the MLIP recipe (EGNN, energy + forces in the loss), PNAPlus
 (degree histogram from the whole train set) and the fp64 recipe, each with both loaders; then the
 demo capped by ``HYDRAGNN_MAX_NUM_BATCH`` and a run continued from the first one
@@ -95,26 +96,32 @@ def env(version):
     return env_for(version)
 
 
-@pytest.fixture(scope="module")
-def work(tmp_path_factory, version):
+SHARED_JOBS = ("5.0", "main")  # the job runs in the launch these modules share a version
+
+
+def shared_job(version: str, work: Path) -> list:
+    """The job's data in `work`; the arguments of :func:`_job` (tests/common/shared_jobs.py).
+    One folder a version: the runs' logs and checkpoints (same run names) must not meet."""
     from mdloader_plugin.sources import synth
     from mdloader_plugin.sources.adios import write_graphs
 
-    # one folder a version: the runs' logs and checkpoints (same run names) must not meet
-    work = tmp_path_factory.mktemp(f"hydragnn5-{version}")
     for kind, name in (("hydragnn", "d.bp"), ("mlip", "m.bp")):
         g = list(synth.generate(kind, 13, 0, NTRAIN + 48))
         write_graphs(work / name, {"trainset": g[:NTRAIN], "valset": g[NTRAIN:NTRAIN + 24],
                                    "testset": g[NTRAIN + 24:]})
-    return work
+    return [work, work / f"summary-{version}.json"]
 
 
 @pytest.fixture(scope="module")
-def job(env, work, version):
-    out = work / f"summary-{version}.json"
-    res = mpirun(4, [__file__, "--job", work, out], cwd=work, timeout=1700, env=env)
-    assert res.returncode == 0 and out.exists(), res.stdout[-3000:] + res.stderr[-3000:]
-    return {**json.loads(out.read_text()), "stdout": res.stdout, "want_version": version}
+def work(shared_jobs, version, request):
+    return shared_jobs.work(version, request.module)
+
+
+@pytest.fixture(scope="module")
+def job(shared_jobs, version, request):
+    run = shared_jobs.result(version, request.module)
+    out = run["work"] / f"summary-{version}.json"
+    return {**json.loads(out.read_text()), "stdout": run["stdout"], "want_version": version}
 
 
 def _losses(log: str) -> list[tuple[str, str, str]]:
@@ -195,9 +202,3 @@ def test_mixed_vocabulary_stops_every_rank_with_one_line(env, tmp_path):
     assert "model_type: 'PNA'" in lines[0] and "keep only mpnn_type" in lines[0]
     assert not (tmp_path / "logs").exists()
 
-
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--job", nargs=2, metavar=("WORK", "OUT"), required=True)
-    a = ap.parse_args()
-    _job(*a.job)

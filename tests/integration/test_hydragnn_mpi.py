@@ -1,13 +1,14 @@
 """HydraGNN training on 4 real MPI ranks: loader switch, identical losses, no hang on errors.
 
 Everything runs against HydraGNN 3.0, 5.0 and main (:mod:`hydragnn_versions`; main527's
-named-schema configs: test_hydragnn_main527_mpi.py). One mpiexec job (this file run as a script)
-trains the demo GIN four times on a 600-graph set — ``loader: mdloader`` with the one-sided and
+named-schema configs: test_hydragnn_main527_mpi.py). One job on 4 ranks (:func:`_job`) trains
+the demo GIN four times on a 600-graph set — ``loader: mdloader`` with the one-sided and
 the collective backend, ``loader: hydragnn`` with and without preload — through the same entry
 point the CLI uses, and then drives HydraGNN's own graph-size scan
 (``check_if_graph_size_variable``, which abandons iteration at a data-dependent batch) directly on
 collective-backend MDLoaders, followed by a full epoch. Importing HydraGNN once per job keeps this
-affordable on 2 cores; the tests assert on the job's JSON summary.
+affordable on 2 cores (the job runs in the launch the 4-rank modules share a version:
+tests/common/shared_jobs.py); the tests assert on the job's JSON summary.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from hydragnn_versions import POSITIONAL, env_for  # noqa: E402
-from mpirun import ROOT, mdloader, mpirun  # noqa: E402
+from hydragnn_versions import POSITIONAL  # noqa: E402
+from mpirun import ROOT, mdloader  # noqa: E402
 
 DEMO = ROOT / "recipes" / "hydragnn" / "demo.yaml"
 RUNS = {  # run name -> overrides
@@ -83,19 +84,24 @@ def _losses(log: str) -> list[tuple[str, str, str]]:
     return [m.groups()[1:] for m in EPOCH.finditer(log)]
 
 
-@pytest.fixture(scope="module", params=POSITIONAL)
-def job(request, tmp_path_factory):
+SHARED_JOBS = POSITIONAL  # the job runs in the launch these modules share a version
+
+
+def shared_job(version: str, work: Path) -> list:
+    """The job's data in `work`; the arguments of :func:`_job` (tests/common/shared_jobs.py)."""
     from mdloader_plugin.sources import synth
     from mdloader_plugin.sources.adios import write_graphs
 
-    env = env_for(request.param)
-    work = tmp_path_factory.mktemp("hydragnn_mpi")
     graphs = list(synth.generate("hydragnn", 11, 0, 600))
     write_graphs(work / "d.bp", {"trainset": graphs[:480], "valset": graphs[480:540],
                                  "testset": graphs[540:]})
-    out = work / "summary.json"
-    res = mpirun(4, [__file__, "--job", work / "d.bp", out], cwd=work, timeout=1500, env=env)
-    assert res.returncode == 0 and out.exists(), res.stdout[-3000:] + res.stderr[-3000:]
+    return [work / "d.bp", work / "summary.json"]
+
+
+@pytest.fixture(scope="module", params=POSITIONAL)
+def job(request, shared_jobs):
+    run = shared_jobs.result(request.param, request.module)
+    out = run["work"] / "summary.json"
     return {**json.loads(out.read_text()), "want_version": request.param}
 
 
@@ -173,9 +179,3 @@ def test_missing_data_file_is_one_line_from_rank_0(tmp_path):
     assert res.returncode != 0 and len(lines) == 1, res.stderr
     assert "Dataset.path none.bp: no such file" in lines[0]
 
-
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--job", nargs=2, metavar=("DATA", "OUT"), required=True)
-    a = ap.parse_args()
-    _job(*a.job)

@@ -1,6 +1,7 @@
 """recipes/hydragnn/multi (molecules + bulk crystals, two files) on 4 MPI ranks with HydraGNN 3.0.
 
-One mpiexec job (this file as a script) trains the recipe's GIN through the CLI's entry point:
+One job on 4 ranks (:func:`_job`, in the launch the 4-rank modules share a version:
+tests/common/shared_jobs.py) trains the recipe's GIN through the CLI's entry point:
 ``loader: mdloader`` (one store over both files) and ``loader: hydragnn`` (HydraGNN's own loader
 over the concatenation of the per-file datasets). With proportional sampling the two orders agree
 by construction (a DistributedSampler permutation of the concatenated ids), so the losses must be
@@ -15,13 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
 from checks import check  # noqa: E402
-from mpirun import ROOT, mdloader, mpirun  # noqa: E402
+from mpirun import ROOT, mdloader  # noqa: E402
 
 RECIPE = ROOT / "recipes" / "hydragnn" / "multi.yaml"
 WEIGHTED = ["Dataset.path=[{name: molecules, path: gfm/molecules.bp, weight: 0.3}, "
@@ -49,28 +49,37 @@ def _job(out: str) -> None:
         Path(out).write_text(json.dumps(logs))
 
 
-@pytest.fixture(scope="module")
-def work(tmp_path_factory):
+SHARED_JOBS = ("3.0",)  # the job runs in the launch these modules share a version
+
+
+def shared_job(version: str, work: Path) -> list:
+    """The job's data in `work`; the arguments of :func:`_job` (tests/common/shared_jobs.py)."""
     from mdloader_plugin.sources import synth_atoms
 
-    work = tmp_path_factory.mktemp("hydragnn_multi")
     synth_atoms.write_set(str(work / "gfm"), "molecules", (84, 18, 18), seed=6)
     synth_atoms.write_set(str(work / "gfm"), "bulk", (28, 6, 6), seed=6)
-    return work
+    return [work / "logs.json"]
+
+
+@pytest.fixture(scope="module")
+def work(shared_jobs, request):
+    return shared_jobs.work("3.0", request.module)
+
+
+@pytest.fixture(scope="module")
+def job(shared_jobs, request):
+    run = shared_jobs.result("3.0", request.module)
+    return json.loads((run["work"] / "logs.json").read_text())
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_four_ranks_two_files_same_losses_as_hydragnn_loader(work):
+def test_four_ranks_two_files_same_losses_as_hydragnn_loader(job):
     from test_hydragnn_mpi import _losses
 
-    out = work / "logs.json"
-    res = mpirun(4, [__file__, "--job", out], cwd=work, timeout=1100)
-    assert res.returncode == 0 and out.exists(), res.stdout[-3000:] + res.stderr[-3000:]
-    logs = json.loads(out.read_text())
-    ours, theirs = _losses(logs["mdloader"]), _losses(logs["hydragnn"])
+    ours, theirs = _losses(job["mdloader"]), _losses(job["hydragnn"])
     assert len(ours) == 2 and ours == theirs
-    weighted = _losses(logs["weighted"])
+    weighted = _losses(job["weighted"])
     assert len(weighted) == 2 and weighted != ours
     assert all(math.isfinite(float(v)) for row in weighted for v in row)
 
@@ -87,6 +96,3 @@ def test_bad_multi_file_config_is_one_line(work, path, words):
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("mdloader: error:")]
     assert len(lines) == 1 and words in lines[0], res.stderr[-2000:]
 
-
-if __name__ == "__main__" and sys.argv[1] == "--job":
-    _job(sys.argv[2])

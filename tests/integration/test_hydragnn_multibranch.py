@@ -3,7 +3,8 @@ crystals) on 4 MPI ranks: it trains with ``loader: mdloader``, gives the same lo
 HydraGNN's own loader,
 and every graph reaches the branch of its own data set.
 
-One mpiexec job (this file as a script, HydraGNN 5.0 first on PYTHONPATH) trains the recipe
+One job on 4 ranks (:func:`_job`, in the launch the 4-rank modules share a version:
+tests/common/shared_jobs.py; HydraGNN 5.0 or main first on PYTHONPATH) trains the recipe
 through the CLI's entry point twice: ``loader: mdloader`` (one store over both files) and
 ``loader: hydragnn`` (HydraGNN's loader over the concatenation of the per-file datasets, each
 graph tagged with its file's position). With proportional sampling the two orders agree by
@@ -27,14 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
-from hydragnn_versions import env_for  # noqa: E402
 from checks import check  # noqa: E402
-from mpirun import ROOT, mpirun  # noqa: E402
+from mpirun import ROOT  # noqa: E402
 
 RECIPE = ROOT / "recipes" / "hydragnn" / "multibranch.yaml"
 FILES = ("molecules", "bulk")  # branch-0, branch-1: their order in Dataset.path
@@ -107,18 +106,22 @@ def _job(out: str) -> None:
         Path(out).write_text(json.dumps({"logs": logs, "routes": routes}))
 
 
-@pytest.fixture(scope="module", params=("5.0", "main"))
-def job(tmp_path_factory, request):
+SHARED_JOBS = ("5.0", "main")  # the job runs in the launch these modules share a version
+
+
+def shared_job(version: str, work: Path) -> list:
+    """The job's data in `work`; the arguments of :func:`_job` (tests/common/shared_jobs.py)."""
     from mdloader_plugin.sources import synth_atoms
 
-    env = env_for(request.param)
-    work = tmp_path_factory.mktemp("hydragnn_multibranch")
     synth_atoms.write_set(str(work / "gfm"), "molecules", (72, 12, 12), seed=6)
     synth_atoms.write_set(str(work / "gfm"), "bulk", (40, 8, 8), seed=6)
-    out = work / "out.json"
-    res = mpirun(4, [__file__, "--job", out], cwd=work, timeout=1100, env=env)
-    assert res.returncode == 0 and out.exists(), res.stdout[-3000:] + res.stderr[-3000:]
-    return json.loads(out.read_text())
+    return [work / "out.json"]
+
+
+@pytest.fixture(scope="module", params=SHARED_JOBS)
+def job(request, shared_jobs):
+    run = shared_jobs.result(request.param, request.module)
+    return json.loads((run["work"] / "out.json").read_text())
 
 
 @pytest.mark.slow
@@ -159,6 +162,3 @@ def test_oversampled_ranks_train_one_branch_each(job):
     losses = _losses(job["logs"]["oversampled"])
     assert len(losses) == 2 and all(math.isfinite(float(v)) for row in losses for v in row)
 
-
-if __name__ == "__main__" and sys.argv[1] == "--job":
-    _job(sys.argv[2])

@@ -74,12 +74,13 @@ def test_ranks_alive_but_stuck_past_the_backstop_are_aborted():
     from mdloader_plugin.loader.watchdog import STUCK_FACTOR
 
     script = ROOT / "tests" / "mpi_scripts" / "watchdog_stall.py"
-    r = mpirun(3, [script, 4 * STUCK_FACTOR * 2], timeout=150,
-               env={"MDLOADER_FETCH_TIMEOUT": "4"})
+    timeout = 3  # the backstop at 18 s (was 4: 24 s); the heartbeat still far above its period
+    r = mpirun(3, [script, timeout * STUCK_FACTOR * 2], timeout=150,
+               env={"MDLOADER_FETCH_TIMEOUT": str(timeout)})
     out = r.stdout + r.stderr
     assert r.returncode != 0 and "stall ok" not in out, out[-3000:]
-    assert f"has not completed in {STUCK_FACTOR * 4} s although every rank is alive" in out, \
-        out[-3000:]
+    assert f"has not completed in {STUCK_FACTOR * timeout} s although every rank is alive" \
+        in out, out[-3000:]
 
 
 def test_epoch_begun_on_4_ranks_resumes_on_3_exactly_once(tmp_path):

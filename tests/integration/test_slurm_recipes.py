@@ -9,6 +9,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -305,6 +306,30 @@ def local_slurm(tmp_path_factory):
     subprocess.run(["bash", str(CLUSTER), "stop"], env=env, capture_output=True, timeout=120)
 
 
+def sbatch_wait(script: str, out: Path, env: dict, timeout: float) -> tuple[str, int]:
+    """Submit `script` (stdout to `out`), wait for the job to end; (job id, its exit status), as
+    ``sbatch --wait`` gives them, polled every second: Slurm's own ``--wait`` polls 2, 10, 42,
+    74, 106 s ... after the submission (22.05, the default MinJobAge), so it returned up to 32 s
+    after the job ended (measured 2026-12-07: 106.6 s and 10.0 s for this file's two jobs)."""
+    sub = subprocess.run(["sbatch", "--parsable", "-o", str(out), script], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert sub.returncode == 0, sub.stdout + sub.stderr
+    job = sub.stdout.strip().split(";")[0]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        show = subprocess.run(["scontrol", "show", "job", "-o", job], env=env,
+                              capture_output=True, text=True, timeout=60)
+        state = re.search(r"\bJobState=(\S+)", show.stdout)
+        assert state, show.stdout + show.stderr
+        if state.group(1) not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING",
+                                  "SUSPENDED", "REQUEUED", "RESIZING"):
+            code, signal = map(int, re.search(r"\bExitCode=(\d+):(\d+)", show.stdout).groups())
+            failed = state.group(1) != "COMPLETED"
+            return job, code or (128 + signal if signal else int(failed))
+        time.sleep(1)
+    raise subprocess.TimeoutExpired(["sbatch", script], timeout)
+
+
 @pytest.mark.slurm
 def test_local_slurm_takes_its_documented_settings(request):
     """MDLOADER_SLURM_PARTITION and MDLOADER_SLURM_CPUS shape the node; it came up idle within
@@ -340,11 +365,9 @@ def test_local_hydragnn_recipe_on_real_slurm(request, tmp_path, small_hydragnn_f
                MDLOADER_SET=f"Dataset.path={small_hydragnn_file} "
                             "NeuralNetwork.Training.num_epoch=2")
     out = tmp_path / "job.out"
-    proc = subprocess.run(["sbatch", "--wait", "-o", str(out), "slurm/local-hydragnn.sbatch"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1400)
+    job_id, code = sbatch_wait("slurm/local-hydragnn.sbatch", out, env, timeout=1400)
     job_log = out.read_text() if out.exists() else "(no job output)"
-    assert proc.returncode == 0, f"{proc.stdout}{proc.stderr}\n--- job output ---\n{job_log}"
-    job_id = re.search(r"Submitted batch job (\d+)", proc.stdout).group(1)
+    assert code == 0, f"job {job_id} exited {code}\n--- job output ---\n{job_log}"
 
     loaders = ("hydragnn", "mdloader")  # baseline first: speed-ups are against it
     logs = [tmp_path / "logs" / f"hydragnn-{job_id}-{loader}" / "run.log" for loader in loaders]
@@ -380,10 +403,9 @@ def test_world_size_check_under_srun_with_the_wrong_mpi(request, tmp_path, small
                MDLOADER_LOADERS="mdloader", MDLOADER_SET=f"Dataset.path={small_hydragnn_file}")
     env.pop("MPI4PY_LIBMPI", None)
     out = tmp_path / "job.out"
-    proc = subprocess.run(["sbatch", "--wait", "-o", str(out), "slurm/local-hydragnn.sbatch"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=500)
+    _job, code = sbatch_wait("slurm/local-hydragnn.sbatch", out, env, timeout=500)
     job_log = out.read_text() if out.exists() else "(no job output)"
-    assert proc.returncode != 0, job_log
+    assert code != 0, job_log
     assert "Exited with exit code 2" in job_log
     assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").rglob("run.log"))
     errors = [ln for ln in job_log.splitlines() if ln.startswith("mdloader: error:")]
