@@ -1,13 +1,18 @@
 """``NeuralNetwork.Training.Batching: {mode: node_budget}`` (HydraGNN main's cost-aware batches)
 in ``mdloader train hydragnn`` on 4 MPI ranks: MDLoader serves the batches upstream's own
 ``DistributedCostAwareBatchSampler`` makes (``loader: hydragnn`` runs upstream's
-``create_dataloaders(batching=...)``), so the losses are identical; a budget below the largest
-graph with ``oversized_sample: error`` is one line naming the graph and its node count; on
-HydraGNN 5.0 the key is refused in one line."""
+``create_dataloaders(batching=...)``), so the losses are identical (the two trainings run in the
+4-rank launch the modules share on HydraGNN main: tests/common/shared_jobs.py); a budget below the
+largest graph with ``oversized_sample: error`` is one line naming the graph and its node count;
+on HydraGNN 5.0 the key is refused in one line."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -20,15 +25,50 @@ BUDGET = "NeuralNetwork.Training.Batching={mode: node_budget, max_nodes: 300, ma
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
+SHARED_JOBS = ("main",)  # the 4-rank trainings run in the launch these modules share
+
+
+def _write_data(work: Path) -> None:
     from mdloader_plugin.sources import synth
     from mdloader_plugin.sources.adios import write_graphs
 
-    work = tmp_path_factory.mktemp("node_budget")
     g = list(synth.generate("hydragnn", 17, 0, 160))
     write_graphs(work / "d.bp", {"trainset": g[:112], "valset": g[112:136],
                                  "testset": g[136:]})
+
+
+def shared_job(version: str, work: Path) -> list:
+    """The job's data in `work`; the arguments of :func:`_job` (tests/common/shared_jobs.py)."""
+    _write_data(work)
+    return [work, work / "summary.json"]
+
+
+def _job(work: str, out: str) -> None:
+    """Both loaders train with the node budget, as ``mdloader train hydragnn`` runs them."""
+    from mpi4py import MPI
+
+    from mdloader_plugin.integrations.hydragnn import driver
+
+    os.chdir(work)
+    codes = {}
+    for loader in ("mdloader", "hydragnn"):
+        codes[loader] = driver.main(argparse.Namespace(config=str(DEMO), set=[
+            "Dataset.path=d.bp", "NeuralNetwork.Training.num_epoch=2", "seed=4",
+            f"loader={loader}", f"run_name=nb-{loader}", BUDGET]))
+    if MPI.COMM_WORLD.rank == 0:
+        Path(out).write_text(json.dumps(codes))
+
+
+@pytest.fixture(scope="module")
+def job(shared_jobs, request):
+    run = shared_jobs.result("main", request.module)
+    return {"work": run["work"], "codes": json.loads((run["work"] / "summary.json").read_text())}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    work = tmp_path_factory.mktemp("node_budget")
+    _write_data(work)
     return work
 
 
@@ -40,14 +80,12 @@ def _train(work, loader, extra=(), version="main", ranks=4):
                     cwd=work, timeout=900, env=env_for(version))
 
 
-@pytest.mark.timeout(1200)
-def test_node_budget_batches_equal_upstreams_sampler(data):
-    logs = {}
-    for loader in ("mdloader", "hydragnn"):
-        res = _train(data, loader, [BUDGET])
-        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-        logs[loader] = [m.groups()[1:] for m in
-                        EPOCH.finditer((data / "logs" / f"nb-{loader}" / "run.log").read_text())]
+@pytest.mark.timeout(1800)
+def test_node_budget_batches_equal_upstreams_sampler(job):
+    assert job["codes"] == {"mdloader": 0, "hydragnn": 0}
+    logs = {loader: [m.groups()[1:] for m in EPOCH.finditer(
+        (job["work"] / "logs" / f"nb-{loader}" / "run.log").read_text())]
+        for loader in ("mdloader", "hydragnn")}
     assert len(logs["mdloader"]) == 2 and logs["mdloader"] == logs["hydragnn"]
 
 
