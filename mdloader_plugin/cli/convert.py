@@ -28,6 +28,9 @@ examples:
 
 parallel: under mpiexec/srun the ranks share the work (files and ranges of structures) and
 rank 0 writes the one output file while they convert; it is the same file one process writes.
+Past about 16 ranks one writer limits the rate: --writers W (about one a node) has W ranks
+write side by side, OUT then a folder of W files that MDLoader reads as one data set (the
+same graphs, byte for byte; HydraGNN's own AdiosDataset needs --writers 1).
 Without MPI, --jobs K runs K processes on this machine the same way. An interrupted run
 leaves OUT.parts/: the same command again converts only what is missing."""
 
@@ -69,6 +72,12 @@ def register(sub) -> None:
     p.add_argument("--jobs", type=int, default=1, metavar="K",
                    help="processes on this machine without MPI (K - 1 forked workers beside "
                         "this one; the same file); under mpiexec the ranks share the work")
+    p.add_argument("--writers", type=int, default=1, metavar="W",
+                   help="ranks that write, side by side (default: 1, one ADIOS2 file, what "
+                        "HydraGNN's own reader opens). One writer keeps up with about 16-20 "
+                        "converting ranks; with more, give about one a node: OUT is then a "
+                        "folder of W files that MDLoader reads as one data set, the same "
+                        "graphs byte for byte")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -115,7 +124,7 @@ def run(args) -> int:
                                  radius=args.radius, max_neighbours=args.max_neighbours or None,
                                  float64=args.float64, progress=progress, x=x, y=y, comm=comm,
                                  overwrite=args.overwrite, part_size=args.part_size,
-                                 jobs=args.jobs)
+                                 jobs=args.jobs, writers=args.writers)
     finally:
         for b in bar:
             b.close()
@@ -123,7 +132,8 @@ def run(args) -> int:
         return 0
     dt = time.perf_counter() - t0
     n = sum(counts.values())
-    print(f"wrote {args.out}: {n} graphs "
+    into = f" ({args.writers} files read as one)" if args.writers > 1 else ""
+    print(f"wrote {args.out}{into}: {n} graphs "
           f"({', '.join(f'{k} {v}' for k, v in counts.items())}) in {dt:.1f} s "
           f"({n / max(dt, 1e-9):.0f} structures/s on {what})")
     if x or y:

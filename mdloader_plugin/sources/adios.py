@@ -28,6 +28,7 @@ import numpy as np
 
 from ..core.errors import DataError
 from ..core.options import env, env_default
+from .joined import JoinedReader, is_joined
 
 LABELS = ("trainset", "valset", "testset")
 GLOBAL_ATTRS = ("total_ndata", "dataset_name", "pna_deg", "minmax_node_feature",
@@ -85,7 +86,8 @@ class Block:
 
 
 class GraphFile:
-    """Reader of one ADIOS2 file in HydraGNN's layout. Use as a context manager."""
+    """Reader of one ADIOS2 file in HydraGNN's layout (or of a joined data set, several such
+    files read as one: :mod:`.joined`). Use as a context manager."""
 
     def __init__(self, path: str | os.PathLike):
         import adios2
@@ -94,6 +96,11 @@ class GraphFile:
         if not os.path.exists(self.path):
             raise DataError(f"{self.path}: no such file or directory; check the path "
                             "(create a file with `mdloader synth` or `mdloader convert`)")
+        if is_joined(self.path):  # several files written side by side, read as one
+            self._r = JoinedReader(self.path, _check_data_size)
+            self._vars = self._r.available_variables()
+            self._attrs = self._r.available_attributes()
+            return
         try:
             self._r = adios2.FileReader(self.path)
             self._vars = self._r.available_variables()

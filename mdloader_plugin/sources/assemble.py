@@ -305,10 +305,21 @@ class PartAssembler:
         self.dropped.update(info.get("dropped", []))
         return info
 
-    def close(self) -> dict[str, int]:
-        """Write what waits and the attributes; end the file. Graphs per label."""
+    def shapes_seen(self) -> dict[str, list]:
+        """Each key's ``[dtype, lowest shape, highest shape]`` over the graphs added: what the
+        writers of a joined data set agree on (:func:`agree_shapes`) before ``close``."""
+        return {k.name: [k.dtype.str, k.lo.tolist(), k.hi.tolist()] for k in self._keys.values()}
+
+    def close(self, shapes: Mapping[str, list] | None = None) -> dict[str, int]:
+        """Write what waits and the attributes; end the file. Graphs per label. `shapes`: the
+        shapes every writer saw (:func:`agree_shapes`), so that a key's varying dimension is
+        the one a single file of all the graphs would have."""
         import adios2
 
+        for k in self._keys.values():
+            if shapes and k.name in shapes:
+                np.minimum(k.lo, shapes[k.name][1], out=k.lo)
+                np.maximum(k.hi, shapes[k.name][2], out=k.hi)
         out = self._out if self._out is not None else adios2.Stream(self.path, "w")
         self._out = None
         with out, closing(self._files):
@@ -331,6 +342,33 @@ class PartAssembler:
         if self._out is not None:
             self._out.close()
             self._out = None
+
+
+def agree_shapes(seen: list[Mapping[str, list] | None], vdims: Mapping[str, int],
+                 where: str) -> dict[str, list]:
+    """The writers' :meth:`PartAssembler.shapes_seen` joined (`seen`: one a rank, None where
+    a rank writes nothing); the same on every rank. A key of two dtypes or ranks, or varying
+    in more than one dimension over all graphs, is the :class:`DataError` one writer gives."""
+    out: dict[str, list] = {}
+    for one in seen:
+        for name, (dtype, lo, hi) in (one or {}).items():
+            have = out.get(name)
+            if have is None:
+                out[name] = [dtype, list(lo), list(hi)]
+            elif have[0] != dtype or len(have[1]) != len(lo):
+                raise DataError(f"{where}: {name}: dtype/rank {np.dtype(dtype)}/{len(lo)} in one "
+                                f"writer's parts, {np.dtype(have[0])}/{len(have[1])} in another's;"
+                                " every graph must store a key with the same dtype and rank")
+            else:
+                have[1] = np.minimum(have[1], lo).tolist()
+                have[2] = np.maximum(have[2], hi).tolist()
+    for name, (_, lo, hi) in out.items():
+        forced = vdims.get(name.split("/", 1)[-1])
+        d = forced if forced is not None else _vdim_of(np.array(lo), np.array(hi))
+        if np.any(np.delete(lo, d) != np.delete(hi, d)):
+            raise DataError(f"{where}: {name} varies in more than one dimension (shapes from "
+                            f"{lo} to {hi}); HydraGNN's layout allows one varying dimension")
+    return out
 
 
 def assemble(path: str, parts: list[str], attributes: Mapping[str, object] | None = None,

@@ -96,7 +96,7 @@ def convert(path, out: str, *, kind: str | None = None,
             radius: float = 6.0, max_neighbours: int | None = 50, float64: bool = False,
             progress: Callable[[int, int], Callable[[int], None]] | None = None,
             x: Sequence[str] = (), y: Sequence[str] = (), comm=None, overwrite: bool = False,
-            part_size: int | None = None, jobs: int = 1) -> dict[str, int]:
+            part_size: int | None = None, jobs: int = 1, writers: int = 1) -> dict[str, int]:
     """Convert `path` into the ADIOS2 file `out`; returns graphs per label.
 
     `path`: one input, split by `split` and `seed`; or a mapping ``{label: input}`` (labelled
@@ -109,14 +109,17 @@ def convert(path, out: str, *, kind: str | None = None,
     `jobs`: processes on this machine without MPI (``jobs - 1`` forked workers beside this one;
     the same file). `progress(total, done)`: called once on rank 0, returns a function given
     the structures of each part finished. `part_size`: structures a part (default: about 16
-    parts a rank or job).
+    parts a rank or job). `writers`: ranks writing side by side (:mod:`.writers`); above 1 the
+    output is a folder of that many files that MDLoader reads as one data set (:mod:`..joined`).
     """
     from . import parallel as par
+    from . import writers as wr
 
     comm = comm if comm is not None else par.Serial()
     if jobs > 1 and comm.size > 1:
         raise ConfigError("--jobs is for one process without MPI; under mpiexec the ranks "
                           "share the work")
+    wr.check(writers, comm.size, jobs)
     inputs = par._guard(comm, _inputs, path, kind, split)
     if os.path.exists(out) and not overwrite:
         par.agree(comm, DataError(f"{out} exists: pass --overwrite to replace it, or choose "
@@ -202,21 +205,29 @@ def convert(path, out: str, *, kind: str | None = None,
             w.discard()
 
     update, asm = None, None
-    if comm.rank == 0:
-        if progress is not None:
-            left = sum(parts[i]["stop"] - parts[i]["start"] for i in todo)
-            update = progress(total, total - left)
-        tmp = os.path.join(work, "out.bp")
+    runs = wr.groups(parts, writers)
+    me = wr.mine(comm.rank, comm.size, runs)
+    if comm.rank == 0 and progress is not None:
+        left = sum(parts[i]["stop"] - parts[i]["start"] for i in todo)
+        update = progress(total, total - left)
+    vdims = {"edge_index": 1, "x": 0, "y": 0}  # HydraGNN's layout, also when never varying
+    if me is not None:
+        tmp = os.path.join(work, "out.bp") if len(runs) == 1 else wr.sub_file(work, me)
         shutil.rmtree(tmp, ignore_errors=True)
-        vdims = {"edge_index": 1, "x": 0, "y": 0}  # HydraGNN's layout, also when never varying
         asm = PartAssembler(tmp, {"dataset_name": name}, vdims, names)
     try:
-        par.run_parts(comm, work, plan, todo, convert_part, update, asm, jobs=jobs)
+        par.run_parts(comm, work, plan, wr.claim_order(todo, runs), convert_part, update, asm,
+                      jobs=jobs, run=runs[me] if me is not None else None, writers=len(runs))
     except BaseException:
         if asm is not None:
             asm.discard()
         raise
-    counts, dropped = par.finish(comm, work, out, asm, len(parts), overwrite)
+    if len(runs) == 1:
+        counts, dropped = par.finish(comm, work, out, asm, len(parts), overwrite)
+    else:
+        counts, dropped = wr.finish(comm, work, out, asm, runs[me] if me is not None else None,
+                                    len(runs), vdims, overwrite, par.part_dir, par._guard)
+        par.clean(comm, work, len(parts))
     if dropped and comm.rank == 0:
         where = path if not isinstance(path, dict) else ", ".join(map(str, path.values()))
         print(f"mdloader: warning: {where}: fields {', '.join(dropped)} are missing from "

@@ -195,13 +195,15 @@ def part_dir(work: str, i: int) -> str:
 
 
 def run_parts(comm, work: str, plan: dict, todo: list[int], convert_part, progress=None,
-              assembler=None, jobs: int = 1):
-    """Convert the parts of `todo`, each taken by the first rank free (:class:`Claims`); rank 0
-    meanwhile feeds the finished parts, in order, to `assembler` (and converts only when no
-    finished part waits). Every rank then agrees on whether any failed. ``jobs > 1`` (one
-    process, no MPI): ``jobs - 1`` forked workers convert beside this process."""
-    run = comm.bcast(f"{os.getpid()}-{time.time_ns()}" if comm.rank == 0 else None, root=0)
-    claims_dir = os.path.join(work, f"claims-{run}")
+              assembler=None, jobs: int = 1, run: tuple[int, int] | None = None,
+              writers: int = 1):
+    """Convert the parts of `todo` (in the order given), each taken by the first rank free
+    (:class:`Claims`); a writer meanwhile feeds the finished parts of its `run` (default: all),
+    in order, to its `assembler`, and converts only when none waits. Every rank then agrees on
+    whether any failed. ``jobs > 1`` (one process, no MPI): ``jobs - 1`` forked workers convert
+    beside this process. `writers`: how many ranks assemble (see :mod:`.writers`)."""
+    ident = comm.bcast(f"{os.getpid()}-{time.time_ns()}" if comm.rank == 0 else None, root=0)
+    claims_dir = os.path.join(work, f"claims-{ident}")
     rank, size = comm.rank, comm.size
     if jobs > 1:
         rank, size = 0, jobs
@@ -209,6 +211,7 @@ def run_parts(comm, work: str, plan: dict, todo: list[int], convert_part, progre
         os.makedirs(os.path.join(claims_dir, "failed"), exist_ok=True)
     comm.Barrier()
     parts, workers, err = plan["parts"], [], None
+    run = run or (0, len(parts))
 
     def work_as(r: int) -> None:  # a forked worker's life
         mine = Claims(claims_dir, len(todo), r, jobs)
@@ -223,8 +226,13 @@ def run_parts(comm, work: str, plan: dict, todo: list[int], convert_part, progre
     try:
         if jobs > 1:
             workers = claims.workers = fork_workers(jobs, work_as)
-        if rank == 0:
-            _root_loop(claims, parts, todo, work, convert_part, progress, assembler)
+        if assembler is not None or rank == 0:
+            below = (len(todo) - (size - writers)
+                     if assembler is not None and size > writers else None)
+            seen = _Finished(parts, todo, work, progress) if (
+                rank == 0 and writers > 1 and progress is not None) else None
+            _root_loop(claims, parts, todo, work, convert_part, progress, assembler, run, below,
+                       seen)
         else:
             _claim_loop(claims, parts, todo, work, convert_part)
     except KeyboardInterrupt:
@@ -250,34 +258,61 @@ def _claim_loop(claims: Claims, parts, todo, work, convert_part) -> None:
         convert_part(parts[todo[j]], part_dir(work, todo[j]))
 
 
-def _root_loop(claims, parts, todo, work, convert_part, progress, assembler) -> None:
-    """Rank 0: assemble every finished part in order; convert one when none waits (leaving
-    the last `size - 1` parts to the others); wait for the others' last parts."""
-    nxt = assembler.parts if assembler is not None else len(parts)
+def _root_loop(claims, parts, todo, work, convert_part, progress, assembler, run, below,
+               seen) -> None:
+    """A writer: assemble every finished part of its `run` in order; convert one when none
+    waits (below `below` in the claim order while its run is unfinished, leaving the last
+    parts to the ranks that only convert); then help convert the rest. Rank 0 reports the
+    parts finished anywhere (`seen`) when it is one writer of several."""
+    lo, hi = run
+    nxt = lo + assembler.parts if assembler is not None else hi
     pending = set(todo)
-    below = len(todo) - (claims.size - 1) if claims.size > 1 else None
+    whole = (lo, hi) == (0, len(parts))  # the one writer: done when its run is
     more = True
     while True:
         fed = 0
-        while nxt < len(parts) and os.path.isdir(part_dir(work, nxt)):
+        while nxt < hi and os.path.isdir(part_dir(work, nxt)):
             assembler.add(part_dir(work, nxt))
-            if progress is not None and nxt in pending:
+            if progress is not None and seen is None and nxt in pending:
                 progress(parts[nxt]["stop"] - parts[nxt]["start"])
             nxt, fed = nxt + 1, fed + 1
+        if seen is not None:
+            seen.poll(force=not more)
         if claims.failed():
             return
         if more and not fed:
-            j = claims.take(below)
+            j = claims.take(below if nxt < hi else None)
             if j is not None:
                 convert_part(parts[todo[j]], part_dir(work, todo[j]))
                 if assembler is None and progress is not None:
                     progress(parts[todo[j]]["stop"] - parts[todo[j]]["start"])
                 continue
-            more = False
-        if nxt >= len(parts) or (assembler is None and not more):
+            more = nxt < hi and below is not None and claims.known.find(b"\0") >= 0
+        if nxt >= hi and (whole or not more) and (seen is None or not seen.left):
             return
         if not fed:
             time.sleep(0.005)
+
+
+class _Finished:
+    """Rank 0's progress when several ranks write: the parts found finished, looked for at
+    most once a second (a ``stat`` a part not yet seen)."""
+
+    def __init__(self, parts, todo, work, progress):
+        self.parts, self.work, self.progress = parts, work, progress
+        self.left, self.at = sorted(todo), 0.0
+
+    def poll(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not self.left or now - self.at < (0.1 if force else 1.0):
+            return
+        self.at, left = now, []
+        for i in self.left:
+            if os.path.isdir(part_dir(self.work, i)):
+                self.progress(self.parts[i]["stop"] - self.parts[i]["start"])
+            else:
+                left.append(i)
+        self.left = left
 
 
 def _wait(comm) -> None:
@@ -311,12 +346,18 @@ def finish(comm, work: str, out: str, assembler, nparts: int, overwrite: bool) -
 
     result = _guard(comm, write_out) if comm.rank == 0 else _guard(comm, lambda: None)
     result = comm.bcast(result, root=0)
+    clean(comm, work, nparts)
+    return result
+
+
+def clean(comm, work: str, nparts: int) -> None:
+    """The ranks remove `work` (each the parts ``rank, rank + size, ...``, so removing them is
+    not one rank's tail)."""
     for i in range(comm.rank, nparts, comm.size):
         shutil.rmtree(part_dir(work, i), ignore_errors=True)
     comm.Barrier()
     if comm.rank == 0:
         shutil.rmtree(work, ignore_errors=True)
-    return result
 
 
 def spool_part(folder: str, graphs, meta: dict, labels, chunk_bytes: int | None = None) -> None:

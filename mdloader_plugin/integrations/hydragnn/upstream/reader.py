@@ -38,6 +38,7 @@ from hydragnn.utils.datasets.abstractbasedataset import AbstractBaseDataset
 
 from ....core.errors import ConfigError, DataError
 from ....sources.adios import GraphFile
+from ....sources.joined import JoinedReader, is_joined
 
 
 class _Reader:
@@ -47,6 +48,9 @@ class _Reader:
         import adios2
 
         self.path = path
+        if is_joined(path):  # `mdloader convert --writers W`: W files read as one
+            self._r = JoinedReader(path)
+            return
         try:
             self._r = adios2.FileReader(path)
         except Exception as exc:  # noqa: BLE001 - adios2 raises plain RuntimeError/ValueError

@@ -1,5 +1,6 @@
-"""``mpiexec -n 2 mdloader convert``: the file one process writes, byte for byte; a killed run
-resumed; bad input: one line, exit 2 on every rank, no output."""
+"""``mpiexec -n 2 mdloader convert``: the file one process writes, byte for byte, also from
+writers side by side (``--writers``); a killed run resumed; bad input: one line, exit 2 on every
+rank, no output."""
 
 from __future__ import annotations
 
@@ -37,6 +38,27 @@ def test_two_ranks_write_the_serial_file(shards, tmp_path):
     assert bp_contents(out) == ref
 
 
+def test_writers_side_by_side_give_the_serial_graphs_that_every_reader_reads(shards, tmp_path):
+    """``--writers 3`` on 3 ranks: a folder of 3 files (each rank writing one while it
+    converts) that reads back as the serial file, every variable and attribute byte for byte;
+    ``check`` (the store's load and both backends, 2 ranks) and ``plan`` read it as one file."""
+    src, ref = shards
+    out = tmp_path / "w.bp"
+    r = mdloader(3, ["convert", str(src), "--out", str(out), "--part-size", "1", "--writers",
+                     "3", *OPTS], timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "(3 files read as one)" in r.stdout and r.stdout.count("wrote ") == 1
+    assert sorted(os.listdir(out)) == ["mdloader-joined.json", "sub-0000.bp", "sub-0001.bp",
+                                       "sub-0002.bp"]
+    assert bp_contents(out) == ref and not os.path.exists(f"{out}.parts")
+    r = mdloader(2, ["check", str(out), "--label", "trainset"], timeout=300)
+    assert r.returncode == 0 and "check ok: 2 ranks" in r.stdout, r.stderr
+    r = subprocess.run([sys.executable, "-m", "mdloader_plugin", "plan", str(out), "--ranks",
+                        "64", "--ranks-per-node", "4", "--json"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0 and '"choice"' in r.stdout, r.stderr
+
+
 def test_killed_run_resumes_with_the_parts_done(shards, tmp_path):
     src, ref = shards
     out = tmp_path / "k.bp"
@@ -46,13 +68,14 @@ def test_killed_run_resumes_with_the_parts_done(shards, tmp_path):
     assert r.returncode != 0 and not out.exists()
     done = sorted(p for p in os.listdir(f"{out}.parts") if p.startswith("part-"))
     assert 2 <= len(done) < 9, done  # the dying rank's 2, and whatever rank 0 finished
-    r = mdloader(2, args, timeout=300)
+    r = mdloader(2, [*args, "--writers", "2"], timeout=300)  # resumed with two writers
     assert r.returncode == 0, r.stderr
     assert f"{len(done)} of 9 parts already done" in r.stderr
     assert bp_contents(out) == ref and not os.path.exists(f"{out}.parts")
 
 
-def test_truncated_shard_exit_2_on_every_rank(shards, tmp_path):
+@pytest.mark.parametrize("writers", [1, 2])
+def test_truncated_shard_exit_2_on_every_rank(shards, tmp_path, writers):
     src, _ = shards
     bad = tmp_path / "train"
     bad.mkdir()
@@ -60,7 +83,8 @@ def test_truncated_shard_exit_2_on_every_rank(shards, tmp_path):
         data = (src / name).read_bytes()
         (bad / name).write_bytes(data[:5000] if name.endswith("0002.aselmdb") else data)
     out = tmp_path / "b.bp"
-    r = mdloader(2, ["convert", str(bad), "--out", str(out), *OPTS], timeout=300)
+    r = mdloader(2, ["convert", str(bad), "--out", str(out), "--writers", str(writers), *OPTS],
+                 timeout=300)
     assert r.returncode == 2, r.stderr
     errors = [ln for ln in r.stderr.splitlines() if "error" in ln]
     assert len(errors) == 1 and "data.0002.aselmdb: truncated LMDB file" in errors[0], r.stderr
