@@ -81,9 +81,11 @@ def worker(a) -> None:
         return run
 
     from mdloader_plugin.sources import assemble, writer
+    from mdloader_plugin.sources.convert import writers
 
     parallel.run_parts = timed("parts", parallel.run_parts)
     parallel.finish = timed("assemble", parallel.finish)
+    writers.finish = timed("assemble", writers.finish)
     asm_cpu, parts_done = [0.0], [0]
 
     def on_cpu(fn, acc):  # rank 0's assembler CPU time, wherever it runs (pipelined or tail)
@@ -104,19 +106,24 @@ def worker(a) -> None:
         return save(self, *args, **kw)
 
     writer.GraphWriter.save_part = counted
+    alone = comm.size == 1 and a.nwriters == 1  # keep the parts: the writer timed alone after
+    if alone:
+        parallel.clean = lambda *args: None
     load1 = round(os.getloadavg()[0], 2)
     comm.Barrier()
     t0, c0 = time.perf_counter(), time.process_time()
     counts = convert.convert(a.src, a.out, comm=comm if comm.size > 1 else None, overwrite=True,
-                             split=(0.9, 0.1, 0.0))
+                             split=(0.9, 0.1, 0.0), writers=a.nwriters)
     cpu = comm.gather(round(time.process_time() - c0, 3), root=0)
+    asm_all = comm.gather(round(asm_cpu[0], 3), root=0)
     parts = comm.gather(parts_done[0], root=0)
     comm.Barrier()
     dt = time.perf_counter() - t0
     if comm.rank == 0:
         n = sum(counts.values())
-        nbytes = sum(f.stat().st_size for f in Path(a.out).iterdir())
-        row = {"ranks": comm.size, "seconds": round(dt, 3), "structures": n,
+        nbytes = sum(f.stat().st_size for f in Path(a.out).rglob("*") if f.is_file())
+        row = {"ranks": comm.size, "writers": a.nwriters, "seconds": round(dt, 3),
+               "structures": n,
                "rate": round(n / dt, 1), "cpu_s": cpu,
                "phases_s": {"count_plan": round(dt - sum(phases.values()), 3),
                             **{k: round(v, 3) for k, v in phases.items()}},
@@ -124,66 +131,121 @@ def worker(a) -> None:
                                **{k: round(v, 3) for k, v in cpu_phases.items()},
                                "assembler": round(asm_cpu[0], 3)},
                "out_bytes": nbytes,
-               "writer_mb_per_cpu_s": round(nbytes / 1e6 / max(asm_cpu[0], 1e-9), 1),
+               "writer_mb_per_cpu_s": round(nbytes / 1e6 / max(sum(asm_all), 1e-9), 1),
+               "assembler_cpu_s": asm_all,
                "parts_per_rank": parts, "load1_start": load1,
                "load1_end": round(os.getloadavg()[0], 2),
                "cpu_ms_per_structure": [round(1e3 * c / n, 3) for c in cpu]}
+        if alone:
+            row["writer_alone_cpu_s"] = writer_alone(a.out + ".parts", nbytes)
+            row["writer_alone_mb_per_cpu_s"] = round(nbytes / 1e6 / row["writer_alone_cpu_s"], 1)
         with open(a.tmp, "a") as f:
             f.write(json.dumps(row) + "\n")
 
 
+def writer_alone(work: str, nbytes: int, repeats: int = 3) -> float:
+    """CPU seconds of one writer making the file from the finished parts in `work`, with a
+    core to itself (what a writer rank spends beside the converting ranks); best of
+    `repeats`. Removes `work`."""
+    from mdloader_plugin.sources.assemble import assemble
+
+    parts = sorted(str(p) for p in Path(work).glob("part-*"))
+    best = float("inf")
+    for _ in range(repeats):
+        out = Path(work) / "alone.bp"
+        shutil.rmtree(out, ignore_errors=True)
+        c = time.process_time()
+        assemble(str(out), parts, {"dataset_name": "alone"}, {"edge_index": 1, "x": 0, "y": 0},
+                 ("trainset", "valset"))
+        best = min(best, time.process_time() - c)
+    shutil.rmtree(work, ignore_errors=True)
+    return round(best, 3)
+
+
 def summarise(rows: list[dict], cores: int) -> list[dict]:
+    """The best round of each (ranks, writers), with speed-ups over one rank."""
     best = {}
     for r in rows:
-        if r["ranks"] not in best or r["rate"] > best[r["ranks"]]["rate"]:
-            best[r["ranks"]] = r
-    one = best[1]["rate"]
+        k = (r["ranks"], r.get("writers", 1))
+        if k not in best or r["rate"] > best[k]["rate"]:
+            best[k] = r
+    one = best[(1, 1)]["rate"]
     cpu1 = min(sum(x["cpu_s"]) for x in rows if x["ranks"] == 1)
     out = []
-    for p, r in sorted(best.items()):
+    for (p, w), r in sorted(best.items()):
         speed = r["rate"] / one
-        cpu = min((x for x in rows if x["ranks"] == p), key=lambda x: max(x["cpu_s"]))["cpu_s"]
+        cpu = min((x for x in rows if (x["ranks"], x.get("writers", 1)) == (p, w)),
+                  key=lambda x: max(x["cpu_s"]))["cpu_s"]
         out.append({**r, "speedup": round(speed, 2), "efficiency": round(speed / p, 2),
                     "cpu_total_s": round(sum(cpu), 2), "cpu_max_rank_s": max(cpu),
                     "cpu_ms_per_structure_all": round(1e3 * sum(cpu) / r["structures"], 3),
                     "cpu_bound_speedup": round(cpu1 / max(cpu), 2),
                     "per_core_efficiency": round(speed / min(p, cores), 2),
                     "target_met": speed >= TARGET * p,
-                    "rounds": [x["rate"] for x in rows if x["ranks"] == p]})
+                    "rounds": [x["rate"] for x in rows
+                               if (x["ranks"], x.get("writers", 1)) == (p, w)]})
     return out
 
 
-def expected(summary: list[dict], ranks: int = 64) -> dict:
+def expected(summary: list[dict], ranks: int = 64, writers: tuple[int, ...] = (1, 4, 8)) -> dict:
     """The speed-up at `ranks` free cores from the one-rank CPU times (the wall clock here is
-    other jobs' as much as ours). Serial: counting/planning (``count_plan``) and rank 0's
-    assembler (``assembler``); the rest (building the parts) divides by the ranks. Amdahl
-    counts the assembler as serial; with the assembly pipelined it only bounds the time from
-    below (rank 0 writes while the others convert): ``plan + max(assembler, rest / P)``."""
+    other jobs' as much as ours). The one-rank run's CPU is counting and planning (``plan``,
+    counted as serial), its writer's (``assembler``) and the conversion proper (``conv``, which
+    divides by the ranks). A writer rank has a core to itself at scale, so its cost is the
+    writer timed alone (``writer_alone_cpu_s``: one process making the file from the finished
+    parts, ``asm``). W writers each write 1/W beside the conversion, and every rank's CPU adds
+    up, so ``T(P, W) = plan + max(asm / W, (conv + asm) / P)`` against the one-rank ``plan +
+    conv + asm``. Amdahl's law with the one writer counted as serial, for comparison."""
     one = summary[0]["rank0_cpu_s"]
     cpu1 = summary[0]["cpu_total_s"]
-    plan, asm = one["count_plan"], one.get("assembler", one["assemble"])
-    serial = plan + asm
-    amdahl = cpu1 / (serial + (cpu1 - serial) / ranks)
-    piped = cpu1 / (plan + max(asm, (cpu1 - plan) / ranks))
-    return {"ranks": ranks, "speedup": round(piped, 1), "efficiency": round(piped / ranks, 2),
-            "amdahl_speedup": round(amdahl, 1), "amdahl_efficiency": round(amdahl / ranks, 2),
-            "serial_share_at_1": round(serial / cpu1, 3),
-            "assembler_share_at_1": round(asm / cpu1, 3), "plan_share_at_1": round(plan / cpu1, 3),
-            "cpu_ms_per_structure_1": round(1e3 * cpu1 / summary[0]["structures"], 3),
-            "ranks_until_writer_bound": int(cpu1 // max(asm, 1e-9)),
-            "writer_mb_per_cpu_s": summary[0].get("writer_mb_per_cpu_s")}
+    plan, in_run = one["count_plan"], one.get("assembler", one["assemble"])
+    asm = summary[0].get("writer_alone_cpu_s", in_run)
+    conv = cpu1 - plan - in_run
+    serial1 = plan + conv + asm
+
+    def speedup(w):
+        return serial1 / (plan + max(asm / w, (conv + asm) / ranks))
+
+    amdahl = serial1 / (plan + asm + conv / ranks)
+    out = {"ranks": ranks, "speedup": round(speedup(1), 1),
+           "efficiency": round(speedup(1) / ranks, 2),
+           "amdahl_speedup": round(amdahl, 1), "amdahl_efficiency": round(amdahl / ranks, 2),
+           "serial_share_at_1": round((plan + asm) / serial1, 3),
+           "assembler_share_at_1": round(asm / serial1, 3),
+           "plan_share_at_1": round(plan / serial1, 3),
+           "assembler_in_run_cpu_s": in_run, "writer_alone_cpu_s": asm,
+           "cpu_ms_per_structure_1": round(1e3 * cpu1 / summary[0]["structures"], 3),
+           "ranks_until_writer_bound": int((conv + asm) // max(asm, 1e-9)),
+           "writer_mb_per_cpu_s": summary[0].get("writer_alone_mb_per_cpu_s",
+                                                 summary[0].get("writer_mb_per_cpu_s"))}
+    # planning took the same time at 512 and 2,048 structures: a fixed cost, so the fewest
+    # structures for 0.8 P (conversion-bound: (plan + c N) / (P plan + c N) >= 0.8)
+    per = (conv + asm) / summary[0]["structures"]
+    out["structures_for_target"] = int((TARGET * ranks - 1) * plan / ((1 - TARGET) * per)) + 1
+    out["writers"] = {str(w): {"speedup": round(speedup(w), 1),
+                               "efficiency": round(speedup(w) / ranks, 2),
+                               "target_met": speedup(w) >= TARGET * ranks,
+                               "ranks_until_writer_bound": int(w * (conv + asm)
+                                                               // max(asm, 1e-9))}
+                      for w in writers}
+    return out
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--structures", type=int, default=512)
-    p.add_argument("--shards", type=int, default=16)
+    p.add_argument("--structures", type=int, default=2048)
+    p.add_argument("--shards", type=int, default=32)
+    p.add_argument("--held-out", default="512:16", metavar="STRUCTURES:SHARDS",
+                   help="a second set, reported apart (the one this was developed on)")
     p.add_argument("--ranks", default="1,2,4")
+    p.add_argument("--writers", default="1,2",
+                   help="writer counts to run at each rank count (at most one a rank)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--out", default=str(HERE / "results" / "convert_rate.json"))
     p.add_argument("--work", default=str(HERE.parent / "run" / "convert_rate"))
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--src"), p.add_argument("--tmp")
+    p.add_argument("--nwriters", type=int, default=1, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.worker:
         a.out = str(Path(a.work) / "out.bp")
@@ -193,30 +255,40 @@ def main() -> int:
     from mpi4py import MPI
 
     work = Path(a.work)
-    src = work / "train"
-    make_shards(src, a.structures, a.shards)
     info = lb.machine()
     info["mpi"] = MPI.Get_library_version().strip().splitlines()[0][:60]
-    tmp = work / "rows.jsonl"
-    tmp.unlink(missing_ok=True)
     ranks = [int(x) for x in a.ranks.split(",")]
-    for _ in range(a.repeats):
-        for n in ranks:
-            lb.mpiexec(n, [*module("bench.convert.rate"), "--worker", "--src", str(src), "--tmp",
-                str(tmp),
-                           "--work", str(work)], timeout=1800)
-    rows = [json.loads(ln) for ln in tmp.read_text().splitlines()]
+    runs = [(n, w) for n in ranks for w in sorted({int(x) for x in a.writers.split(",")})
+            if w == 1 or 1 < w <= n]
+
+    def grid(structures: int, shards: int) -> list[dict]:
+        src = work / f"train-{structures}x{shards}"
+        make_shards(src, structures, shards)
+        tmp = work / "rows.jsonl"
+        tmp.unlink(missing_ok=True)
+        for _ in range(a.repeats):
+            for n, w in runs:
+                lb.mpiexec(n, [*module("bench.convert.rate"), "--worker", "--src", str(src),
+                               "--tmp", str(tmp), "--work", str(work), "--nwriters", str(w)],
+                           timeout=1800)
+        return summarise([json.loads(ln) for ln in tmp.read_text().splitlines()], info["cores"])
+
+    summary = grid(a.structures, a.shards)
+    held = [int(x) for x in a.held_out.split(":")] if a.held_out else None
+    held_rows = grid(*held) if held else []
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    summary = summarise(rows, info["cores"])
     result = {"record": record(a), "machine": info, "date": info["date"], "target": TARGET,
               "parameters": {"structures": a.structures, "atoms": 81, "shards": a.shards,
                              "radius": 6.0, "max_neighbours": 50, "split": [0.9, 0.1, 0.0],
                              "repeats": a.repeats, "source": "aselmdb (ase-db-backends)"},
-              "rows": summary, "expected": expected(summary)}
+              "rows": summary, "expected": expected(summary),
+              "held_out": {"structures": held[0], "shards": held[1], "rows": held_rows,
+                           "expected": expected(held_rows)} if held else None}
     Path(a.out).write_text(json.dumps(result, indent=1))
-    for r in summary:
-        print(f"{r['ranks']} ranks: {r['rate']:.0f} structures/s, x{r['speedup']} "
-              f"(per core {r['per_core_efficiency']})")
+    for r in summary + held_rows:
+        print(f"{r['ranks']} ranks, {r.get('writers', 1)} writers: {r['rate']:.0f} "
+              f"structures/s, x{r['speedup']} (per core {r['per_core_efficiency']}; "
+              f"CPU-bound x{r['cpu_bound_speedup']})")
     print(f"wrote {a.out}")
     return 0
 
@@ -225,49 +297,81 @@ def main() -> int:
 def section(d: dict) -> list[str]:
     res = d["convert_rate.json"]
     m, par = res["machine"], res["parameters"]
-    lines = [f"{par['structures']} OC20-like structures ({par['atoms']} atoms, periodic, radius "
-             f"graph {par['radius']:g} A, <= {par['max_neighbours']} neighbours) in "
-             f"{par['shards']} `.aselmdb` shards, converted into one file by `mdloader convert` "
-             f"on `{m['host']}` ({m['cpu']}, {m['cores']} cores shared with other jobs; load "
-             f"average {m['loadavg_start'][0]} at start, {m['loadavg_end'][0]} at end), "
-             f"{m['mpi']}; best of {par['repeats']} interleaved rounds.", "",
-             "| ranks | load (1 min) | structures/s | speedup | efficiency (speedup/P) | "
-             "per core (speedup/min(P, cores)) | >= 0.8 P | count+plan s | parts s | "
-             "assemble tail s | CPU s, all ranks | CPU ms a structure, all ranks | CPU s, "
-             "busiest rank | CPU-bound speedup | parts rank 0 / all |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in res["rows"]:
+    lines = [f"OC20-like structures ({par['atoms']} atoms, periodic, radius graph "
+             f"{par['radius']:g} A, <= {par['max_neighbours']} neighbours) in `.aselmdb` shards, "
+             f"converted by `mdloader convert` with 1 writer (one file) or 2 (`--writers 2`, "
+             f"two files read as one) on `{m['host']}` ({m['cpu']}, {m['cores']} cores shared "
+             f"with other jobs; load average {m['loadavg_start'][0]} at start, "
+             f"{m['loadavg_end'][0]} at end), {m['mpi']}; best of {par['repeats']} interleaved "
+             "rounds. Two sets: the one developed on (512 structures, 16 shards: parts of 8 "
+             "structures on 4 ranks) and a larger one held out "
+             f"({par['structures']:,} structures, {par['shards']} shards)."]
+    held = res.get("held_out") or {}
+    for title, rows, e in ((f"{par['structures']:,} structures (held out)", res["rows"],
+                            res["expected"]),
+                           (f"{held.get('structures', 0):,} structures (developed on)",
+                            held.get("rows") or [], held.get("expected"))):
+        if rows:
+            lines += ["", f"**{title}**", ""] + _table(rows) + ["", _expected_text(e)]
+    lines += ["", "Writers assemble their files while the other ranks convert (the parts "
+              "column: what rank 0 converted itself); \"assemble tail\" is what is left after "
+              "the last part. CPU-bound speedup: the one-rank CPU time over the busiest rank's, "
+              "what P free cores would give (the wall-clock columns share 2 cores with other "
+              "jobs, so 4 ranks cannot pass 2x; waiting ranks sleep, so CPU time is work)."]
+    return lines
+
+
+def _table(rows: list[dict]) -> list[str]:
+    lines = ["| ranks | writers | load (1 min) | structures/s | speedup | efficiency "
+             "(speedup/P) | per core (speedup/min(P, cores)) | >= 0.8 P | count+plan s | "
+             "parts s | assemble tail s | CPU s, all ranks | CPU ms a structure, all ranks | "
+             "CPU s, busiest rank | CPU-bound speedup | parts rank 0 / all |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
         ph = r["phases_s"]
         pr = r.get("parts_per_rank") or [0]
-        lines.append(f"| {r['ranks']} | {r.get('load1_start', '?')} | {r['rate']:.0f} | "
-                     f"{r['speedup']:.2f}x | "
-                     f"{r['efficiency']:.2f} | {r['per_core_efficiency']:.2f} | "
-                     f"{'yes' if r['target_met'] else 'no'} | {ph['count_plan']:.2f} | "
-                     f"{ph['parts']:.2f} | {ph['assemble']:.2f} | {r['cpu_total_s']:.1f} | "
-                     f"{r.get('cpu_ms_per_structure_all', 0):.2f} | "
+        lines.append(f"| {r['ranks']} | {r.get('writers', 1)} | {r.get('load1_start', '?')} | "
+                     f"{r['rate']:.0f} | {r['speedup']:.2f}x | {r['efficiency']:.2f} | "
+                     f"{r['per_core_efficiency']:.2f} | {'yes' if r['target_met'] else 'no'} | "
+                     f"{ph['count_plan']:.2f} | {ph['parts']:.2f} | {ph['assemble']:.2f} | "
+                     f"{r['cpu_total_s']:.1f} | {r.get('cpu_ms_per_structure_all', 0):.2f} | "
                      f"{r['cpu_max_rank_s']:.1f} | {r['cpu_bound_speedup']:.2f}x | "
                      f"{pr[0]} / {sum(pr)} |")
-    e = res["expected"]
-    lines += ["", "Rank 0 assembles the file while the other ranks convert (the parts column: "
-              "what it converted itself); \"assemble tail\" is what is left after the last "
-              "part. CPU-bound speedup: the one-rank CPU time over the busiest rank's, what P "
-              "free cores would give (the wall-clock columns share 2 cores with other jobs; "
-              "waiting ranks sleep, so CPU time is work)."]
-    return lines + ["", f"Expected on a {e['ranks']}-core node from the one-rank CPU times: "
-                    f"counting and planning are {e.get('plan_share_at_1', 0) * 100:.1f}%, rank "
-                    f"0's assembler {e.get('assembler_share_at_1', 0) * 100:.1f}% (serial share "
-                    f"{e['serial_share_at_1'] * 100:.1f}%). Amdahl, the assembler counted as "
-                    f"serial: {e.get('amdahl_speedup', e['speedup'])}x; with the assembly "
-                    f"pipelined (time = plan + max(assembler, rest / P)): {e['speedup']}x, "
-                    f"efficiency {e['efficiency']:.2f}; the one writer bounds the rate from "
-                    f"about {e.get('ranks_until_writer_bound', '?')} ranks on."
-                    + (f" The writer alone: {e['writer_mb_per_cpu_s']:.0f} MB of output a "
-                       "second of its CPU (one rank)." if e.get("writer_mb_per_cpu_s") else "")]
+    return lines
 
 
-def _rows() -> dict:
+def _expected_text(e: dict) -> str:
+    w = e.get("writers", {})
+    per_w = "; ".join(f"{k} writer{'s' * (k != '1')}: {v['speedup']}x (efficiency "
+                      f"{v['efficiency']:.2f}, writer-bound from about "
+                      f"{v['ranks_until_writer_bound']} ranks)" for k, v in w.items())
+    return (f"Expected on a {e['ranks']}-core node from the one-rank CPU times: counting and "
+            f"planning {e.get('plan_share_at_1', 0) * 100:.1f}% (a fixed cost), the writer "
+            f"{e.get('assembler_share_at_1', 0) * 100:.1f}% (timed alone: "
+            f"{e.get('writer_alone_cpu_s', 0):.3f} s of CPU, "
+            f"{e.get('writer_mb_per_cpu_s') or 0:.0f} MB/s). Time = plan + max(writer / W, "
+            f"(conversion + writer) / P): {per_w}. Amdahl's law with one writer counted as "
+            f"serial: {e.get('amdahl_speedup', e['speedup'])}x. With planning fixed, 0.8 P at "
+            f"{e['ranks']} ranks needs about {e.get('structures_for_target', 0):,} structures "
+            "or more (conversion-bound).")
+
+
+def _rows(writers: int = 1) -> dict:
+    """The rows of `writers` writers by their rank count."""
     return {r["ranks"]: r for r in json.loads(
-        (HERE / "results" / "convert_rate.json").read_text())["rows"]}
+        (HERE / "results" / "convert_rate.json").read_text())["rows"]
+        if r.get("writers", 1) == writers}
+
+
+def _held(writers: int = 1) -> dict:
+    """The held-out set's rows of `writers` writers by their rank count."""
+    return {r["ranks"]: r for r in _res()["held_out"]["rows"] if r.get("writers", 1) == writers}
+
+
+def _cpu_ms_range() -> tuple[float, float]:
+    """The lowest and highest CPU a structure, all ranks together, over both sets' rows."""
+    ms = [r["cpu_ms_per_structure_all"] for r in _res()["rows"] + _res()["held_out"]["rows"]]
+    return min(ms), max(ms)
 
 
 def _res() -> dict:
@@ -291,6 +395,19 @@ FIGURES_CONVERT = {
     "convert.cpu_ms1": lambda: f"{_res()['expected']['cpu_ms_per_structure_1']:.1f}",
     "convert.cpu_ms_all2": lambda: f"{_rows()[2]['cpu_ms_per_structure_all']:.1f}",
     "convert.cpu_ms_all4": lambda: f"{_rows()[4]['cpu_ms_per_structure_all']:.1f}",
+    "convert.w2.rate4": lambda: f"{_rows(2)[4]['rate']:.0f}",
+    "convert.w2.cpu4": lambda: f"{_rows(2)[4]['cpu_bound_speedup']:.2f}x",
+    "convert.w2.cpu2": lambda: f"{_rows(2)[2]['cpu_bound_speedup']:.2f}x",
+    "convert.w4.expected64": lambda: f"{_res()['expected']['writers']['4']['speedup']}x",
+    "convert.w4.efficiency64": lambda: f"{_res()['expected']['writers']['4']['efficiency']:.2f}",
+    "convert.w4.writer_bound": lambda: str(
+        _res()['expected']['writers']['4']['ranks_until_writer_bound']),
+    "convert.plan_share": lambda: f"{_res()['expected']['plan_share_at_1'] * 100:.1f}%",
+    "convert.structures": lambda: f"{_res()['parameters']['structures']:,}",
+    "convert.small.cpu4": lambda: f"{_held()[4]['cpu_bound_speedup']:.2f}x",
+    "convert.structures_for_target": lambda: f"{_res()['expected']['structures_for_target']:,}",
+    "convert.plan_ms": lambda: f"{_rows()[1]['rank0_cpu_s']['count_plan'] * 1e3:.0f}",
+    "convert.cpu_ms_range": lambda: "{:.1f}-{:.1f}".format(*_cpu_ms_range()),
     "convert.date": lambda: _res()["date"],
     "convert.load": lambda: str(_res()["machine"]["loadavg_start"][0]),
 }

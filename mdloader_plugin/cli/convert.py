@@ -132,7 +132,10 @@ def run(args) -> int:
         return 0
     dt = time.perf_counter() - t0
     n = sum(counts.values())
-    into = f" ({args.writers} files read as one)" if args.writers > 1 else ""
+    from ..sources.joined import files_of
+
+    files = files_of(args.out)
+    into = f" ({len(files)} files read as one)" if len(files) > 1 else ""
     print(f"wrote {args.out}{into}: {n} graphs "
           f"({', '.join(f'{k} {v}' for k, v in counts.items())}) in {dt:.1f} s "
           f"({n / max(dt, 1e-9):.0f} structures/s on {what})")

@@ -39,6 +39,14 @@ def is_joined(path: str) -> bool:
     return os.path.isfile(os.path.join(path, MANIFEST))
 
 
+def files_of(path: str) -> list[str]:
+    """The files a data set is: a joined one's, as its manifest lists them, or `path`."""
+    if not is_joined(path):
+        return [path]
+    with open(os.path.join(path, MANIFEST)) as f:
+        return [os.path.join(path, name) for name in json.load(f)["files"]]
+
+
 def write_manifest(folder: str, files: list[str], counts: dict[str, list[int]]) -> None:
     """Write `folder`'s manifest (atomically: a reader sees none or all of it)."""
     path = os.path.join(folder, MANIFEST)

@@ -116,10 +116,14 @@ def convert(path, out: str, *, kind: str | None = None,
     from . import writers as wr
 
     comm = comm if comm is not None else par.Serial()
-    if jobs > 1 and comm.size > 1:
-        raise ConfigError("--jobs is for one process without MPI; under mpiexec the ranks "
-                          "share the work")
-    wr.check(writers, comm.size, jobs)
+
+    def options():  # every rank's error, said once
+        if jobs > 1 and comm.size > 1:
+            raise ConfigError("--jobs is for one process without MPI; under mpiexec the ranks "
+                              "share the work")
+        wr.check(writers, comm.size, jobs)
+
+    par._guard(comm, options)
     inputs = par._guard(comm, _inputs, path, kind, split)
     if os.path.exists(out) and not overwrite:
         par.agree(comm, DataError(f"{out} exists: pass --overwrite to replace it, or choose "

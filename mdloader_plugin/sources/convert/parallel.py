@@ -296,23 +296,22 @@ def _root_loop(claims, parts, todo, work, convert_part, progress, assembler, run
 
 class _Finished:
     """Rank 0's progress when several ranks write: the parts found finished, looked for at
-    most once a second (a ``stat`` a part not yet seen)."""
+    most once a second (one listing of the parts folder: a part's folder appears complete)."""
 
     def __init__(self, parts, todo, work, progress):
         self.parts, self.work, self.progress = parts, work, progress
-        self.left, self.at = sorted(todo), 0.0
+        self.left, self.at = set(todo), 0.0
 
     def poll(self, force: bool = False) -> None:
         now = time.monotonic()
         if not self.left or now - self.at < (0.1 if force else 1.0):
             return
-        self.at, left = now, []
-        for i in self.left:
-            if os.path.isdir(part_dir(self.work, i)):
+        self.at = now
+        for name in os.listdir(self.work):
+            i = int(name[5:]) if name.startswith("part-") and name[5:].isdigit() else -1
+            if i in self.left:
+                self.left.discard(i)
                 self.progress(self.parts[i]["stop"] - self.parts[i]["start"])
-            else:
-                left.append(i)
-        self.left = left
 
 
 def _wait(comm) -> None:

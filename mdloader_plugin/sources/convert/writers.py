@@ -73,12 +73,9 @@ def claim_order(todo: list[int], runs: list[tuple[int, int]]) -> list[int]:
         return list(todo)
     starts = np.array([a for a, _ in runs])
     lengths = np.array([b - a for a, b in runs], dtype=np.float64)
-
-    def key(i):
-        w = int(np.searchsorted(starts, i, side="right")) - 1
-        return ((i - starts[w]) / lengths[w], w)
-
-    return sorted(todo, key=key)
+    idx = np.asarray(todo, dtype=np.int64)
+    w = np.searchsorted(starts, idx, side="right") - 1
+    return idx[np.lexsort((w, (idx - starts[w]) / lengths[w]))].tolist()
 
 
 def sub_file(work: str, w: int) -> str:

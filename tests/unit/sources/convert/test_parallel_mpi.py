@@ -92,3 +92,8 @@ def test_truncated_shard_exit_2_on_every_rank(shards, tmp_path, writers):
     out.mkdir()
     r = mdloader(2, ["convert", str(src), "--out", str(out), *OPTS], timeout=300)
     assert r.returncode == 2 and r.stderr.count("exists: pass --overwrite") == 1, r.stderr
+    if writers > 1:  # more writers than ranks: one line, said once
+        r = mdloader(2, ["convert", str(src), "--out", str(tmp_path / "c.bp"), "--writers",
+                         "3", *OPTS], timeout=300)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.count("--writers 3 needs at least 3 ranks (this run has 2)") == 1
