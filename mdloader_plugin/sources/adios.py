@@ -206,6 +206,8 @@ class GraphFile:
         faulthandler.dump_traceback_later(_read_timeout(), exit=True)
         try:
             arr = np.asarray(self._r.read(name, start, count))
+        except DataError:  # a joined data set's file: its own line
+            raise
         except Exception as exc:  # adios2 raises RuntimeError/ValueError with multi-line text
             raise DataError(f"{self.path}: reading {name!r} (start {start}, count {count}) "
                             f"failed: {_first_line(exc)}; the file is truncated or "

@@ -116,7 +116,10 @@ def finish(comm, work: str, out: str, assembler, run: tuple[int, int] | None, nr
         for w, name in enumerate(names):
             os.replace(sub_file(work, w), os.path.join(folder, name))
         labels = list(mine_[0][0])
-        write_manifest(folder, names, {lab: [c[0][lab] for c in mine_] for lab in labels})
+        counts = write_manifest(folder, names)
+        if counts != {lab: sum(c[0][lab] for c in mine_) for lab in labels}:
+            raise DataError(f"{out}: the files hold {counts} graphs, not what the writers "
+                            "wrote; convert it again")
         if os.path.exists(out):
             if not overwrite:
                 raise DataError(f"{out} appeared while converting; pass --overwrite to replace it")

@@ -49,8 +49,8 @@ def joined(tmp_path, folders, sizes, writers: int, agree: bool = True) -> str:
             asms[-1].add(f)
     shapes = agree_shapes([a.shapes_seen() for a in asms], VDIMS, str(out)) if agree else None
     counts = [a.close(shapes) for a in asms]
-    write_manifest(str(out), [f"sub-{w:04d}.bp" for w in range(len(runs))],
-                   {lab: [c[lab] for c in counts] for lab in LABELS})
+    got = write_manifest(str(out), [f"sub-{w:04d}.bp" for w in range(len(runs))])
+    assert got == {lab: sum(c[lab] for c in counts) for lab in LABELS}
     return str(out)
 
 
@@ -75,14 +75,27 @@ def test_writers_files_read_as_the_one_file(tmp_path, writers):
                     assert (x.local_offsets[key] == y.local_offsets[key]).all()
 
 
-def test_writers_that_do_not_agree_on_a_varying_dimension_are_refused_when_read(tmp_path):
+def test_writers_that_do_not_agree_on_a_varying_dimension_are_refused(tmp_path):
     """``wide`` varies (in dimension 1) only in the last third of the graphs: a writer of the
     first two thirds alone would store it along dimension 0, so the writers must agree."""
     items = graphs(40)
     folders = spool(tmp_path, items, 4)
-    out = joined(tmp_path, folders, [4] * 10, 2, agree=False)
-    with pytest.raises(DataError, match="varies along dimensions .* mixed: convert it again"):
-        GraphFile(out)
+    with pytest.raises(DataError, match="varies along dimensions .* writers did not agree"):
+        joined(tmp_path, folders, [4] * 10, 2, agree=False)
+
+
+def test_files_are_opened_when_a_read_needs_them(tmp_path):
+    """A rank reading its block opens the files the block spans (and the first, for the
+    attributes), not every file."""
+    folders = spool(tmp_path, graphs(40), 2)
+    out = joined(tmp_path, folders, [2] * 20, 5)
+    with GraphFile(out) as f:
+        assert f.info("trainset").ndata == 30  # the attributes: the first file's
+        assert sorted(f._r.readers) == [0]
+        f.read_block("trainset", 28, 30)
+        assert sorted(f._r.readers) == [0, 4]
+        f.read_block("trainset", 0, 30)
+        assert sorted(f._r.readers) == [0, 1, 2, 3, 4]
 
 
 def test_a_missing_or_mixed_file_is_one_line(tmp_path):
@@ -90,15 +103,15 @@ def test_a_missing_or_mixed_file_is_one_line(tmp_path):
     out = joined(tmp_path, folders, [4] * 6, 3)
     shutil.move(os.path.join(out, "sub-0001.bp"), tmp_path / "away.bp")
     with pytest.raises(DataError, match=r"sub-0001.bp: missing \(listed in mdloader-joined"):
-        GraphFile(out)
+        GraphFile(out).read_block("trainset", 0, 18)
     shutil.move(tmp_path / "away.bp", os.path.join(out, "sub-0001.bp"))
     with open(os.path.join(out, MANIFEST)) as f:
         m = json.load(f)
-    m["counts"]["trainset"][1] += 1  # a file of another conversion
+    m["variables"]["trainset/pos"]["extents"][1] += 1  # a file of another conversion
     with open(os.path.join(out, MANIFEST), "w") as f:
         json.dump(m, f)
-    with pytest.raises(DataError, match="trainset holds .* graphs a file but mdloader-joined"):
-        GraphFile(out)
+    with pytest.raises(DataError, match="sub-0001.bp: trainset/pos is not the one mdloader-j"):
+        GraphFile(out).read_block("trainset", 0, 18)
     with open(os.path.join(out, MANIFEST), "w") as f:
         f.write("{")
     with pytest.raises(DataError, match="mdloader-joined.json: unreadable"):
