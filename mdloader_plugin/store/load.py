@@ -254,13 +254,16 @@ def check_same_data(world, paths, label: str | None = None) -> None:
 
 
 def file_identity(item) -> str:
-    """``/abs/path (N bytes)``; a folder (an ADIOS2 ``.bp``) counts its files' bytes."""
+    """``/abs/path (N bytes)``; a folder (an ADIOS2 ``.bp``) counts its files' bytes, a joined
+    data set's (:mod:`..sources.joined`) those of its files' folders too."""
     if not isinstance(item, (str, os.PathLike)):
         return str(item)
     p = os.path.abspath(os.fspath(item))
     try:
         if os.path.isdir(p):
-            size = sum(e.stat().st_size for e in os.scandir(p) if e.is_file())
+            size = sum(e.stat().st_size if e.is_file() else sum(
+                f.stat().st_size for f in os.scandir(e.path) if f.is_file())
+                for e in os.scandir(p) if e.is_file() or e.is_dir())
         else:
             size = os.stat(p).st_size
     except OSError:
