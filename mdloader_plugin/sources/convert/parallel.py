@@ -11,7 +11,9 @@ order, to one file (:class:`..assemble.PartAssembler`: each array written in blo
 no finished part waits; at the end it writes what is left, renames the file to ``OUT`` and
 removes the parts folder. So the output holds the same arrays, in the same order, with the same
 splits, as one process converting every structure in source order, no two processes ever write
-one file, and the one writer works while the others convert rather than after them.
+one file, and the one writer works while the others convert rather than after them. With
+``writers`` > 1, W ranks do what rank 0 does here, each for its run of parts and its own file
+(:mod:`.writers`).
 
 Resume: the plan (inputs, their sizes and modification times, every option, the parts) is saved
 as ``OUT.parts/plan.json``; a run that finds the same plan keeps the finished parts and converts

@@ -2,9 +2,10 @@
 consecutive parts into a file of their own, side by side, and the output is the folder of those
 files read as one data set (:mod:`..joined`).
 
-Why: one writer moves every byte of the output through one rank. Measured (bench/convert/rate.py)
-it keeps up with about 19 converting ranks of OC20-like structures; past that the rate is the
-writer's. With W writers each writes 1/W of the bytes, in parallel.
+Why: one writer moves every byte of the output through one rank, and keeps up with a few tens of
+converting ranks of OC20-like structures (``bench/convert/rate.py``; the figure is in
+docs/own-data.md); past that the rate is the writer's. With W writers each writes 1/W of the
+bytes, in parallel.
 
 Rules (all computed from the plan, the same on every rank): the parts are cut into W runs of
 about equal structures (:func:`groups`); writer ``w`` is rank ``w * P // W`` (spread over the
