@@ -142,3 +142,22 @@ def test_runs_share_the_structures_and_are_claimed_at_one_pace():
     assert firsts == [a for a, _ in runs]  # every writer's first part is claimed first
     assert [wr.writer_rank(w, 8, 3) for w in range(3)] == [0, 2, 5]
     assert [wr.mine(r, 8, runs) for r in range(8)] == [0, None, 1, None, None, 2, None, None]
+
+
+def test_hydragnns_per_graph_reader_reads_the_joined_set_as_the_one_file(tmp_path):
+    """``loader: hydragnn`` (HydraGNN's per-graph box reads, the drop-in's dataset): graph by
+    graph, the same arrays from the joined data set as from the one file."""
+    from mdloader_plugin.integrations.hydragnn.baseline import AdiosGraphDataset
+
+    items = graphs(30)
+    folders = spool(tmp_path, items, 3)
+    assemble(str(tmp_path / "one.bp"), folders, {"dataset_name": "t"}, VDIMS, LABELS)
+    out = joined(tmp_path, folders, [3] * 10, 4)
+    for label in ("trainset", "valset"):
+        a = AdiosGraphDataset(str(tmp_path / "one.bp"), label, dict)
+        b = AdiosGraphDataset(out, label, dict)
+        assert len(a) == len(b) > 0
+        for i in range(len(a)):
+            x, y = a[i], b[i]
+            assert x.keys() == y.keys()
+            assert all(x[k].tobytes() == y[k].tobytes() for k in x)
