@@ -38,7 +38,7 @@ def check(writers: int, ranks: int, jobs: int) -> None:
                           "--jobs one process writes")
     if writers > ranks:
         raise ConfigError(f"--writers {writers} needs at least {writers} ranks (this run has "
-                          f"{ranks}); use at most one writer a rank, about one a node")
+                          f"{ranks}); use at most one writer a rank, about one for every 16")
 
 
 def groups(parts: list[dict], writers: int) -> list[tuple[int, int]]:
