@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from bench.convert.rate import FIGURES_CONVERT
+from bench.convert.sections import FIGURES_CONVERT
 from bench.ddstore.figures import FIGURES_DDSTORE954
 from bench.estimator import figures as estimator
 from bench.estimator.rank_cost_figures import FIGURES_RANK_COST

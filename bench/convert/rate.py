@@ -1,8 +1,13 @@
 """Conversion rate against ranks: ``mdloader convert`` of an OC20-like folder of ``.aselmdb``
 shards (periodic Cu slabs of 81 atoms with an adsorbate, energy and forces; radius graph 6 A, at
-most 50 neighbours) on 1, 2 and 4 MPI ranks, structures/s from the first barrier to the output
-file renamed into place (Python start-up excluded), best of `--repeats` interleaved rounds, with
-the time in each phase (count and plan; parts; rank 0 assembling the file).
+most 50 neighbours) on 1, 2, 4 and 8 MPI ranks with 1, 2 and 4 writers (``--writers``), for
+two sets (2,048 structures, and 512 held apart: the set developed on), structures/s from the
+first barrier to the output renamed into place (Python start-up excluded), best of `--repeats`
+interleaved rounds, with the time in each phase (count and plan; parts; the writers' tail),
+each rank's CPU and structures, and the writer timed alone on the one-rank run's parts.
+Speed-ups: wall clock, CPU-bound (one-rank CPU over the busiest rank's) and work-bound (the
+busiest rank's work at one-rank costs: what free cores give); the 64-core estimate from the
+one-rank costs (:func:`expected`).
 
     python -m bench.convert.rate            # -> bench/results/convert_rate.json
     python -m bench.report                  # RESULTS.md section "Conversion rate"
@@ -86,7 +91,7 @@ def worker(a) -> None:
     parallel.run_parts = timed("parts", parallel.run_parts)
     parallel.finish = timed("assemble", parallel.finish)
     writers.finish = timed("assemble", writers.finish)
-    asm_cpu, parts_done = [0.0], [0]
+    asm_cpu, parts_done, done = [0.0], [0], [0]
 
     def on_cpu(fn, acc):  # rank 0's assembler CPU time, wherever it runs (pipelined or tail)
         def run(*args, **kw):
@@ -103,6 +108,7 @@ def worker(a) -> None:
 
     def counted(self, *args, **kw):
         parts_done[0] += 1
+        done[0] += sum(self.counts.values())
         return save(self, *args, **kw)
 
     writer.GraphWriter.save_part = counted
@@ -117,6 +123,7 @@ def worker(a) -> None:
     cpu = comm.gather(round(time.process_time() - c0, 3), root=0)
     asm_all = comm.gather(round(asm_cpu[0], 3), root=0)
     parts = comm.gather(parts_done[0], root=0)
+    structures = comm.gather(done[0], root=0)
     comm.Barrier()
     dt = time.perf_counter() - t0
     if comm.rank == 0:
@@ -133,7 +140,8 @@ def worker(a) -> None:
                "out_bytes": nbytes,
                "writer_mb_per_cpu_s": round(nbytes / 1e6 / max(sum(asm_all), 1e-9), 1),
                "assembler_cpu_s": asm_all,
-               "parts_per_rank": parts, "load1_start": load1,
+               "parts_per_rank": parts, "structures_per_rank": structures,
+               "load1_start": load1,
                "load1_end": round(os.getloadavg()[0], 2),
                "cpu_ms_per_structure": [round(1e3 * c / n, 3) for c in cpu]}
         if alone:
@@ -171,6 +179,7 @@ def summarise(rows: list[dict], cores: int) -> list[dict]:
             best[k] = r
     one = best[(1, 1)]["rate"]
     cpu1 = min(sum(x["cpu_s"]) for x in rows if x["ranks"] == 1)
+    work = _work_model(best[(1, 1)])
     out = []
     for (p, w), r in sorted(best.items()):
         speed = r["rate"] / one
@@ -180,11 +189,37 @@ def summarise(rows: list[dict], cores: int) -> list[dict]:
                     "cpu_total_s": round(sum(cpu), 2), "cpu_max_rank_s": max(cpu),
                     "cpu_ms_per_structure_all": round(1e3 * sum(cpu) / r["structures"], 3),
                     "cpu_bound_speedup": round(cpu1 / max(cpu), 2),
+                    "work_bound_speedup": work(r),
                     "per_core_efficiency": round(speed / min(p, cores), 2),
                     "target_met": speed >= TARGET * p,
                     "rounds": [x["rate"] for x in rows
                                if (x["ranks"], x.get("writers", 1)) == (p, w)]})
     return out
+
+
+def _work_model(one: dict):
+    """The speed-up P free cores give by the work each rank did in a run (its structures, at
+    the one-rank CPU a structure; a writer's share of the writer timed alone; rank 0's
+    planning), not by its CPU time: with more ranks than cores every rank's CPU a structure
+    grows (shared caches, time slices), which free cores would not show."""
+    from mdloader_plugin.sources.convert.writers import writer_rank
+
+    plan = one["rank0_cpu_s"]["count_plan"]
+    in_run = one["rank0_cpu_s"].get("assembler", 0.0)
+    asm = one.get("writer_alone_cpu_s", in_run)
+    per = (one["cpu_s"][0] - plan - in_run) / one["structures"]
+
+    def speedup(r: dict):
+        done = r.get("structures_per_rank")
+        if not done:
+            return None
+        p, w = r["ranks"], r.get("writers", 1)
+        writers = {writer_rank(k, p, w) for k in range(w)}
+        busiest = max(n * per + (asm / w if i in writers else 0.0) + (plan if i == 0 else 0.0)
+                      for i, n in enumerate(done))
+        return round((plan + per * r["structures"] + asm) / busiest, 2)
+
+    return speedup
 
 
 def expected(summary: list[dict], ranks: int = 64, writers: tuple[int, ...] = (1, 4, 8)) -> dict:
@@ -237,8 +272,8 @@ def main() -> int:
     p.add_argument("--shards", type=int, default=32)
     p.add_argument("--held-out", default="512:16", metavar="STRUCTURES:SHARDS",
                    help="a second set, reported apart (the one this was developed on)")
-    p.add_argument("--ranks", default="1,2,4")
-    p.add_argument("--writers", default="1,2",
+    p.add_argument("--ranks", default="1,2,4,8")
+    p.add_argument("--writers", default="1,2,4",
                    help="writer counts to run at each rank count (at most one a rank)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--out", default=str(HERE / "results" / "convert_rate.json"))
@@ -288,129 +323,9 @@ def main() -> int:
     for r in summary + held_rows:
         print(f"{r['ranks']} ranks, {r.get('writers', 1)} writers: {r['rate']:.0f} "
               f"structures/s, x{r['speedup']} (per core {r['per_core_efficiency']}; "
-              f"CPU-bound x{r['cpu_bound_speedup']})")
+              f"CPU-bound x{r['cpu_bound_speedup']}, work-bound x{r['work_bound_speedup']})")
     print(f"wrote {a.out}")
     return 0
-
-
-# -- RESULTS.md section and the figures the docs quote --------------------------------------------
-def section(d: dict) -> list[str]:
-    res = d["convert_rate.json"]
-    m, par = res["machine"], res["parameters"]
-    lines = [f"OC20-like structures ({par['atoms']} atoms, periodic, radius graph "
-             f"{par['radius']:g} A, <= {par['max_neighbours']} neighbours) in `.aselmdb` shards, "
-             f"converted by `mdloader convert` with 1 writer (one file) or 2 (`--writers 2`, "
-             f"two files read as one) on `{m['host']}` ({m['cpu']}, {m['cores']} cores shared "
-             f"with other jobs; load average {m['loadavg_start'][0]} at start, "
-             f"{m['loadavg_end'][0]} at end), {m['mpi']}; best of {par['repeats']} interleaved "
-             "rounds. Two sets: the one developed on (512 structures, 16 shards: parts of 8 "
-             "structures on 4 ranks) and a larger one held out "
-             f"({par['structures']:,} structures, {par['shards']} shards)."]
-    held = res.get("held_out") or {}
-    for title, rows, e in ((f"{par['structures']:,} structures (held out)", res["rows"],
-                            res["expected"]),
-                           (f"{held.get('structures', 0):,} structures (developed on)",
-                            held.get("rows") or [], held.get("expected"))):
-        if rows:
-            lines += ["", f"**{title}**", ""] + _table(rows) + ["", _expected_text(e)]
-    lines += ["", "Writers assemble their files while the other ranks convert (the parts "
-              "column: what rank 0 converted itself); \"assemble tail\" is what is left after "
-              "the last part. CPU-bound speedup: the one-rank CPU time over the busiest rank's, "
-              "what P free cores would give (the wall-clock columns share 2 cores with other "
-              "jobs, so 4 ranks cannot pass 2x; waiting ranks sleep, so CPU time is work)."]
-    return lines
-
-
-def _table(rows: list[dict]) -> list[str]:
-    lines = ["| ranks | writers | load (1 min) | structures/s | speedup | efficiency "
-             "(speedup/P) | per core (speedup/min(P, cores)) | >= 0.8 P | count+plan s | "
-             "parts s | assemble tail s | CPU s, all ranks | CPU ms a structure, all ranks | "
-             "CPU s, busiest rank | CPU-bound speedup | parts rank 0 / all |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        ph = r["phases_s"]
-        pr = r.get("parts_per_rank") or [0]
-        lines.append(f"| {r['ranks']} | {r.get('writers', 1)} | {r.get('load1_start', '?')} | "
-                     f"{r['rate']:.0f} | {r['speedup']:.2f}x | {r['efficiency']:.2f} | "
-                     f"{r['per_core_efficiency']:.2f} | {'yes' if r['target_met'] else 'no'} | "
-                     f"{ph['count_plan']:.2f} | {ph['parts']:.2f} | {ph['assemble']:.2f} | "
-                     f"{r['cpu_total_s']:.1f} | {r.get('cpu_ms_per_structure_all', 0):.2f} | "
-                     f"{r['cpu_max_rank_s']:.1f} | {r['cpu_bound_speedup']:.2f}x | "
-                     f"{pr[0]} / {sum(pr)} |")
-    return lines
-
-
-def _expected_text(e: dict) -> str:
-    w = e.get("writers", {})
-    per_w = "; ".join(f"{k} writer{'s' * (k != '1')}: {v['speedup']}x (efficiency "
-                      f"{v['efficiency']:.2f}, writer-bound from about "
-                      f"{v['ranks_until_writer_bound']} ranks)" for k, v in w.items())
-    return (f"Expected on a {e['ranks']}-core node from the one-rank CPU times: counting and "
-            f"planning {e.get('plan_share_at_1', 0) * 100:.1f}% (a fixed cost), the writer "
-            f"{e.get('assembler_share_at_1', 0) * 100:.1f}% (timed alone: "
-            f"{e.get('writer_alone_cpu_s', 0):.3f} s of CPU, "
-            f"{e.get('writer_mb_per_cpu_s') or 0:.0f} MB/s). Time = plan + max(writer / W, "
-            f"(conversion + writer) / P): {per_w}. Amdahl's law with one writer counted as "
-            f"serial: {e.get('amdahl_speedup', e['speedup'])}x. With planning fixed, 0.8 P at "
-            f"{e['ranks']} ranks needs about {e.get('structures_for_target', 0):,} structures "
-            "or more (conversion-bound).")
-
-
-def _rows(writers: int = 1) -> dict:
-    """The rows of `writers` writers by their rank count."""
-    return {r["ranks"]: r for r in json.loads(
-        (HERE / "results" / "convert_rate.json").read_text())["rows"]
-        if r.get("writers", 1) == writers}
-
-
-def _held(writers: int = 1) -> dict:
-    """The held-out set's rows of `writers` writers by their rank count."""
-    return {r["ranks"]: r for r in _res()["held_out"]["rows"] if r.get("writers", 1) == writers}
-
-
-def _cpu_ms_range() -> tuple[float, float]:
-    """The lowest and highest CPU a structure, all ranks together, over both sets' rows."""
-    ms = [r["cpu_ms_per_structure_all"] for r in _res()["rows"] + _res()["held_out"]["rows"]]
-    return min(ms), max(ms)
-
-
-def _res() -> dict:
-    return json.loads((HERE / "results" / "convert_rate.json").read_text())
-
-
-FIGURES_CONVERT = {
-    "convert.rate1": lambda: f"{_rows()[1]['rate']:.0f}",
-    "convert.rate2": lambda: f"{_rows()[2]['rate']:.0f}",
-    "convert.rate4": lambda: f"{_rows()[4]['rate']:.0f}",
-    "convert.speedup2": lambda: f"{_rows()[2]['speedup']:.2f}x",
-    "convert.speedup4": lambda: f"{_rows()[4]['speedup']:.2f}x",
-    "convert.percore4": lambda: f"{_rows()[4]['per_core_efficiency']:.2f}",
-    "convert.cpu2": lambda: f"{_rows()[2]['cpu_bound_speedup']:.2f}x",
-    "convert.cpu4": lambda: f"{_rows()[4]['cpu_bound_speedup']:.2f}x",
-    "convert.cpu_total4": lambda: f"{_rows()[4]['cpu_total_s'] / _rows()[1]['cpu_total_s']:.2f}",
-    "convert.expected64": lambda: f"{_res()['expected']['speedup']}x",
-    "convert.serial_share": lambda: f"{_res()['expected']['serial_share_at_1'] * 100:.1f}%",
-    "convert.amdahl64": lambda: f"{_res()['expected']['amdahl_speedup']}x",
-    "convert.writer_bound": lambda: str(_res()['expected']['ranks_until_writer_bound']),
-    "convert.cpu_ms1": lambda: f"{_res()['expected']['cpu_ms_per_structure_1']:.1f}",
-    "convert.cpu_ms_all2": lambda: f"{_rows()[2]['cpu_ms_per_structure_all']:.1f}",
-    "convert.cpu_ms_all4": lambda: f"{_rows()[4]['cpu_ms_per_structure_all']:.1f}",
-    "convert.w2.rate4": lambda: f"{_rows(2)[4]['rate']:.0f}",
-    "convert.w2.cpu4": lambda: f"{_rows(2)[4]['cpu_bound_speedup']:.2f}x",
-    "convert.w2.cpu2": lambda: f"{_rows(2)[2]['cpu_bound_speedup']:.2f}x",
-    "convert.w4.expected64": lambda: f"{_res()['expected']['writers']['4']['speedup']}x",
-    "convert.w4.efficiency64": lambda: f"{_res()['expected']['writers']['4']['efficiency']:.2f}",
-    "convert.w4.writer_bound": lambda: str(
-        _res()['expected']['writers']['4']['ranks_until_writer_bound']),
-    "convert.plan_share": lambda: f"{_res()['expected']['plan_share_at_1'] * 100:.1f}%",
-    "convert.structures": lambda: f"{_res()['parameters']['structures']:,}",
-    "convert.small.cpu4": lambda: f"{_held()[4]['cpu_bound_speedup']:.2f}x",
-    "convert.structures_for_target": lambda: f"{_res()['expected']['structures_for_target']:,}",
-    "convert.plan_ms": lambda: f"{_rows()[1]['rank0_cpu_s']['count_plan'] * 1e3:.0f}",
-    "convert.cpu_ms_range": lambda: "{:.1f}-{:.1f}".format(*_cpu_ms_range()),
-    "convert.date": lambda: _res()["date"],
-    "convert.load": lambda: str(_res()["machine"]["loadavg_start"][0]),
-}
 
 
 if __name__ == "__main__":
