@@ -145,7 +145,8 @@ class JoinedReader:
             self.counts = {lab: [int(n) for n in ns] for lab, ns in m["counts"].items()}
             self.vars, self.attrs = dict(m["variables"]), dict(m["attributes"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise DataError(f"{manifest}: unreadable ({exc}); convert the data set again") \
+            why = f"no {exc} entry" if isinstance(exc, KeyError) else str(exc)
+            raise DataError(f"{manifest}: unreadable ({why}); convert the data set again") \
                 from None
         self.readers: dict[int, object] = {}
         keep = ("joined", "extents", "file")
