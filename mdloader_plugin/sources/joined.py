@@ -180,7 +180,7 @@ class JoinedReader:
         if d is None:
             return np.asarray(self._open(v["file"]).read(name, start, count))
         ends = np.cumsum(v["extents"]).tolist()
-        lo, hi, pieces = start[d], start[d] + count[d], []
+        lo, hi, out = start[d], start[d] + count[d], None
         for i, (e, n) in enumerate(zip(ends, v["extents"])):
             a, b = max(lo, e - n), min(hi, e)
             if b <= a:
@@ -189,13 +189,19 @@ class JoinedReader:
             s[d], c[d] = a - (e - n), b - a
             piece = np.asarray(self._open(i).read(name, s, c)).reshape(c)
             if name.endswith(OFFSET):  # where file i's part of the key starts when joined
-                piece = piece + sum(self.vars[name[:-len(OFFSET)]]["extents"][:i])
-            pieces.append(piece)
-        if not pieces:
+                piece += sum(self.vars[name[:-len(OFFSET)]]["extents"][:i])
+            if (a, b) == (lo, hi):  # within one file: as read, no copy
+                return piece
+            if out is None:  # the box, filled file by file (peak: the box and one piece)
+                out = np.empty(count, dtype=piece.dtype)
+            box = [slice(None)] * len(count)
+            box[d] = slice(a - lo, b - lo)
+            out[tuple(box)] = piece
+        if out is None:
             t = v["Type"]
             return np.zeros(count, dtype={"float": "float32", "double": "float64",
                                           "char": "int8"}.get(t, t.replace("_t", "")))
-        return np.concatenate(pieces, axis=d) if len(pieces) > 1 else pieces[0]
+        return out
 
     def close(self) -> None:
         for r in self.readers.values():
