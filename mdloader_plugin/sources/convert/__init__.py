@@ -117,14 +117,14 @@ def convert(path, out: str, *, kind: str | None = None,
 
     comm = comm if comm is not None else par.Serial()
 
-    def options():  # every rank's error, said once
+    def options_and_inputs():  # every rank's error, said once (one agreement for both)
         if jobs > 1 and comm.size > 1:
             raise ConfigError("--jobs is for one process without MPI; under mpiexec the ranks "
                               "share the work")
         wr.check(writers, comm.size, jobs)
+        return _inputs(path, kind, split)
 
-    par._guard(comm, options)
-    inputs = par._guard(comm, _inputs, path, kind, split)
+    inputs = par._guard(comm, options_and_inputs)
     if os.path.exists(out) and not overwrite:
         par.agree(comm, DataError(f"{out} exists: pass --overwrite to replace it, or choose "
                                   "another --out"))

@@ -126,8 +126,7 @@ def finish(comm, work: str, out: str, assembler, run: tuple[int, int] | None, nr
                 raise DataError(f"{out} appeared while converting; pass --overwrite to replace it")
             shutil.rmtree(out) if os.path.isdir(out) else os.remove(out)
         os.replace(folder, out)
-        dropped = sorted({f for c in mine_ for f in c[1]})
-        return {lab: sum(c[0][lab] for c in mine_) for lab in labels}, dropped
+        return counts, sorted({f for c in mine_ for f in c[1]})
 
     result = guard(comm, join) if comm.rank == 0 else guard(comm, lambda: None)
     return comm.bcast(result, root=0)
