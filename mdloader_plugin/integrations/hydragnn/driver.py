@@ -128,19 +128,21 @@ def _to_sample(cfg: dict, dtype=None):
         return schema.NamedSample(cfg["Variables"],
                                   np.float64 if dtype == torch.float64 else np.float32)
     voi = cfg["NeuralNetwork"]["Variables_of_interest"]
-    ymm = graphs.y_minmax(cfg["Dataset"]["path"]) if cfg["Dataset"].get("normalize_y") else None
+    train_path = graphs.split_path(cfg["Dataset"]["path"], loaders.LABELS[0])
+    ymm = graphs.y_minmax(train_path) if cfg["Dataset"].get("normalize_y") else None
     return graphs.make_to_sample(voi.get("input_node_features"), ymm,
                                  graphs.heads_from_config(cfg),
                                  np.float64 if dtype == torch.float64 else np.float32)
 
 
 def _config_views(cfg: dict, comm, to_sample) -> list[graphs.ConfigView]:
-    stats = graphs.arch_stats(cfg["NeuralNetwork"]["Architecture"]["mpnn_type"],
-                              cfg["Dataset"]["path"], comm, loaders.LABELS[0])
+    paths = [graphs.split_path(cfg["Dataset"]["path"], label) for label in loaders.LABELS]
+    stats = graphs.arch_stats(cfg["NeuralNetwork"]["Architecture"]["mpnn_type"], paths[0], comm,
+                              loaders.LABELS[0])
     views = []
-    for i, label in enumerate(loaders.LABELS):
-        sample0, n = graphs.first_sample(cfg["Dataset"]["path"], label, to_sample)
-        views.append(graphs.ConfigView(cfg["Dataset"]["path"], label, sample0, n,
+    for i, (path, label) in enumerate(zip(paths, loaders.LABELS)):
+        sample0, n = graphs.first_sample(path, label, to_sample)
+        views.append(graphs.ConfigView(path, label, sample0, n,
                                        **(stats if i == 0 else {})))
     return views
 
