@@ -57,6 +57,10 @@ def register(sub) -> None:
                    help="cutoff in A for graphs without edge_index; 0 = no edges (default: 6)")
     p.add_argument("--max-neighbours", type=int, default=50,
                    help="keep at most K nearest neighbours per atom; 0 = no limit (default: 50)")
+    p.add_argument("--neighbour-overflow", choices=("truncate", "error"), default="truncate",
+                   help="an atom with more than --max-neighbours neighbours within --radius: "
+                        "truncate keeps its nearest (the neighbours left out are counted and "
+                        "reported at the end), error refuses the structure (default: truncate)")
     p.add_argument("--float64", action="store_true",
                    help="keep float64 values (default: store floats as float32)")
     p.add_argument("--x", default="", metavar="KEY[,KEY...]",
@@ -122,6 +126,7 @@ def run(args) -> int:
     try:
         counts = convert.convert(src, args.out, kind=args.kind, split=split, seed=args.seed,
                                  radius=args.radius, max_neighbours=args.max_neighbours or None,
+                                 neighbour_overflow=args.neighbour_overflow,
                                  float64=args.float64, progress=progress, x=x, y=y, comm=comm,
                                  overwrite=args.overwrite, part_size=args.part_size,
                                  jobs=args.jobs, writers=args.writers)

@@ -329,7 +329,7 @@ def finish(comm, work: str, out: str, assembler, nparts: int, overwrite: bool) -
     """Rank 0 adds the parts `assembler` has not taken yet, ends the file (written under a
     temporary name) and renames it to `out`; then the ranks remove `work` (each the parts
     ``rank, rank + size, ...``, so removing them is not one rank's tail).
-    Every rank gets ``(counts, dropped fields)``."""
+    Every rank gets ``(counts, notes)`` (the assembler's: what the parts left out)."""
     def write_out():
         try:
             while assembler.parts < nparts:
@@ -343,7 +343,7 @@ def finish(comm, work: str, out: str, assembler, nparts: int, overwrite: bool) -
                 raise DataError(f"{out} appeared while converting; pass --overwrite to replace it")
             shutil.rmtree(out) if os.path.isdir(out) else os.remove(out)
         os.replace(assembler.path, out)
-        return counts, sorted(assembler.dropped)
+        return counts, assembler.notes()
 
     result = _guard(comm, write_out) if comm.rank == 0 else _guard(comm, lambda: None)
     result = comm.bcast(result, root=0)

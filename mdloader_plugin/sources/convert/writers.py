@@ -88,7 +88,8 @@ def finish(comm, work: str, out: str, assembler, run: tuple[int, int] | None, nr
            vdims: dict, overwrite: bool, part_dir, guard) -> tuple:
     """Each writer adds the rest of its run; the writers agree on the keys' shapes and close
     their files; rank 0 moves them into `out` (written as ``OUT.parts/joined`` and renamed) with
-    the manifest. Every rank gets ``(counts, dropped fields)``."""
+    the manifest. Every rank gets ``(counts, notes)`` (what the parts left out, over all the
+    writers)."""
     def add_rest():
         if assembler is None:
             return None
@@ -104,7 +105,7 @@ def finish(comm, work: str, out: str, assembler, run: tuple[int, int] | None, nr
     def close():
         if assembler is None:
             return None
-        return assembler.close(shapes), sorted(assembler.dropped)
+        return assembler.close(shapes), assembler.notes()
 
     closed = comm.gather(_or_discard(guard, comm, close, assembler), root=0)
 
@@ -126,7 +127,8 @@ def finish(comm, work: str, out: str, assembler, run: tuple[int, int] | None, nr
                 raise DataError(f"{out} appeared while converting; pass --overwrite to replace it")
             shutil.rmtree(out) if os.path.isdir(out) else os.remove(out)
         os.replace(folder, out)
-        return counts, sorted({f for c in mine_ for f in c[1]})
+        return counts, {"dropped": sorted({f for c in mine_ for f in c[1]["dropped"]}),
+                        "cut": [sum(c[1]["cut"][i] for c in mine_) for i in (0, 1)]}
 
     result = guard(comm, join) if comm.rank == 0 else guard(comm, lambda: None)
     return comm.bcast(result, root=0)
