@@ -68,7 +68,8 @@ def node_budget(cfg: dict, world, label: str):
     def plan():
         import numpy as np
 
-        costs = np.fromiter(node_counts(split_path(cfg["Dataset"]["path"], label), label), dtype=np.int64)
+        path = split_path(cfg["Dataset"]["path"], label)
+        costs = np.fromiter(node_counts(path, label), dtype=np.int64)
         return from_batching(batching, costs, 1 if world is None else world.size,
                              names=lambda i: f"graph {i} of {label}")
 
