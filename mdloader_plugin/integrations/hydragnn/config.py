@@ -21,9 +21,9 @@ HydraGNN, which also writes ``logs/`` there), HydraGNN's own mapping of one file
 (``{train: a.bp, validate: b.bp, test: c.bp}``: each file read at its split's label, ``trainset``,
 ``valset`` or ``testset``; ``{total: x.bp}`` is the one file), or a list of files, each a named
 data set (``[{name: mols, path: a.bp, weight: 0.7}, {name: bulk, path: b.bp, weight: 0.3}]``;
-``NAME=PATH`` strings work too; the name defaults to the file's ``dataset_name``): one store over all of them,
-every graph carrying its data set's id as ``data.dataset_name`` (``[1, 1]`` int64, HydraGNN 5.0's
-multibranch routing tensor). ``mdloader.sampling`` picks how they share an epoch
+``NAME=PATH`` strings work too; the name defaults to the file's ``dataset_name``): one store over
+all of them, every graph carrying its data set's id as ``data.dataset_name`` (``[1, 1]`` int64,
+HydraGNN 5.0's multibranch routing tensor). ``mdloader.sampling`` picks how they share an epoch
 (:mod:`mdloader_plugin.sampling.mixes`; default: the weights if given, else proportional to size).
 ``--set KEY=VALUE`` overrides any key by dotted path; VALUE is parsed as YAML (``3``, ``true``,
 ``[0, 1]``, ``collective``). Validation names the bad key and the valid choices in one line.
