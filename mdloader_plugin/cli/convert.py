@@ -32,7 +32,10 @@ Past about 16 ranks one writer limits the rate: --writers W (about one for every
 has W ranks write side by side, OUT then a folder of W files that MDLoader reads as one data
 set (the same graphs, byte for byte; HydraGNN's own AdiosDataset needs --writers 1).
 Without MPI, --jobs K runs K processes on this machine the same way. An interrupted run
-leaves OUT.parts/: the same command again converts only what is missing."""
+leaves OUT.parts/: the same command again converts only what is missing (parts of another
+MDLoader version are converted again). A second conversion into an OUT that one is writing
+stops with one line; a rank that dies ends the job with one line naming it
+(MDLOADER_CONVERT_TIMEOUT seconds of silence, default 600)."""
 
 
 def register(sub) -> None:
