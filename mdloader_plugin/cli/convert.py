@@ -32,7 +32,10 @@ Past about 16 ranks one writer limits the rate: --writers W (about one for every
 has W ranks write side by side, OUT then a folder of W files that MDLoader reads as one data
 set (the same graphs, byte for byte; HydraGNN's own AdiosDataset needs --writers 1).
 Without MPI, --jobs K runs K processes on this machine the same way. An interrupted run
-leaves OUT.parts/: the same command again converts only what is missing."""
+leaves OUT.parts/: the same command again converts only what is missing (parts of another
+MDLoader version are converted again). A second conversion into an OUT that one is writing
+stops with one line; a rank that dies ends the job with one line naming it
+(MDLOADER_CONVERT_TIMEOUT seconds of silence, default 600)."""
 
 
 def register(sub) -> None:
@@ -123,6 +126,7 @@ def run(args) -> int:
                         smoothing=0.1, mininterval=1.0))
         return bar[0].update
 
+    beat = _heartbeat(comm)
     try:
         counts = convert.convert(src, args.out, kind=args.kind, split=split, seed=args.seed,
                                  radius=args.radius, max_neighbours=args.max_neighbours or None,
@@ -130,9 +134,15 @@ def run(args) -> int:
                                  float64=args.float64, progress=progress, x=x, y=y, comm=comm,
                                  overwrite=args.overwrite, part_size=args.part_size,
                                  jobs=args.jobs, writers=args.writers)
+    except BaseException as exc:
+        if beat is not None:  # an agreed error is every rank's: they close together
+            beat.close() if getattr(exc, "agreed", False) else beat.leave()
+        raise
     finally:
         for b in bar:
             b.close()
+    if beat is not None:
+        beat.close()
     if world.Get_rank() != 0:
         return 0
     dt = time.perf_counter() - t0
@@ -147,6 +157,20 @@ def run(args) -> int:
     if x or y:
         _print_config(args.out, x, y)
     return 0
+
+
+def _heartbeat(comm):
+    """Every rank's heartbeat (:mod:`..mpi.heartbeat`): a rank that dies while the others wait
+    for its parts ends the job with one line naming it (None: one process, or no watch)."""
+    if comm is None:
+        return None
+    from ..mpi import heartbeat
+
+    name = "MDLOADER_CONVERT_TIMEOUT"
+    timeout = heartbeat.timeout_of(comm, name)
+    return heartbeat.start(comm, timeout, "aborting the conversion (the parts finished are "
+                           "kept: run the same command again to resume; raise "
+                           f"{name} if a rank can legitimately be stopped this long)")
 
 
 def _sources(items: list[str]):

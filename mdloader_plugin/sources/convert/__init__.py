@@ -27,11 +27,13 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from ...core import durable
 from ...core.errors import ConfigError, DataError
 from ..graph import nearest, radius_graph
 from ..assemble import PartAssembler
 from ..synth import split_counts
 from ..writer import GraphWriter
+from .lock import OutputLock
 
 LABELS = ("trainset", "valset", "testset")
 
@@ -163,96 +165,102 @@ def convert(path, out: str, *, kind: str | None = None,
                "y": list(y), "labels": [lab for lab, _, _ in inputs], "counts": totals}
     work = os.path.normpath(out) + ".parts"
     plan = {"fingerprint": par.fingerprint(streams, options), "parts": None}
-    todo = par.prepare(comm, work, plan,
-                       lambda: par.make_parts(streams, shard_counts, size), overwrite)
-    parts = plan["parts"]
-    labels_path = os.path.join(work, "labels.npy")
-    if inputs[0][0] is None and comm.rank == 0 and not os.path.exists(labels_path):
-        np.save(labels_path + ".tmp.npy", assign_labels(totals[0], split, seed))
-        os.replace(labels_path + ".tmp.npy", labels_path)
-    comm.Barrier()
-    lab_ids = np.load(labels_path, mmap_mode="r") if inputs[0][0] is None else None
-    label_of = [(lambda i: LABELS[lab_ids[i]]) if lab is None else (lambda i, _l=lab: _l)
-                for lab, _, _ in inputs]
-
-    def graphs(p, where_first=None):
-        src, mod = streams[p["stream"]]
-        it = iter(par.structures(mod, p))
-        for j in range(p["start"], p["stop"] + 1):
-            where = f"{p['shard']}: structure {j}"
-            try:
-                g = next(it)
-            except StopIteration:
-                if j < p["stop"]:
-                    raise DataError(f"{p['shard']}: yielded {j} structures but declares "
-                                    f"{p['stop']}") from None
-                return
-            except (DataError, ConfigError):
-                raise
-            except Exception as exc:  # noqa: BLE001 - a truncated or foreign file
-                raise DataError(f"{where}: cannot read it as {mod.NAME} ({type(exc).__name__}: "
-                                f"{exc}); is the file complete and of that format?") from None
-            if j == p["stop"]:
-                raise DataError(f"{p['shard']}: holds more structures than the {p['stop']} it "
-                                "declares")
-            try:
-                g, cut = finish_graph(g, radius, max_neighbours, float64, neighbour_overflow)
-            except DataError as exc:
-                raise DataError(f"{where}: {exc}") from None
-            if x or y:
-                g = hydragnn_columns(g, x, y, where, float64)
-            yield where, label_of[p["stream"]](p["first"] + j - p["start"]), g, cut
-
-    def first_schema():
-        return list(next(graphs(dict(parts[0], stop=parts[0]["start"] + 1)))[2])
-
-    schema = comm.bcast(par._guard(comm, first_schema) if comm.rank == 0
-                        else par._guard(comm, lambda: None), root=0)
-
-    def convert_part(p, folder):
-        dropped: set[str] = set()
-        cut = [0, 0]  # neighbours left out by --max-neighbours, and the structures they were in
-        w = GraphWriter(folder + ".out", labels=names, in_memory=True)
-        try:
-            for where, label, g, n in graphs(p):
-                cut[0], cut[1] = cut[0] + n, cut[1] + bool(n)
-                g = _conform(g, schema, dropped, where)
-                try:
-                    w.add(label, g)
-                except DataError as exc:
-                    raise DataError(f"{where}: {str(exc).split(': ', 1)[-1]}") from None
-            w.save_part(folder, {"dropped": sorted(dropped), "cut": cut,
-                                 "what": f"{p['shard']} structures {p['start']}-{p['stop'] - 1}"})
-        finally:
-            w.discard()
-
-    update, asm = None, None
-    runs = wr.groups(parts, writers)
-    me = wr.mine(comm.rank, comm.size, runs)
-    if comm.rank == 0 and progress is not None:
-        left = sum(parts[i]["stop"] - parts[i]["start"] for i in todo)
-        update = progress(total, total - left)
-    vdims = {"edge_index": 1, "x": 0, "y": 0}  # HydraGNN's layout, also when never varying
-    if me is not None:
-        tmp = os.path.join(work, "out.bp") if len(runs) == 1 else wr.sub_file(work, me)
-        shutil.rmtree(tmp, ignore_errors=True)
-        asm = PartAssembler(tmp, {"dataset_name": name}, vdims, names)
+    lock = OutputLock(work, out)  # rank 0 takes it in prepare (:mod:`.lock`)
     try:
-        par.run_parts(comm, work, plan, wr.claim_order(todo, runs), convert_part, update, asm,
-                      jobs=jobs, run=runs[me] if me is not None else None, writers=len(runs))
-    except BaseException:
-        if asm is not None:
-            asm.discard()
-        raise
-    if len(runs) == 1:
-        counts, notes = par.finish(comm, work, out, asm, len(parts), overwrite)
-    else:
-        counts, notes = wr.finish(comm, work, out, asm, runs[me] if me is not None else None,
-                                  len(runs), vdims, overwrite, par.part_dir, par._guard)
-        par.clean(comm, work, len(parts))
-    if comm.rank == 0:
-        _warn(path, notes, radius, max_neighbours)
-    return counts
+        todo = par.prepare(comm, work, plan,
+                           lambda: par.make_parts(streams, shard_counts, size), overwrite,
+                           lock)
+        parts = plan["parts"]
+        labels_path = os.path.join(work, "labels.npy")
+        if inputs[0][0] is None and comm.rank == 0 and not os.path.exists(labels_path):
+            np.save(labels_path + ".tmp.npy", assign_labels(totals[0], split, seed))
+            durable.replace(labels_path + ".tmp.npy", labels_path)
+        comm.Barrier()
+        lab_ids = np.load(labels_path, mmap_mode="r") if inputs[0][0] is None else None
+        label_of = [(lambda i: LABELS[lab_ids[i]]) if lab is None else (lambda i, _l=lab: _l)
+                    for lab, _, _ in inputs]
+
+        def graphs(p, where_first=None):
+            src, mod = streams[p["stream"]]
+            it = iter(par.structures(mod, p))
+            for j in range(p["start"], p["stop"] + 1):
+                where = f"{p['shard']}: structure {j}"
+                try:
+                    g = next(it)
+                except StopIteration:
+                    if j < p["stop"]:
+                        raise DataError(f"{p['shard']}: yielded {j} structures but declares "
+                                        f"{p['stop']}") from None
+                    return
+                except (DataError, ConfigError):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a truncated or foreign file
+                    raise DataError(f"{where}: cannot read it as {mod.NAME} ({type(exc).__name__}: "
+                                    f"{exc}); is the file complete and of that format?") from None
+                if j == p["stop"]:
+                    raise DataError(f"{p['shard']}: holds more structures than the {p['stop']} it "
+                                    "declares")
+                try:
+                    g, cut = finish_graph(g, radius, max_neighbours, float64, neighbour_overflow)
+                except DataError as exc:
+                    raise DataError(f"{where}: {exc}") from None
+                if x or y:
+                    g = hydragnn_columns(g, x, y, where, float64)
+                yield where, label_of[p["stream"]](p["first"] + j - p["start"]), g, cut
+
+        def first_schema():
+            return list(next(graphs(dict(parts[0], stop=parts[0]["start"] + 1)))[2])
+
+        schema = comm.bcast(par._guard(comm, first_schema) if comm.rank == 0
+                            else par._guard(comm, lambda: None), root=0)
+
+        def convert_part(p, folder):
+            dropped: set[str] = set()
+            cut = [0, 0]  # neighbours --max-neighbours left out, and the structures they were in
+            w = GraphWriter(folder + ".out", labels=names, in_memory=True)
+            try:
+                for where, label, g, n in graphs(p):
+                    cut[0], cut[1] = cut[0] + n, cut[1] + bool(n)
+                    g = _conform(g, schema, dropped, where)
+                    try:
+                        w.add(label, g)
+                    except DataError as exc:
+                        raise DataError(f"{where}: {str(exc).split(': ', 1)[-1]}") from None
+                what = f"{p['shard']} structures {p['start']}-{p['stop'] - 1}"
+                w.save_part(folder, {"dropped": sorted(dropped), "cut": cut, "what": what})
+            finally:
+                w.discard()
+
+        update, asm = None, None
+        runs = wr.groups(parts, writers)
+        me = wr.mine(comm.rank, comm.size, runs)
+        if comm.rank == 0 and progress is not None:
+            left = sum(parts[i]["stop"] - parts[i]["start"] for i in todo)
+            update = progress(total, total - left)
+        vdims = {"edge_index": 1, "x": 0, "y": 0}  # HydraGNN's layout, also when never varying
+        if me is not None:
+            tmp = os.path.join(work, "out.bp") if len(runs) == 1 else wr.sub_file(work, me)
+            shutil.rmtree(tmp, ignore_errors=True)
+            asm = PartAssembler(tmp, {"dataset_name": name}, vdims, names)
+        try:
+            par.run_parts(comm, work, plan, wr.claim_order(todo, runs), convert_part, update, asm,
+                          jobs=jobs, run=runs[me] if me is not None else None, writers=len(runs),
+                          lock=lock)
+        except BaseException:
+            if asm is not None:
+                asm.discard()
+            raise
+        if len(runs) == 1:
+            counts, notes = par.finish(comm, work, out, asm, len(parts), overwrite, lock)
+        else:
+            counts, notes = wr.finish(comm, work, out, asm, runs[me] if me is not None else None,
+                                      len(runs), vdims, overwrite, par.part_dir, par._guard)
+            par.clean(comm, work, len(parts), lock)
+        if comm.rank == 0:
+            _warn(path, notes, radius, max_neighbours)
+        return counts
+    finally:
+        lock.release()
 
 
 def _warn(path, notes: dict, radius: float, max_neighbours: int | None) -> None:

@@ -24,6 +24,7 @@ import shutil
 
 import numpy as np
 
+from ...core import durable
 from ...core.errors import ConfigError, DataError
 from ..assemble import agree_shapes
 from ..joined import write_manifest
@@ -126,7 +127,7 @@ def finish(comm, work: str, out: str, assembler, run: tuple[int, int] | None, nr
             if not overwrite:
                 raise DataError(f"{out} appeared while converting; pass --overwrite to replace it")
             shutil.rmtree(out) if os.path.isdir(out) else os.remove(out)
-        os.replace(folder, out)
+        durable.replace(folder, out)  # every file flushed before the name appears
         return counts, {"dropped": sorted({f for c in mine_ for f in c[1]["dropped"]}),
                         "cut": [sum(c[1]["cut"][i] for c in mine_) for i in (0, 1)]}
 
