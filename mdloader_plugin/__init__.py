@@ -30,17 +30,13 @@ The public API, for a training loop of your own (``docs/own-loop.md``)::
 
 Also exported: ``ColumnTransform`` (column-wise batches of your own sample type) and the errors
 ``MDLoaderError``, ``ConfigError``, ``DataError``, ``MemoryBudgetError``. Every other module path
-is internal and may move (old paths are kept as aliases: ``_aliases``).
+is internal and may move.
 """
 
 import os as _os
 import sys as _sys
 
-from . import _aliases
-
 __version__ = "0.1.0"
-
-_aliases.install()  # old import paths (mdloader_plugin.world, ...) keep working
 
 # Open MPI setting that must be in place before MPI starts: no UCX on these machines (it prints an
 # error per window otherwise). Import this package before mpi4py.MPI for it to apply; a user's own

@@ -160,7 +160,6 @@ class MDLoader:
     decision = property(lambda self: self._switch.decision, doc="the serving backend's decision")
     backend_name = property(lambda self: self._switch.name, doc="the serving backend's name")
     _backends = property(lambda self: self._switch.all)
-    sampler_core = property(lambda self: self.schedule, doc="the :attr:`schedule` (old name)")
     _online = property(lambda self: self._switch.online)
     _column_collate = property(lambda self: self._build.columns)
 

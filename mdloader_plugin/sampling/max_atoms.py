@@ -196,5 +196,3 @@ class MaxAtomsBatches(NodeBudgetBatches):
         listed = 0 if self._list is None else self._list[1].nbytes
         return int(self.flat.nbytes + self.starts.nbytes + self._atoms.nbytes + listed)
 
-
-MaxAtomsPlan = MaxAtomsBatches  # its old name

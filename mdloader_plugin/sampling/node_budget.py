@@ -159,10 +159,6 @@ class NodeBudgetBatches:
         if offset:
             raise ConfigError("a node_budget epoch resumes only on the ranks it began on")
 
-    def plan(self, epoch: int, step: int) -> np.ndarray:
-        """:meth:`step_table` (its old name)."""
-        return self.step_table(epoch, step)
-
     @property
     def order_bytes(self) -> int:
         return int(self.costs.nbytes + self.ids.nbytes)
@@ -218,5 +214,3 @@ def from_batching(batching: dict, costs, world_size: int, *, ids=None, shuffle: 
                           oversized_sample=batching.get("oversized_sample", "error"),
                           drop_last=bool(batching.get("drop_last", False)), names=names)
 
-
-NodeBudgetPlan = NodeBudgetBatches  # its old name

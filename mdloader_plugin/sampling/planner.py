@@ -221,11 +221,6 @@ class RankPlanner:
         self._dealt: tuple | None = None  # ((epoch, offset, step), the one window's dealt rows)
 
     @property
-    def core(self) -> ScheduleView:
-        """The schedule (its old name here)."""
-        return self.schedule
-
-    @property
     def nbytes(self) -> int:
         """Bytes this planner keeps: the run of own-row ids and the epoch's inverse."""
         return sum(self.memory().values())
@@ -361,8 +356,7 @@ class TablePlanner:
         return {}
 
     def step(self, epoch: int, step: int) -> StepPlan:
-        table = getattr(self.table, "step_table", None) or self.table.plan  # plan: old name
-        rows = table(epoch, step)[self.r0:self.r1]
+        rows = self.table.step_table(epoch, step)[self.r0:self.r1]
         plan = StepPlan.from_table(rows, self.rank - self.r0, self.lo, self.hi)
         plan.epoch, plan.step = epoch, step
         return plan

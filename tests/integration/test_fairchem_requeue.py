@@ -19,7 +19,7 @@ from mdloader_plugin.integrations.fairchem.loader import FairchemMDLoader  # noq
 from mdloader_plugin.integrations.fairchem.requeue import (  # noqa: E402
     STATE_FILE, LoaderStateCallback)
 from mdloader_plugin.loader.loader import MDLoader  # noqa: E402
-from mdloader_plugin.sampling.max_atoms import MaxAtomsPlan  # noqa: E402
+from mdloader_plugin.sampling.max_atoms import MaxAtomsBatches  # noqa: E402
 from mdloader_plugin.store.shard import ShardStore  # noqa: E402
 
 N = 60
@@ -36,7 +36,7 @@ def make():
                                                 "pos": np.zeros((natoms[i], 3), np.float32)}
                                                for i in range(n)], n)
         md = MDLoader(store, batch_size=3, seed=2, backend="collective", prefetch=0,
-                      batches=MaxAtomsPlan(natoms, 60, 1, seed=2),
+                      batches=MaxAtomsBatches(natoms, 60, 1, seed=2),
                       to_sample=lambda a: int(a["sid"][0]), collate=list)
         made.append((md, store))
         return FairchemMDLoader(md, ["oc20.train"])

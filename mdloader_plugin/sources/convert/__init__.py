@@ -352,8 +352,6 @@ def column_config(g: dict, x: Sequence[str], y: Sequence[str]) -> dict:
     return {"node_features": entry(x, True), "graph_features": entry(y, False)}
 
 
-column_layout = column_config  # its old name ("layout" now means the store's over the ranks)
-
 
 def _conform(g: dict, schema: list[str], dropped: set[str], where: str) -> dict:
     """The first structure's keys define the file's keys: extras are dropped, a gap is an error."""

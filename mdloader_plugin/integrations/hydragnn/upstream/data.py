@@ -272,7 +272,7 @@ def create_dataloaders(trainset, valset, testset, batch_size, train_sampler_shuf
 
 def _loader(ds: DistDataset, batch_size: int, shuffle: bool, oversample: int | None, batching,
             cap):
-    from ....loader import MDLoader
+    from ....loader.loader import MDLoader
 
     spec = {"type": "chunks", "chunks": ds.chunks}
     if oversample is not None:
