@@ -13,6 +13,9 @@ HydraGNN 5.0 stops an epoch after ``HYDRAGNN_MAX_NUM_BATCH`` batches by breaking
 which would leave this wrapper's epoch unfinished and unlogged; with ``max_batches`` the wrapper
 ends the epoch itself at that many batches (every rank alike), so the trainer's loop ends
 normally and the line is written; the inner loader's iteration is closed (abandoned safely).
+
+At each epoch's end rank 0 also writes the loader's state (:func:`.resume.save`, atomically), so a
+run killed in a later epoch continues (``Training.continue``) with the next epoch's order.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import Iterator
 import numpy as np
 
 from ...core.epochlog import format_epoch_line
-from . import compat
+from . import compat, resume
 
 
 class TimedLoader:
@@ -98,6 +101,7 @@ class TimedLoader:
         self.epoch += 1
         if self.comm.Get_rank() == 0:
             logging.getLogger(compat.LOGGER_NAME).info(format_epoch_line(**rec))
+            resume.save(self.loader, self.run, 0)  # a run killed later continues after this
 
     def _backend(self) -> str:
         return str(getattr(self.loader, "backend_name", None) or "-")
