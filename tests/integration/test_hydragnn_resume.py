@@ -30,9 +30,17 @@ def _cfg(start: str) -> dict:
     return {"NeuralNetwork": {"Training": {"continue": 1, "startfrom": start}}}
 
 
+class Wrapped(torch.nn.Module):
+    """Keys ``module.weight``, ``module.bias``: what HydraGNN's DDP-wrapped model has."""
+
+    def __init__(self):
+        super().__init__()
+        self.module = torch.nn.Linear(3, 1)
+
+
 def _model():
     torch.manual_seed(0)
-    model = torch.nn.Linear(3, 1)
+    model = Wrapped()
     return model, torch.optim.AdamW(model.parameters(), lr=0.01)
 
 
@@ -60,14 +68,14 @@ def test_a_checkpoint_that_would_run_code_is_refused_not_executed(run_dir, monke
 
 def test_a_checkpoint_of_weights_is_loaded_into_model_and_optimizer(run_dir):
     saved, opt = _model()
-    saved(torch.ones(2, 3)).sum().backward()
+    saved.module(torch.ones(2, 3)).sum().backward()
     opt.step()
-    torch.save({"model_state_dict": {"module." + k: v for k, v in saved.state_dict().items()},
+    torch.save({"model_state_dict": saved.module.state_dict(),  # saved without DDP's prefix
                 "optimizer_state_dict": opt.state_dict()}, "logs/old/old.pk")
-    model = torch.nn.Linear(3, 1)
+    model = Wrapped()
     fresh = torch.optim.AdamW(model.parameters(), lr=0.01)
     resume.load(_cfg("old"), model, fresh, None)
-    assert torch.equal(model.weight, saved.weight) and torch.equal(model.bias, saved.bias)
+    assert torch.equal(model.module.weight, saved.module.weight)
     assert fresh.state_dict()["state"][0]["step"] == 1
 
 

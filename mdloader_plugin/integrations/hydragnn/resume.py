@@ -1,8 +1,9 @@
 """``Training.continue`` / ``startfrom``: start from an earlier run's checkpoint and loader state.
 
 The checkpoint ``logs/<startfrom>/<startfrom>.pk`` (HydraGNN's ``save_model``: model and
-optimizer) is loaded here with ``torch.load(weights_only=True)``: tensors and plain containers
-only, so a file that would run code when unpickled is refused in one line instead of executed.
+optimizer) is loaded by HydraGNN's own ``load_existing_model`` with every ``torch.load`` forced to
+``weights_only=True``: tensors and plain containers only, so a file that would run code when
+unpickled is refused in one line instead of executed.
 ``startfrom`` must name a run folder under ``logs/`` (no path, no ``..``), and the checkpoint
 must lie inside ``logs/`` once links are followed.
 
@@ -20,10 +21,9 @@ continues with epoch 2's order.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import logging
 import os
-from collections import OrderedDict
 
 from ...core.errors import ConfigError, DataError
 from . import compat
@@ -70,30 +70,42 @@ def checkpoint_path(start: str) -> str:
     return ckpt
 
 
-def load_checkpoint(model, optimizer, path: str) -> None:
-    """HydraGNN's checkpoint `path` into `model` (its ``module.`` prefix as the model has it) and
-    `optimizer`, read with ``torch.load(weights_only=True)``."""
-    import torch
+def load_checkpoint(model, optimizer, start: str) -> None:
+    """HydraGNN's own ``load_existing_model`` (multitask branches, 5.0's conditioners, the
+    ``module.`` prefix: as the installed version does it) for run `start`, with every
+    ``torch.load`` it makes forced to ``weights_only=True``; a file that needs more (arbitrary
+    objects, code run on unpickling) is one DataError line naming it."""
+    import pickle
 
-    device = next(iter(model.parameters()), torch.empty(0)).device
+    path = checkpoint_path(start)
     try:
-        ckpt = torch.load(path, map_location=device, weights_only=True)
-        state = ckpt["model_state_dict"]
-    except Exception as exc:  # noqa: BLE001 - an unpickling refusal has many types
+        with weights_only_loads():
+            compat.get("load_existing_model")(model, start, optimizer=optimizer)
+    except pickle.UnpicklingError as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DataError(f"{path}: not a HydraGNN checkpoint that torch.load(weights_only=True) "
-                        f"accepts ({type(exc).__name__}: {first}); MDLoader loads only tensors "
-                        "and plain containers: save it again with HydraGNN's save_model") from None
-    want = next(iter(model.state_dict()), "").startswith("module.")
-    has = next(iter(state), "").startswith("module.")
-    if want and not has:
-        state = OrderedDict(("module." + k, v) for k, v in state.items())
-    elif has and not want:
-        state = OrderedDict((k[len("module."):], v) for k, v in state.items())
-    model.load_state_dict(state)
-    if optimizer is not None and "optimizer_state_dict" in ckpt:
-        optimizer.load_state_dict(ckpt["optimizer_state_dict"])
-    logging.getLogger(compat.LOGGER_NAME).info(f"Load existing model: {path}")
+                        f"accepts ({first}); MDLoader loads only tensors and plain containers: "
+                        "save it again with HydraGNN's save_model") from None
+
+
+@contextlib.contextmanager
+def weights_only_loads():
+    """While inside: ``torch.load`` always with ``weights_only=True`` (HydraGNN calls it without
+    the argument, which a user's ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` turns into a full unpickle).
+    Called on the main thread while no other code of ours loads anything."""
+    import torch
+
+    real = torch.load
+
+    def load(*args, **kwargs):
+        kwargs["weights_only"] = True
+        return real(*args, **kwargs)
+
+    torch.load = load
+    try:
+        yield
+    finally:
+        torch.load = real
 
 
 def load(cfg: dict, model, optimizer, loader) -> None:
@@ -104,7 +116,7 @@ def load(cfg: dict, model, optimizer, loader) -> None:
     if not training.get("continue"):
         return
     start = str(training["startfrom"])
-    load_checkpoint(model, optimizer, checkpoint_path(start))
+    load_checkpoint(model, optimizer, start)
     path = state_path(start)
     if not hasattr(loader, "epoch_offset") or not os.path.exists(path):
         return
