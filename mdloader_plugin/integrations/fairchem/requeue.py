@@ -47,11 +47,10 @@ def checkpoint_payload(loader, epoch: int, step: int) -> dict:
 
 def write_state(loader, location: str, epoch: int, step: int) -> str:
     """Write `loader`'s payload into the checkpoint folder `location` (call on one rank)."""
+    from ...estimator.profile import write_atomic
+
     path = os.path.join(location, STATE_FILE)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(checkpoint_payload(loader, epoch, step), f)
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(checkpoint_payload(loader, epoch, step)))
     return path
 
 
