@@ -271,6 +271,37 @@ def test_local_dry_run_trains_both_loaders_then_compares(tmp_path):
 
 # --- the real one-node Slurm ---------------------------------------------------------------
 
+def _cluster(cmd: str, **env: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k != "MDLOADER_SLURM_DIR"}
+    return subprocess.run(["bash", str(CLUSTER), cmd], env={**base, **env},
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_local_slurm_folder_is_private_by_default(tmp_path):
+    """Root's daemons run from the folder's munge key and slurm.conf: its default is under the
+    user's home, not a fixed name in /tmp that anyone could make first; a folder others may
+    write, a link or another user's folder is one line, before anything starts."""
+    home = tmp_path / "home"
+    default = home / ".cache" / "mdloader-slurm"
+    default.mkdir(parents=True)
+    default.chmod(0o777)
+    for cmd in ("status", "stop", "start"):  # status first: on a check-less script it fails there
+        res = _cluster(cmd, HOME=str(home))
+        assert res.returncode != 0 and res.stderr.splitlines() == [
+            f"local-slurm: error: {default} is writable by others (mode 777): chmod 700 it or "
+            "set MDLOADER_SLURM_DIR to a folder of your own"], (cmd, res.stderr)
+    link = tmp_path / "link"
+    link.symlink_to(default)
+    res = _cluster("status", MDLOADER_SLURM_DIR=str(link))
+    assert res.returncode != 0 and res.stderr.splitlines() == [
+        f"local-slurm: error: {link} is a symbolic link; set MDLOADER_SLURM_DIR to a folder of "
+        "your own"], res.stderr
+    default.chmod(0o700)
+    res = _cluster("status", HOME=str(home))  # a private folder: status runs (nothing up)
+    assert "error" not in res.stderr and "slurmctld: stopped" in res.stdout, res.stderr
+
+
+
 def _train_registered() -> str | None:
     """Why the HydraGNN driver cannot run here (None when it can)."""
     from mdloader_plugin.cli import COMMANDS
@@ -291,7 +322,8 @@ def local_slurm(tmp_path_factory):
         pytest.skip("the one-node Slurm runs its daemons as root (SlurmUser=root)")
     if not shutil.which("slurmctld") and not shutil.which("apt-get"):
         pytest.skip("Slurm is not installed and apt-get is not available to install it")
-    state = tmp_path_factory.mktemp("slurm")
+    state = tmp_path_factory.mktemp("slurm")  # this run's own folder
+    state.chmod(0o700)  # root's daemons run from its key and config: nobody else may write it
     # every documented setting of local-slurm.sh, so that each is exercised
     env = {**os.environ, "MDLOADER_SLURM_DIR": str(state), "MDLOADER_SLURM_PORT": "6847",
            "MDLOADER_SLURM_PARTITION": "mdltest", "MDLOADER_SLURM_CPUS": "2",

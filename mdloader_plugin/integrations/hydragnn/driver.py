@@ -103,7 +103,7 @@ def train(cfg: dict, comm) -> list[dict]:
         writer = compat.get("get_summary_writer")(name)
         compat.get("save_config")(cfg, name)
         timed = epochs.TimedLoader(train_l, world.comm, run=name, loader_name=cfg["loader"],
-                                   max_batches=compat.max_batches(ver))
+                                   max_batches=compat.max_batches(ver), keep_state=True)
         resume.load(cfg, model, optimizer, timed)
         model = model.to(dtype=dtype)
         compat.get("train_validate_test")(
