@@ -168,3 +168,62 @@ def test_user_docs_name_no_issue_numbers():
             if pat.search(line):
                 hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}")
     assert not hits, "issue numbers in user docs:\n" + "\n".join(hits)
+
+
+def test_images_show_on_the_repository_web_view():
+    """An image a page shows resolves from the page's own folder, as GitHub's web view reads it
+    (``../bench/x.png`` from docs/); the site build (tools/docs_hooks.py) maps the same link onto
+    the figures it publishes, so both show it."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    bad = []
+    for path in pages:
+        for link in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", path.read_text()):
+            if not re.match(r"https?://", link) and not (path.parent / link).resolve().is_file():
+                bad.append(f"{path.relative_to(ROOT)}: {link}")
+    assert not bad, "images that do not resolve from their page's folder:\n" + "\n".join(bad)
+    assert docs_hooks.site_image_links("![a](../bench/x.png)") == \
+        "![a](bench/x.png)"
+    assert docs_hooks.site_image_links("![a](../../bench/x.png)") == \
+        "![a](../bench/x.png)"
+
+
+def test_fairchem_group_comments_keep_their_continuation_lines(tmp_path, monkeypatch):
+    """A key's comment continued on the lines below it (``#`` lines indented under the comment)
+    reaches the configuration reference whole, not cut mid-sentence."""
+    group = tmp_path / "mdloader.yaml"
+    group.write_text("# the group's own heading comment\n"
+                     "name: mdloader   # this group's name\n"
+                     "profile: null    # machine profile for backend: auto;\n"
+                     "                 # null: $MDLOADER_PROFILE, else local\n"
+                     "\n"
+                     "# a comment about the next block, not about profile\n"
+                     "order: auto      # epoch permutation\n"
+                     "train_dataloader:\n  path: x.bp\n")
+    monkeypatch.setattr(docs_hooks, "FAIRCHEM_GROUP", group)
+    assert docs_hooks.fairchem_group_rows() == [
+        ("name", "mdloader", "this group's name"),
+        ("profile", None, "machine profile for backend: auto; null: $MDLOADER_PROFILE, else local"),
+        ("order", "auto", "epoch permutation")]
+
+
+def _github_slug(heading: str) -> str:
+    """The anchor GitHub's web view gives a Markdown heading: lower case, punctuation dropped
+    (hyphens and underscores kept), each space a hyphen (runs of hyphens stay)."""
+    text = re.sub(r"[`*]|<[^>]+>", "", heading).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def test_anchors_resolve_on_the_repository_web_view_too():
+    """A link to a heading of another page (``page.md#anchor``) finds it on GitHub as well as on
+    the site (the strict build checks the site's anchors, which collapse runs of hyphens)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    bad = []
+    for path in pages:
+        for target, anchor in re.findall(r"\]\(([\w./-]+\.md)#([^)\s]+)\)", path.read_text()):
+            page = (path.parent / target).resolve()
+            if "reference" in page.parts or not page.is_file():
+                continue  # generated pages: their headings come from the code
+            slugs = {_github_slug(h) for h in re.findall(r"^#+ (.*)$", page.read_text(), re.M)}
+            if anchor not in slugs:
+                bad.append(f"{path.relative_to(ROOT)}: {target}#{anchor}")
+    assert not bad, "anchors GitHub does not find:\n" + "\n".join(bad)
