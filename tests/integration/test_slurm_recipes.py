@@ -226,6 +226,33 @@ def test_site_dry_run_takes_the_documented_site_parameters(tmp_path, site):
         assert bad.returncode == 2 and line in bad.stderr, bad.stderr
 
 
+@pytest.mark.parametrize("framework,loader,data", [
+    ("hydragnn", "mdloader", "mols-2M.bp"), ("hydragnn", "hydragnn", "mols-2M.bp"),
+    ("fairchem", "mdloader", "oc20/oc20.bp"), ("fairchem", "fairchem", "oc20/train")])
+@pytest.mark.parametrize("site", sorted(SITES))
+def test_site_without_its_data_stops_naming_the_documented_step(tmp_path, site, framework,
+                                                                 loader, data):
+    """A real (not dry) job whose recipe config's data file is missing stops before anything
+    runs, exit 2, with one line naming the file and the step that makes it (docs/first-job.md)."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    env = {**_site_env(site, tmp_path), "MDLOADER_ROOT": str(ROOT), "MDLOADER_VENV": str(venv),
+           "MDLOADER_MODULES": "", "MDLOADER_LOADER": loader, "MDLOADER_DRY_RUN": "0",
+           "MDLOADER_DATA_DIR": str(tmp_path / "data"), "LD_LIBRARY_PATH": ""}
+    proc = dry_run(f"{site}-{framework}.sbatch", tmp_path, **env)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln]
+    assert errors == [f"mdloader-recipe: error: no data file {tmp_path / 'data' / data} (what "
+                      f"recipes/{framework}/perlmutter.yaml reads); make it first: "
+                      "docs/first-job.md, step 2 (mdloader convert), or set MDLOADER_DATA_DIR "
+                      "or MDLOADER_CONFIG"], proc.stderr
+    assert not (tmp_path / "prof").exists()  # nothing ran: no calibration
+    (tmp_path / "data" / data).mkdir(parents=True)  # with the data the job goes on (to srun)
+    proc = dry_run(f"{site}-{framework}.sbatch", tmp_path, **env, PATH="/usr/bin:/bin")
+    assert "no data file" not in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("site", sorted(SITES))
 def test_site_without_ccl_plugin_warns_and_leaves_nccl_net_unset(tmp_path, site):
     proc = dry_run(f"{site}-fairchem.sbatch", tmp_path, LD_LIBRARY_PATH="",
