@@ -211,10 +211,19 @@ mdl_site_main() {
         cd "$workdir" || mdl_die "cannot enter $workdir; set MDLOADER_WORKDIR"
     fi
     local profile=""
-    if [[ $loader == mdloader ]]; then
-        # Calibrate once, on up to two nodes (intra- and inter-node figures; the cost model
-        # extrapolates to more ranks). Later jobs find the file and skip this step.
-        site_launcher "$((nodes < 2 ? nodes : 2))"
+    if [[ $loader == mdloader && $nodes -lt 2 && ! -s $profile_cache ]]; then
+        # A one-node job measures no inter-node figures: its profile, cached, would copy the
+        # intra-node ones into them for every later job on many nodes. Use the shipped site
+        # profile and leave the calibration to the first job on two or more nodes.
+        mdl_note "one node: not calibrating (a one-node profile has no inter-node figures);" \
+            "using the shipped $SITE profile; the first job on 2 or more nodes calibrates" \
+            "into $profile_cache"
+        profile=$SITE
+        mdl_export MDLOADER_PROFILE="$profile"
+    elif [[ $loader == mdloader ]]; then
+        # Calibrate once, on two nodes (intra- and inter-node figures; the cost model
+        # extrapolates to more nodes). Later jobs find the file and skip this step.
+        site_launcher 2
         mdl_calibrate_once "$profile_cache" "${LAUNCH[@]}"
         profile=$profile_cache
         mdl_export MDLOADER_PROFILE="$profile"

@@ -264,6 +264,19 @@ def test_site_without_ccl_plugin_warns_and_leaves_nccl_net_unset(tmp_path, site)
     assert f"warning: no {PLUGIN[site].split('.')[0]}*.so" in proc.stderr
 
 
+@pytest.mark.parametrize("site", sorted(SITES))
+def test_one_node_job_does_not_calibrate_and_uses_the_shipped_profile(tmp_path, site):
+    """A one-node job's calibration would copy intra-node figures into the inter-node ones of the
+    profile every later job reuses: it trains with the shipped site profile and says so."""
+    proc = dry_run(f"{site}-hydragnn.sbatch", tmp_path, SLURM_JOB_NUM_NODES="1")
+    assert proc.returncode == 0, proc.stderr
+    sruns = [c for c in commands(proc.stdout) if c[0] == "srun"]
+    assert len(sruns) == 1 and "calibrate" not in sruns[0], proc.stdout
+    assert f"mdloader.profile={site}" in sruns[0]
+    assert "one node: not calibrating" in proc.stderr
+    assert not (tmp_path / "prof").exists()
+
+
 def test_cached_profile_is_reused(tmp_path):
     cache = tmp_path / "prof" / "p.json"
     cache.parent.mkdir()
