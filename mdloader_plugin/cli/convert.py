@@ -28,7 +28,7 @@ examples:
 
 parallel: under mpiexec/srun the ranks share the work (files and ranges of structures) and
 rank 0 writes the one output file while they convert; it is the same file one process writes.
-Past about 16 ranks one writer limits the rate: --writers W (about one for every 16 ranks)
+Past about 25 ranks one writer limits the rate: --writers W (about one for every 16 ranks)
 has W ranks write side by side, OUT then a folder of W files that MDLoader reads as one data
 set (the same graphs, byte for byte; HydraGNN's own AdiosDataset needs --writers 1).
 Without MPI, --jobs K runs K processes on this machine the same way. An interrupted run
@@ -81,8 +81,8 @@ def register(sub) -> None:
                         "this one; the same file); under mpiexec the ranks share the work")
     p.add_argument("--writers", type=int, default=1, metavar="W",
                    help="ranks that write, side by side (default: 1, one ADIOS2 file, what "
-                        "HydraGNN's own reader opens). One writer keeps up with a few tens "
-                        "of converting ranks; with more ranks give about one writer for "
+                        "HydraGNN's own reader opens). One writer keeps up with about 25 "
+                        "converting ranks; with more ranks give about one writer for "
                         "every 16: OUT is then a folder of W files that MDLoader reads as "
                         "one data set, the same graphs byte for byte")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -40,7 +40,11 @@ class NodeBudgetBatches:
         max_nodes: the node budget of a batch.
         world_size: ranks the steps are dealt to.
         ids: the store id of every list entry (default: the entry's position).
-        max_graphs, shuffle, seed, oversized_sample, drop_last: upstream's options.
+        max_graphs: upstream's option.
+        shuffle: upstream's option.
+        seed: upstream's option.
+        oversized_sample: upstream's option.
+        drop_last: upstream's option.
         names: how an error names entry ``i`` (default ``graph i``).
         distributed: upstream's distributed sampler (what runs under torch.distributed):
             ``drop_last`` cuts the last incomplete step, the packing keeps its tail batch;

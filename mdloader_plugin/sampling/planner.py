@@ -203,8 +203,10 @@ class RankPlanner:
         schedule: the :class:`~.schedule.Schedule` (every rank's identical copy), read only
             through :class:`ScheduleView`.
         rank: this rank in the world (its row is world row `rank`).
-        lo, hi: this rank's block of ids (in its group).
-        group_first, group_size: the world ranks ``[first, first + size)`` this rank's group
+        lo: the first id of this rank's block (in its group).
+        hi: the end of this rank's block of ids (exclusive).
+        group_first: the first world rank this rank's group serves (default 0).
+        group_size: the ranks ``[group_first, group_first + group_size)`` this rank's group
             serves (default: all ranks).
     """
 
