@@ -172,7 +172,7 @@ def test_user_docs_name_no_issue_numbers():
 
 def test_images_show_on_the_repository_web_view():
     """An image a page shows resolves from the page's own folder, as GitHub's web view reads it
-    (``../bench/x.png`` from docs/); the site build (tools/docs_hooks.py) maps the same link onto
+    (``../bench/NAME.png`` from docs/); the site build (tools/docs_hooks.py) maps the same link onto
     the figures it publishes, so both show it."""
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     bad = []
@@ -181,10 +181,10 @@ def test_images_show_on_the_repository_web_view():
             if not re.match(r"https?://", link) and not (path.parent / link).resolve().is_file():
                 bad.append(f"{path.relative_to(ROOT)}: {link}")
     assert not bad, "images that do not resolve from their page's folder:\n" + "\n".join(bad)
-    assert docs_hooks.site_image_links("![a](../bench/x.png)") == \
-        "![a](bench/x.png)"
-    assert docs_hooks.site_image_links("![a](../../bench/x.png)") == \
-        "![a](../bench/x.png)"
+    assert docs_hooks.site_image_links("![a](../bench/NAME.png)") == \
+        "![a](bench/NAME.png)"
+    assert docs_hooks.site_image_links("![a](../../bench/NAME.png)") == \
+        "![a](../bench/NAME.png)"
 
 
 def test_fairchem_group_comments_keep_their_continuation_lines(tmp_path, monkeypatch):
