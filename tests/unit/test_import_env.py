@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: the variables of Open MPI, PRRTE/PMIx, MPICH, libfabric and UCX
 PREFIXES = ("OMPI_", "PRTE_", "PMIX_", "MPICH_", "MPIR_CVAR_", "FI_", "UCX_")
 
-# in the child: every module of the package but the entry points (``__main__`` runs a command);
+# in the child: every module of the package but the entry points (``__main__`` runs a command),
+# and the Hydra plugin (every Hydra application of the environment imports it);
 # a module that needs a framework version the venv lacks is imported as far as it goes
 CHILD = r"""
 import importlib, json, os, pkgutil, sys
@@ -30,7 +31,7 @@ def mpi_vars():
     return {k: v for k, v in os.environ.items() if k.startswith(prefixes)}
 before = mpi_vars()
 import mdloader_plugin
-names = ["mdloader_plugin"]
+names = ["mdloader_plugin", "hydra_plugins.mdloader_plugin_searchpath.searchpath"]
 for info in pkgutil.walk_packages(mdloader_plugin.__path__, "mdloader_plugin."):
     if info.name.rsplit(".", 1)[-1] != "__main__":
         names.append(info.name)
