@@ -4,8 +4,8 @@ A page asks for generated text with one HTML comment on its own line:
 
 * ``<!-- generated: config -->``: every setting, from the code's own tables
   (``mdloader_plugin/core/options.py``, ``integrations/hydragnn/config.py``, the fairchem ``loader``
-  group ``recipes/fairchem/loader/mdloader.yaml``, the signatures and ``Args:`` of ``MDLoader``
-  and of fairchem's ``build_loader``);
+  group ``integrations/fairchem/conf/loader/mdloader.yaml``, the signatures and ``Args:`` of
+  ``MDLoader`` and of fairchem's ``build_loader``);
 * ``<!-- generated: cli -->``: every ``mdloader`` command and option, from the argparse parsers;
 * ``<!-- api: MODULE ... -->``: a mkdocstrings ``:::`` block for each module (``PACKAGE.*``:
   the package and all its submodules);
@@ -41,7 +41,7 @@ MARKER = re.compile(r"^<!-- (generated|api|include): *(.*?) *-->$"
 #: modules the API reference leaves out: the CLI has its own generated reference; private
 #: modules (``_aliases``: the old import paths) are not API
 API_EXCLUDE = re.compile(r"^mdloader_plugin\.(cli(\..*)?|.*__main__|(.*\.)?_[a-z]\w*)$")
-FAIRCHEM_GROUP = ROOT / "recipes" / "fairchem" / "loader" / "mdloader.yaml"
+FAIRCHEM_GROUP = ROOT / PACKAGE / "integrations" / "fairchem" / "conf" / "loader" / "mdloader.yaml"
 
 
 # -- MkDocs events ---------------------------------------------------------------------------
@@ -212,8 +212,10 @@ def config_reference() -> str:
         "(`HYDRAGNN_LOADER_OPTIONS`)",
         _table(r["hydragnn.hydragnn_loader"]),
         "## fairchem: the `loader` config group",
-        "Keys of `recipes/fairchem/loader/mdloader.yaml` (`defaults: [loader: mdloader]`), set on "
-        "the command line as `loader.KEY=VALUE`:",
+        "Keys of `mdloader_plugin/integrations/fairchem/conf/loader/mdloader.yaml` "
+        "(`defaults: [loader: mdloader]`, found from any config: "
+        "[fairchem](../fairchem.md#the-loader-group-from-any-config)), set on the command line "
+        "as `loader.KEY=VALUE`:",
         _table(r["fairchem.loader"]),
         "### `build_loader` arguments",
         "The group's `train_dataloader`/`val_dataloader` call "

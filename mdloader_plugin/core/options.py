@@ -2,7 +2,8 @@
 
 The configuration reference of the documentation is generated from these tables (and from the
 integrations' own tables: ``integrations/hydragnn/config.py``, the fairchem ``loader`` group
-``recipes/fairchem/loader/mdloader.yaml``), so a setting and its documentation cannot drift apart.
+``integrations/fairchem/conf/loader/mdloader.yaml``), so a setting and its documentation cannot
+drift apart.
 Code reads an environment variable through :func:`env`, which refuses a name that has no row
 here; ``tests/integration/test_docs.py`` also checks that every ``MDLOADER_*`` name in the package
 has one.

@@ -1,8 +1,9 @@
 """``loader: mdloader`` for fairchem: an MDLoader that looks like fairchem's train DataLoader.
 
-``build_loader`` is the Hydra ``_target_`` of ``recipes/fairchem/loader/mdloader.yaml``. It loads
-one label of an ADIOS2 file into a :class:`~mdloader_plugin.store.shard.ShardStore` (each rank reads
-its own block once), and returns :class:`FairchemMDLoader`, which yields ``AtomicData`` batches
+``build_loader`` is the Hydra ``_target_`` of the ``loader`` group (``conf/loader/mdloader.yaml``
+beside this module, on Hydra's search path through MDLoader's plugin). It loads one label of an
+ADIOS2 file into a :class:`~mdloader_plugin.store.shard.ShardStore` (each rank reads its own
+block once), and returns :class:`FairchemMDLoader`, which yields ``AtomicData`` batches
 built by :class:`~.data.ToAtomicData` and collated by the ``collate_fn`` of the config (fairchem's
 own ``MTCollater`` via ``mt_collater_adapter``), i.e. the same batch objects fairchem's DataLoader
 would give. The wrapper adds what fairchem's ``MLIPTrainEvalUnit`` calls on a loader:

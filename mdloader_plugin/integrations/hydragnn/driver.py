@@ -155,7 +155,6 @@ def run_file(path: str, overrides: list[str] | None = None) -> int:
 if __name__ == "__main__":
     import sys
 
-    os.environ.setdefault("OMPI_MCA_osc", "^ucx")
     if len(sys.argv) < 2:
         sys.exit("usage: python -m mdloader_plugin.integrations.hydragnn.driver CONFIG "
                  "[KEY=VALUE ...]")
