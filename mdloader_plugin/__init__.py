@@ -33,7 +33,7 @@ Also exported: ``ColumnTransform`` (column-wise batches of your own sample type)
 is internal and may move.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: The public API: what a training loop of your own imports (``from mdloader_plugin import
 #: MDLoader, ShardStore, World``). Imported on first use, so ``import mdloader_plugin`` starts
