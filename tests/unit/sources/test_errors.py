@@ -168,7 +168,7 @@ def test_read_timeout_0_is_off(tmp_path, monkeypatch, value, want):
     """``MDLOADER_READ_TIMEOUT=0`` arms no deadline (as ``MDLOADER_FETCH_TIMEOUT=0``), a
     fraction of a second is taken as given, a bad value names the variable."""
     from mdloader_plugin.core.errors import ConfigError
-    from mdloader_plugin.mpi import deadline
+    from mdloader_plugin.core import deadline
     from mdloader_plugin.sources import adios
 
     monkeypatch.setenv("MDLOADER_READ_TIMEOUT", value)
