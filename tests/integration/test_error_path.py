@@ -118,8 +118,8 @@ def test_read_past_its_deadline_aborts_every_rank_naming_the_file(tmp_path):
 def test_healthy_stall_without_thread_multiple_is_not_aborted():
     """MPI at ``MPI_THREAD_SERIALIZED``: the watchdog's fallback. Rank 0 sleeps 3 timeouts at a
     step while the others' collective fetches wait for it: the job ends well."""
-    r = launch(["-rc", "thread_level=serialized", SCRIPTS / "watchdog_stall.py", 6],
-               family="openmpi", module=True, env={"MDLOADER_FETCH_TIMEOUT": "2"})
+    r = launch(["-rc", "thread_level=serialized", SCRIPTS / "watchdog_stall.py", 3],
+               family="openmpi", module=True, env={"MDLOADER_FETCH_TIMEOUT": "1"})
     out = r.stdout + r.stderr
     assert "without MPI_THREAD_MULTIPLE: prefetch disabled" in out, out[-3000:]  # the fallback
     assert r.returncode == 0 and "mdloader: error" not in out, out[-3000:]
