@@ -12,7 +12,8 @@ echo "[install] torch 2.13.0 (CPU wheel)"
 $PIP install torch==2.13.0
 echo "[install] MDLoader with MPI wheel, converters, HydraGNN and fairchem needs, test and docs tools (pinned)"
 $PIP install -c requirements/lock.txt -e ".[wheels-mpi,convert,hydragnn,fairchem,test,docs]"
-# The compiled batch kernels (mdloader_plugin/records/_kernels.c; setup.py, optional): built in
+# The compiled batch kernels (mdloader_plugin/records/_kernels.c) and the read deadline's native
+# thread (mdloader_plugin/core/_deadline.c; setup.py, both optional): built in
 # place so the editable install finds them; without a C compiler MDLoader builds batches with numpy.
 "$VENV/bin/python" setup.py -q build_ext --inplace >/dev/null 2>&1 && echo "[install] compiled batch kernels built" ||
   echo "[install] warning: compiled batch kernels not built (no C compiler?): batches are built with numpy"

@@ -103,8 +103,9 @@ ENV = (
     Option("MDLOADER_FETCH_TIMEOUT", "600",
            "Seconds a rank may give no sign of life (its loader's heartbeat; a rank busy between "
            "steps still beats) before the rank watching it prints one line naming it and the "
-           "ranks its own fetch waits for, and aborts the job; without MPI_THREAD_MULTIPLE, "
-           "seconds a fetch may take. `0` turns the watchdog off."),
+           "ranks its own fetch waits for, and aborts the job; without MPI_THREAD_MULTIPLE, a "
+           "fetch may take 6 times this (ranks cannot see each other's heartbeat there). `0` "
+           "turns the watchdog off."),
     Option("MDLOADER_CONVERT_TIMEOUT", "600",
            "Seconds a rank of `mdloader convert` may give no sign of life (one heartbeat thread "
            "a rank; a rank busy converting still beats) before the rank watching it prints one "
@@ -112,8 +113,9 @@ ENV = (
            "after a rank died; the parts finished are kept for a resume. Every rank must have "
            "the same value; `0` turns the watch off."),
     Option("MDLOADER_READ_TIMEOUT", "600",
-           "Seconds an ADIOS2 read may take before the job ends (a truncated file can make "
-           "ADIOS2 wait forever); at least 1."),
+           "Seconds an ADIOS2 read may take (a truncated file can make ADIOS2 wait forever) "
+           "before the reading rank prints one line naming the file and aborts the job. `0` "
+           "turns the read deadline off."),
     Option("MDLOADER_PROGRESS_THREAD", None,
            "`1`/`0`: force the one-sided backend's own progress thread on or off; unset: on "
            "whenever the ranks span several nodes."),

@@ -35,6 +35,7 @@ from ..batching.pyg import pyg_collate, pyg_sample
 from ..batching.device import DeviceStage
 from ..core.errors import ConfigError
 from ..core.log import get_logger
+from ..mpi import failing
 from ..mpi.world import agree, allreduce_number
 from .args import (check_state, checked_schedule, prefetch_bytes, producer_and_trial,
                    resume_offset, state_of)
@@ -155,6 +156,7 @@ class MDLoader:
         self.max_steps: int | None = None  # serve at most this many steps an epoch (a cap)
         log_memory(self.log, self.name, self.rank, self.memory_report())
         finish_at_exit(self)
+        failing.opened(self._comm is not None)  # an uncaught exception ends the job
 
     # -- the backends (switch.Backends owns them) ---------------------------------------------
     decision = property(lambda self: self._switch.decision, doc="the serving backend's decision")
@@ -165,10 +167,8 @@ class MDLoader:
 
     # -- set-up ------------------------------------------------------------------------------
     def memory_report(self) -> dict:
-        """This rank's bytes by kind, each part reporting its own (:func:`.views.memory_report`:
-        records, index, the order and the planner's runs, buffers, the prefetch cap, and
-        ``structures``, each structure that grows with N or P by name; docs/scale.md tabulates
-        them at 8,192 ranks and 10^9 samples)."""
+        """This rank's bytes by kind, each part reporting its own (:func:`.views.memory_report`;
+        docs/scale.md tabulates them at 8,192 ranks and 10^9 samples)."""
         return memory_report(self.store, self.schedule, self._planner, self._switch,
                              self.prefetch_bytes if self.prefetch else 0)
 
@@ -177,14 +177,12 @@ class MDLoader:
         return self.steps_in(self.epoch)
 
     def steps_in(self, epoch: int) -> int:
-        """Steps served in `epoch`: the schedule's, at most :attr:`max_steps` (set it alike on
-        every rank); the steps past the cap are never fetched."""
+        """Steps served in `epoch`: the schedule's, at most :attr:`max_steps` (never fetched)."""
         steps = self.schedule.steps_in(epoch)
         return steps if self.max_steps is None else min(steps, max(int(self.max_steps), 0))
 
     def rewind(self) -> None:
-        """The next ``iter()`` serves the current epoch from its first step, as a fresh
-        DataLoader iterator does; a state just loaded with :meth:`load_state_dict` is kept."""
+        """The next ``iter()`` serves the epoch from step 0 (a just-loaded state is kept)."""
         if not self._resuming:
             self._step = 0
 
@@ -233,7 +231,7 @@ class MDLoader:
             prod = Producer(self._steps, self, self.epoch, start, stats, guess,
                             prefetch=self.prefetch, prefetch_bytes=self.prefetch_bytes,
                             drain="collective" in self._backends and self.size > 1,
-                            backend_name=lambda: self.backend_name)
+                            backend_name=lambda: self.backend_name, fatal=self.size > 1)
             self._producer = prod
             prod.start(threaded=self.prefetch > 0)
         self.epoch_stats = stats
@@ -258,12 +256,9 @@ class MDLoader:
                 prod.abandon()
 
     def _all_ranks(self, mine: bool) -> bool:
-        """Whether `mine` holds on every rank (on the loader's own communicator for this
-        question). Taking over the early next-epoch steps is rank-local knowledge, but a rank
-        that takes them over while another (that abandoned the epoch) fetches them again runs
-        fewer exchanges (tests/mpi_scripts/takeover_mismatch.py): either every rank takes
-        over, or none. Asked only where steps are collective; a loader of one-sided Gets alone
-        lets ranks iterate independently."""
+        """Whether `mine` holds on every rank (asked only where steps are collective): a rank
+        taking over the early next-epoch steps while another fetches them again runs fewer
+        exchanges (tests/mpi_scripts/takeover_mismatch.py), so every rank takes over or none."""
         if self._agree_comm is None or not self.prefetch or not self._switch.collective:
             return bool(mine)
         # not the pickled allreduce: it would hold the GIL (mpi.collectives.allreduce_number's doc)
@@ -280,8 +275,13 @@ class MDLoader:
         still open; :meth:`~mdloader_plugin.backends.base.Backend._count`)."""
         return self._switch.traffic()
 
-    def close(self) -> None:
-        """Stop the producer and free MPI resources (collective: call on every rank)."""
+    def close(self, exc: BaseException | None = failing.CURRENT) -> None:
+        """Stop the producer and free MPI resources (collective: call on every rank); while an
+        exception propagates (`exc`, else ``sys.exc_info()``), the failing way instead: this
+        rank's line and ``MPI_Abort``, no collective (:mod:`~mdloader_plugin.mpi.failing`)."""
+        exc = failing.propagating(exc)
+        if self._comm is not None:
+            failing.closing(exc)  # with an exception: its line and MPI_Abort, no collective
         self._finish_producer()
         if self._watch is not None:
             self._watch.close()
@@ -294,5 +294,5 @@ class MDLoader:
     def __enter__(self) -> "MDLoader":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, typ, exc, tb) -> None:
+        self.close(exc)  # None: a normal close, also inside an outer except block

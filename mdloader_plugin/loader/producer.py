@@ -18,6 +18,7 @@ import weakref
 from typing import Callable
 
 from ..core.errors import internal
+from ..mpi import failing
 from .step import EpochStats
 
 DONE = object()
@@ -35,11 +36,15 @@ class Producer:
         prefetch_bytes: at most this many bytes of records wait in the queue (one batch may).
         drain: an abandoned producer still runs its segments' exchanges (collective backends).
         backend_name: the serving backend's name now (for a new epoch's stats).
+        fatal: an exception in the thread ends the job there (several ranks: handed to the
+            trainer it could wait behind the others' next exchange or allreduce for ever,
+            :mod:`~mdloader_plugin.mpi.failing`); else it is re-raised in the trainer's thread.
     """
 
     def __init__(self, steps, loader, epoch: int, start: int, stats: EpochStats,
                  spec_epoch: int, *, prefetch: int, prefetch_bytes: int, drain: bool,
-                 backend_name: Callable[[], str]):
+                 backend_name: Callable[[], str], fatal: bool = False):
+        self.fatal = fatal
         self.steps, self.loader, self.prefetch = steps, loader, prefetch
         self.prefetch_bytes, self.backend_name = prefetch_bytes, backend_name
         self.epoch, self.start_step = epoch, start
@@ -125,6 +130,8 @@ class Producer:
                     del item  # queued: only the queue and the consumer hold it
             self.q.put(DONE)
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which re-raises
+            if self.fatal and failing.propagating(exc) is not None:
+                failing.fail(exc, where=" in the mdloader-prefetch thread")
             self.q.put(exc)
 
     def _enqueue(self, item: tuple) -> None:

@@ -128,8 +128,8 @@ class Steps:
 class Watch:
     """The fetch watchdog of one loader (:mod:`.watchdog`): made with the loader (collective:
     the heartbeat ring's window) where MPI allows threads, else at its first armed fetch (a
-    deadline on the fetch). A rank that gives no sign of life for ``timeout`` seconds, or (no
-    ring) a fetch that outlives it, aborts the job naming the ranks this rank waited for."""
+    backstop on the fetch). A rank that gives no sign of life for ``timeout`` seconds, or (no
+    ring) a fetch that outlives 6 of them, aborts the job naming the ranks this rank waited for."""
 
     def __init__(self, timeout: float, world, group, store, rank: int, comm=None):
         self.timeout, self.world, self.group, self.store, self.rank = (timeout, world, group,

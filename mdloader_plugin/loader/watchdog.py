@@ -30,10 +30,19 @@ shorter than that never does.
 
 Trade-offs: a rank whose trainer is deadlocked in a gloo/NCCL collective is left to those
 collectives' own timeouts when no fetch of its peers waits on it. A process stopped (SIGSTOP)
-or one that holds the GIL in C code for the whole timeout looks dead. Where MPI was started without
-``MPI_THREAD_MULTIPLE`` the thread cannot read others' words, and the watchdog falls back to a
-deadline on the fetch itself (the fetch in progress aborts after the timeout, as before: such a
-job should set a timeout above its longest stall).
+or one that holds the GIL in C code for the whole timeout looks dead.
+
+Without ``MPI_THREAD_MULTIPLE`` (MPI started with a lower thread level) no thread but the
+trainer's may call MPI, and the trainer's is the one blocked in the fetch (the loader then
+fetches in it: no prefetch): while a rank waits, nothing it can read tells a dead peer from one
+that is alive but busy (a rank-0 evaluation, a checkpoint). A deadline of the timeout on the fetch
+aborted such healthy stalls; so the watchdog keeps only the backstop there: a fetch in progress
+for :data:`STUCK_FACTOR` timeouts aborts the job (``... did not complete in 6T s``), a stall
+shorter than that never does, and a dead rank is found by the launcher (Open MPI's and MPICH's
+``mpiexec``, ``srun --kill-on-bad-exit``) or by that backstop.
+
+Every thread of the watchdog runs under :func:`~mdloader_plugin.mpi.failing.thread_target`: an
+exception in it ends the job with its line (it never dies silently, nor marks this rank closed).
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ import numpy as np
 
 from ..core.options import env, env_default
 from ..core.errors import ConfigError
+from ..mpi import failing
 
 ENV_VAR = "MDLOADER_FETCH_TIMEOUT"
 #: a fetch in progress this many timeouts long aborts even while every rank beats (stuck ranks)
@@ -66,8 +76,9 @@ def fetch_timeout() -> float:
 class FetchWatchdog:
     """The watchdog of one loader (module doc): ``arm`` before a fetch, ``disarm`` after.
 
-    With `comm` (several ranks, ``MPI_THREAD_MULTIPLE``) the heartbeat ring; without, a deadline
-    on the fetch in progress. Creating one with `comm` is collective over it (a window)."""
+    With `comm` (several ranks, ``MPI_THREAD_MULTIPLE``) the heartbeat ring; without, the
+    backstop alone on the fetch in progress. Creating one with `comm` is collective over it (a
+    window)."""
 
     def __init__(self, timeout: float, abort, rank: int, comm=None):
         self.timeout, self._abort, self.rank = timeout, abort, rank
@@ -85,8 +96,10 @@ class FetchWatchdog:
             self.words[:] = (1, -1, -1)  # beat 1, not in a step
             self.next = (comm.Get_rank() + 1) % comm.Get_size()
             comm.Barrier()  # every window initialised before anyone reads one
-        self._thread = threading.Thread(target=self._run_ring if self.ring else self._run,
-                                        name="mdloader-watchdog", daemon=True)
+        self._thread = threading.Thread(
+            target=failing.thread_target(self._run_ring if self.ring else self._run,
+                                         "mdloader-watchdog"),
+            name="mdloader-watchdog", daemon=True)
         self._thread.start()
 
     def arm(self, epoch: int, step: int, backend: str, waiting_for) -> None:
@@ -107,10 +120,13 @@ class FetchWatchdog:
         return min(1.0, max(self.timeout / 4, 0.05))
 
     def _run(self) -> None:
-        """No heartbeat (no MPI_THREAD_MULTIPLE): a deadline on the fetch in progress."""
+        """No heartbeat (no MPI_THREAD_MULTIPLE): the backstop alone, :data:`STUCK_FACTOR`
+        timeouts on the fetch in progress (module doc)."""
+        grace = (STUCK_FACTOR - 1) * self.timeout
         while not self._stop.wait(self.period):
             with self._lock:
-                late = self._deadline is not None and time.monotonic() > self._deadline
+                late = (self._deadline is not None
+                        and time.monotonic() > self._deadline + grace)
                 what = self._what
             if late:
                 self._fire_late(*what)
@@ -146,6 +162,9 @@ class FetchWatchdog:
                     return
                 if self._stuck(now):
                     return
+        except BaseException as exc:  # noqa: BLE001 - before the finally: it would say "closed"
+            failing.fail(exc, where=" in the mdloader-watchdog thread")
+            raise
         finally:
             words[0] = -1  # closed: whoever watches this rank stops
             win.Sync()
@@ -190,9 +209,10 @@ class FetchWatchdog:
     def _fire_late(self, epoch: int, step: int, backend: str, waiting_for) -> None:
         ranks = waiting_for() if callable(waiting_for) else waiting_for
         self._say(f"step {step} of epoch {epoch}: the {backend} fetch from rank(s) "
-                  f"{_ranks(ranks)} did not complete in {self.timeout:g} s; a rank died or "
-                  "stopped making progress: aborting the job (raise "
-                  f"{ENV_VAR} if ranks legitimately start epochs this far apart)")
+                  f"{_ranks(ranks)} did not complete in {STUCK_FACTOR * self.timeout:g} s; a "
+                  "rank died, stopped or stalled this long (without MPI_THREAD_MULTIPLE ranks "
+                  "cannot see each other's heartbeat, so only a fetch this long counts): "
+                  f"aborting the job (the limit is {STUCK_FACTOR} x {ENV_VAR})")
 
     def _say(self, line: str) -> None:
         print(f"mdloader: error: [rank {self.rank}] {line}", file=sys.stderr, flush=True)

@@ -11,11 +11,13 @@ from ..core.errors import MDLoaderError
 from .launch_checks import _env_rank, _world_size_env, rank_prefix
 
 
-def report_error(exc: BaseException) -> int:
+def report_error(exc: BaseException, *, trace: bool = True, where: str = "") -> int:
     """Print one line for a user error (a traceback for a bug) and return the exit code.
 
     A user error wrapped by a framework (Hydra's ``InstantiationException`` around a loader's
-    ``ConfigError``) is reported as the user error it wraps."""
+    ``ConfigError``) is reported as the user error it wraps. `trace`: print a bug's traceback
+    (False: it was printed already); `where`: said after a bug's type (``" in the mdloader-prefetch
+    thread"``)."""
     exc = _user_error(exc) or exc
     if isinstance(exc, MDLoaderError):
         if getattr(exc, "agreed", False):  # the same error on every rank: say it once
@@ -27,8 +29,9 @@ def report_error(exc: BaseException) -> int:
     if isinstance(exc, KeyboardInterrupt):
         print(f"mdloader: interrupted {rank_prefix()}".rstrip(), file=sys.stderr, flush=True)
         return 130
-    traceback.print_exception(exc, file=sys.stderr)
-    print(f"mdloader: error: {rank_prefix()}unexpected {type(exc).__name__}: {exc}",
+    if trace:
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"mdloader: error: {rank_prefix()}unexpected {type(exc).__name__}{where}: {exc}",
           file=sys.stderr, flush=True)
     return 1
 

@@ -32,6 +32,7 @@ import time
 
 from ..core.options import env
 from ..core.log import get_logger
+from . import failing
 
 OFF_VALUES = ("0", "", "false", "no", "off")
 INTERVAL_S = 0.0005
@@ -65,8 +66,8 @@ class Poller:
                     atexit.register(self.stop)
                     self._exit_hook = True
                 self._stop = threading.Event()
-                self._thread = threading.Thread(target=self._run, args=(MPI.COMM_WORLD,
-                                                                        self._stop),
+                run = failing.thread_target(self._run, "mdloader-progress")  # fails: ends the job
+                self._thread = threading.Thread(target=run, args=(MPI.COMM_WORLD, self._stop),
                                                 name="mdloader-progress", daemon=True)
                 self.started += 1
                 self._thread.start()

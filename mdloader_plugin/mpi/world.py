@@ -14,6 +14,7 @@ import numpy as np
 
 # The package's other MPI helpers, importable from here as before the split (one idea a module:
 # launch checks, collectives, errors and aborts, torch's rendezvous).
+from . import failing
 from .abort import _abort, _user_error, abort_on_error, report_error  # noqa: F401
 from .collectives import agree, allreduce_number  # noqa: F401
 from .launch_checks import (  # noqa: F401
@@ -65,6 +66,11 @@ class World:
         raise SystemExit(code)
 
     def close(self) -> None:
+        """Free the private communicator (collective); while an exception propagates on several
+        ranks, the failing way instead (:mod:`.failing`: this rank's line, ``MPI_Abort``)."""
+        exc = failing.propagating()
+        if exc is not None and self.size > 1:
+            failing.fail(exc)
         MPI = _mpi()
         if self.comm is not None and self.comm != MPI.COMM_NULL and not MPI.Is_finalized():
             self.comm.Free()

@@ -26,8 +26,9 @@ from typing import Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ..core.errors import DataError
+from ..core.errors import ConfigError, DataError
 from ..core.options import env, env_default
+from ..core import deadline
 from .joined import JoinedReader, is_joined
 
 LABELS = ("trainset", "valset", "testset")
@@ -197,13 +198,17 @@ class GraphFile:
 
         ADIOS2 2.12's BP5 reader waits forever (holding the GIL) for bytes past the end of a
         truncated data subfile, as if a writer were still appending. `_check_data_size` catches
-        truncation beyond the format's slack at open; for the rest, a C-level watchdog
-        (faulthandler) ends the process after ``MDLOADER_READ_TIMEOUT`` s (default 600) so an
-        MPI job never hangs: under ``python -m mpi4py`` that aborts every rank.
+        truncation beyond the format's slack at open; for the rest, a native deadline thread
+        (:mod:`~mdloader_plugin.core.deadline`) prints one line naming the file and aborts every
+        rank after ``MDLOADER_READ_TIMEOUT`` s (default 600; 0: no deadline), so an MPI job
+        never hangs.
         """
-        import faulthandler
-
-        faulthandler.dump_traceback_later(_read_timeout(), exit=True)
+        limit = _read_timeout()
+        if limit > 0:
+            deadline.arm(limit, f"{self.path}: reading {name!r} (start {start}, count {count}) "
+                                f"did not complete in {limit:g} s; the file is truncated or its "
+                                "file system stalled: aborting the job (MDLOADER_READ_TIMEOUT "
+                                "sets the limit)")
         try:
             arr = np.asarray(self._r.read(name, start, count))
         except DataError:  # a joined data set's file: its own line
@@ -213,7 +218,8 @@ class GraphFile:
                             f"failed: {_first_line(exc)}; the file is truncated or "
                             "corrupt") from None
         finally:
-            faulthandler.cancel_dump_traceback_later()
+            if limit > 0:
+                deadline.cancel()
         if arr.size != int(np.prod(count)):
             raise DataError(f"{self.path}: reading {name!r} returned {arr.size} values instead "
                             f"of {int(np.prod(count))}; the file is truncated or corrupt")
@@ -277,10 +283,14 @@ class GraphFile:
 
 
 def _read_timeout() -> float:
+    """Seconds a read may take (``$MDLOADER_READ_TIMEOUT``; 0 or less: no deadline)."""
+    raw = env("MDLOADER_READ_TIMEOUT")
     try:
-        return max(float(env("MDLOADER_READ_TIMEOUT")), 1.0)
+        return float(raw) if raw is not None and raw.strip() else float(
+            env_default("MDLOADER_READ_TIMEOUT"))
     except ValueError:
-        return float(env_default("MDLOADER_READ_TIMEOUT"))
+        raise ConfigError(f"MDLOADER_READ_TIMEOUT={raw!r} is not a number of seconds; unset it "
+                          "or give e.g. 600 (0 turns the read deadline off)") from None
 
 
 def _check_data_size(path: str, variables: Mapping[str, dict]) -> None:

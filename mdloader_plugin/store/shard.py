@@ -31,7 +31,7 @@ import numpy as np
 from ..core.blocks import block_bounds, exclusive_offsets, owner_of
 from ..core.errors import internal
 from ..core.units import parse_bytes
-from ..mpi import groups
+from ..mpi import failing, groups
 from ..mpi.world import agree
 from ..records import codec
 from ..sources.multi import parse_specs
@@ -76,6 +76,12 @@ class ShardStore:
     def __post_init__(self):
         if self.index is None:
             self.index = FullIndex(self.block_starts, self.offsets, self.nbytes)
+        if self._multi_rank:
+            failing.opened()  # an uncaught exception now ends the job (mpi.failing)
+
+    @property
+    def _multi_rank(self) -> bool:
+        return self.world is not None and self.world.size > 1
 
     # -- queries ---------------------------------------------------------------------------
     @property
@@ -212,8 +218,18 @@ class ShardStore:
         if self._readers == 0 and self.window is not None:
             self.window.Unlock_all()
 
-    def close(self) -> None:
-        """Free the window (collective). The buffer must not be used afterwards."""
+    def close(self, exc=failing.CURRENT) -> None:
+        """Free the window (collective). The buffer must not be used afterwards.
+
+        Called while an exception propagates (a ``finally``, an ``except``) on several ranks, it
+        takes the failing way (:mod:`~mdloader_plugin.mpi.failing`): this rank prints the
+        exception's line and aborts the job, entering no collective. `exc`: the exception
+        (default: the one being handled where close is called, ``sys.exc_info()``)."""
+        exc = failing.propagating(exc)
+        if self._closed:
+            return
+        if self._multi_rank and exc is not None:
+            failing.fail(exc)  # does not return: no Win.Free, no communicator free
         if self.window is not None and self._readers:
             raise internal(f"store closed with {self._readers} loaders open")
         if self.window is not None:
@@ -225,6 +241,14 @@ class ShardStore:
         if self.group is not None:
             self.group.close()
         self._closed = True
+        if self._multi_rank:
+            failing.closed()
+
+    def __enter__(self) -> "ShardStore":
+        return self
+
+    def __exit__(self, typ, exc, tb) -> None:
+        self.close(exc)  # None: a normal close, also inside an outer except block
 
     def _check_open(self, what: str) -> None:
         if self._closed:
