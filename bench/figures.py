@@ -18,6 +18,7 @@ from bench.ddstore.figures import FIGURES_DDSTORE954
 from bench.estimator import figures as estimator
 from bench.estimator.rank_cost_figures import FIGURES_RANK_COST
 from bench.fairchem.figures import FIGURES_FAIRCHEM
+from bench.faults import figures as faults
 from bench.fetch import figures as fetch
 from bench.gil import figures as gil
 from bench.gpu import figures as gpu
@@ -29,7 +30,7 @@ from bench.store.load_peak import FIGURES_LOAD_PEAK
 FIGURES: dict[str, Callable[[], str]] = {}
 for _part in (loaders.FIGURES, fetch.FIGURES, estimator.FIGURES, groups.FIGURES, scale.FIGURES,
               gpu.FIGURES, gil.FIGURES, FIGURES_RANK_COST, FIGURES_FAIRCHEM, FIGURES_DDSTORE954,
-              FIGURES_CONVERT, FIGURES_LOAD_PEAK):
+              FIGURES_CONVERT, FIGURES_LOAD_PEAK, faults.FIGURES):
     assert not set(_part) & set(FIGURES), set(_part) & set(FIGURES)
     FIGURES.update(_part)
 

@@ -19,6 +19,7 @@ from bench.convert import sections as convert
 from bench.ddstore import sections as ddstore
 from bench.estimator import sections as estimator
 from bench.fairchem import sections as fairchem
+from bench.faults import sections as faults
 from bench.fetch import sections as fetch
 from bench.gil import sections as gil
 from bench.gpu import sections as gpu
@@ -38,7 +39,7 @@ SECTIONS: list[Section] = [
 ]
 
 OTHER_RESULTS: list[Other] = [*estimator.OTHERS, *ddstore.OTHERS, *fetch.OTHERS, *gpu.OTHERS,
-                              *gil.OTHERS, *scale.OTHERS]
+                              *gil.OTHERS, *scale.OTHERS, *faults.OTHERS]
 
 #: the benchmarks ``make bench`` (tools/bench.sh) runs, as modules
 ENTRY_POINTS = (
@@ -51,7 +52,7 @@ ENTRY_POINTS = (
 #: benchmarks run by hand (their command is in the section or result they feed): A/B runs of two
 #: trees, profiles, runs that need MPICH, a GPU node or a given build of DDStore
 BY_HAND = (
-    "bench.ddstore.collective_ab", "bench.fetch.async_progress", "bench.fetch.coll_progress",
-    "bench.fetch.multi", "bench.fetch.profile", "bench.fetch.trees_ab",
+    "bench.ddstore.collective_ab", "bench.faults.update", "bench.fetch.async_progress",
+    "bench.fetch.coll_progress", "bench.fetch.multi", "bench.fetch.profile", "bench.fetch.trees_ab",
     "bench.gil.producer_cost", "bench.gil.producer_profile", "bench.scale.collective_step_cpu",
     "bench.scale.regression", "bench.scale.step_cpu_parts")
