@@ -92,6 +92,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from mpi4py import MPI
 
+    from ..mpi.world import abort_on_error
     from ..sources import convert
     from .synth import parse_split
 
@@ -127,20 +128,25 @@ def run(args) -> int:
         return bar[0].update
 
     beat = _heartbeat(comm)
-    try:
-        counts = convert.convert(src, args.out, kind=args.kind, split=split, seed=args.seed,
-                                 radius=args.radius, max_neighbours=args.max_neighbours or None,
-                                 neighbour_overflow=args.neighbour_overflow,
-                                 float64=args.float64, progress=progress, x=x, y=y, comm=comm,
-                                 overwrite=args.overwrite, part_size=args.part_size,
-                                 jobs=args.jobs, writers=args.writers)
-    except BaseException as exc:
-        if beat is not None:  # an agreed error is every rank's: they close together
-            beat.close() if getattr(exc, "agreed", False) else beat.leave()
-        raise
-    finally:
-        for b in bar:
-            b.close()
+    # a rank's own failure aborts the job (the others may wait for its parts); an agreed one is
+    # every rank's exit code, said once
+    with abort_on_error():
+        try:
+            counts = convert.convert(src, args.out, kind=args.kind, split=split, seed=args.seed,
+                                     radius=args.radius,
+                                     max_neighbours=args.max_neighbours or None,
+                                     neighbour_overflow=args.neighbour_overflow,
+                                     float64=args.float64, progress=progress, x=x, y=y,
+                                     comm=comm, overwrite=args.overwrite,
+                                     part_size=args.part_size, jobs=args.jobs,
+                                     writers=args.writers)
+        except BaseException as exc:
+            if beat is not None:  # an agreed error is every rank's: they close together
+                beat.close() if getattr(exc, "agreed", False) else beat.leave()
+            raise
+        finally:
+            for b in bar:
+                b.close()
     if beat is not None:
         beat.close()
     if world.Get_rank() != 0:

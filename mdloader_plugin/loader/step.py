@@ -141,7 +141,9 @@ class Watch:
             atexit.register(self._exit_hook)  # after mpi4py's hook: runs before MPI_Finalize
 
     def _abort(self) -> None:
-        self.world.comm.Abort(3)
+        from mpi4py import MPI
+
+        MPI.COMM_WORLD.Abort(3)  # the job: MPICH may end only this rank on Abort of a duplicate
 
     def arm(self, epoch: int, step: int, backend, plan) -> None:
         if self._dog is None:

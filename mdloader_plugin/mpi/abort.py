@@ -73,8 +73,9 @@ def _abort(comm, code: int) -> None:
         return
     from mpi4py import MPI
 
-    target = comm if comm is not None else MPI.COMM_WORLD
-    if target.Get_size() > 1:
+    # COMM_WORLD even when `comm` is a duplicate of it: MPICH with a launcher that keeps the job
+    # alive (-disable-auto-cleanup) ends only the calling rank on Abort of a duplicate
+    if (comm if comm is not None else MPI.COMM_WORLD).Get_size() > 1:
         sys.stdout.flush()
         sys.stderr.flush()
-        target.Abort(code)
+        MPI.COMM_WORLD.Abort(code)

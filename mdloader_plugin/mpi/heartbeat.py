@@ -44,7 +44,7 @@ class Heartbeat:
         self._MPI, self.comm, self.timeout, self.said = MPI, comm, timeout, said
         self.rank, size = comm.Get_rank(), comm.Get_size()
         self.next = (self.rank + 1) % size
-        self._abort = abort or (lambda: comm.Abort(1))
+        self._abort = abort or (lambda: MPI.COMM_WORLD.Abort(1))  # the job, not a dup (abort.py)
         self.win = MPI.Win.Allocate(8, 8, comm=comm)
         self.word = np.frombuffer(self.win.tomemory(), dtype=np.int64)
         self.word[0] = 1

@@ -62,7 +62,9 @@ class World:
     def abort(self, code: int = 1) -> None:
         """Abort every rank of the job (never returns when size > 1)."""
         if self.size > 1:
-            self.comm.Abort(code)
+            from mpi4py import MPI
+
+            MPI.COMM_WORLD.Abort(code)  # the job (an Abort of a duplicate may end one rank)
         raise SystemExit(code)
 
     def close(self) -> None:
