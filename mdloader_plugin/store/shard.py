@@ -32,6 +32,8 @@ from ..core.blocks import block_bounds, exclusive_offsets, owner_of
 from ..core.errors import internal
 from ..core.units import parse_bytes
 from ..mpi import groups
+from ..mpi.agree import agree_settings, job_settings
+from ..mpi.collectives import max_count
 from ..mpi.world import agree
 from ..records import codec
 from ..sources.multi import parse_specs
@@ -141,7 +143,11 @@ class ShardStore:
         budget = parse_bytes(opts.max_memory_per_rank)
         sizes = np.asarray(sizes, dtype=np.int64)
         offs = exclusive_offsets(sizes)
-        agree(world, check_choice, opts.index, opts.index_share)
+        # one reduction before the first collective that depends on them: the index options
+        # checked and the job settings that cut or steer collectives agreed (mpi.agree)
+        agree_settings(world, {**job_settings(), "index": str(opts.index),
+                               "index_share": str(opts.index_share)},
+                       _checked_choice, opts.index, opts.index_share)
         agree(world, mem.check, "this rank's block", 0 if holder is None else holder.rank,
               _size(holder), int(sizes.sum()), sizes.size, num_samples, budget,
               digests=opts.digests, kind=opts.index,
@@ -271,3 +277,9 @@ def _record_digests(buf, offs, sizes) -> np.ndarray:
     for i, (o, n) in enumerate(zip(offs, sizes)):
         out[i] = int.from_bytes(hashlib.blake2b(mv[o:o + n], digest_size=8).digest(), "little")
     return out
+
+
+def _checked_choice(index, index_share) -> None:
+    """The index options (:func:`.index.check_choice`) and ``MDLOADER_MPI_MAX_COUNT`` checked."""
+    check_choice(index, index_share)
+    max_count()

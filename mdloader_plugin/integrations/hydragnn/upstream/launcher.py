@@ -54,16 +54,25 @@ def main(argv: list[str] | None = None) -> int:
                   "HydraGNN/examples/multibranch/train.py", file=sys.stderr, flush=True)
         return 2
     with abort_on_error(comm):
+        from ....mpi.agree import everywhere
         from . import data, hooks
 
-        hooks.refuse(args)
+        # rank-local checks (arguments and variables may differ by rank under MPMD), agreed: an
+        # error on any rank is one line (rank 0's) on every rank, exit 2, nothing started
+        everywhere(comm, hooks.refuse, args)
         _rank_env(comm)
-        hooks.install()
-        hooks.check_inputfile(script, args)
+        everywhere(comm, _install, script, args)
         data.REPORT["argv"] = args
         data.REPORT["run"] = os.path.splitext(os.path.basename(script))[0]
         run_script(script, args)
     return 0
+
+
+def _install(script: str, args: list[str]) -> None:
+    from . import hooks
+
+    hooks.install()
+    hooks.check_inputfile(script, args)
 
 
 def _rank_env(comm) -> None:
