@@ -10,7 +10,7 @@ from ..core.errors import ConfigError
 from ..core.options import env
 from ..sampling.schedule import ResumeState, Schedule, resume_position
 from ..estimator.profile import get_profile
-from ..mpi.agree import job_settings
+from ..mpi.agree import agree_settings, job_settings
 from ..sampling.mixes import DataSets, get_mix
 from .watchdog import fetch_timeout
 
@@ -64,6 +64,21 @@ def prefetch_bytes(mib: float | None) -> int:
     if not value > 0:
         raise ConfigError(f"{src} must be a number of MiB > 0, got {mib!r}")
     return int(value * 2**20)
+
+
+def agreed_schedule(world, store, size: int, batch_size, prefetch, backend: str, profile,
+                    prefetch_mib, max_steps, sampling, **kw) -> Schedule:
+    """Collective: the first of MDLoader's construction. Its schedule (:func:`checked_schedule`,
+    with ``MDLOADER_FETCH_TIMEOUT`` and `max_steps` checked too) and, in the same ONE reduction
+    (:func:`~mdloader_plugin.mpi.agree.agree_settings`), every setting that steers a collective
+    (:func:`loader_settings`) agreed: ranks that differ stop with one line naming the setting
+    and the ranks, exit 2 on every rank; a check failing on any rank is raised on every rank."""
+    settings = loader_settings(batch_size, kw["shuffle"], kw["seed"], kw["drop_last"],
+                               kw["order"], prefetch, kw["weights"], sampling, kw["batches"],
+                               max_steps)
+    return agree_settings(world, settings, checked_loader, max_steps, store.num_samples, size,
+                          batch_size, prefetch, backend, profile, prefetch_mib,
+                          mix=(sampling, store), **kw)
 
 
 def loader_settings(batch_size, shuffle, seed, drop_last, order, prefetch, weights, sampling,

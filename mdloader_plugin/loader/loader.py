@@ -35,11 +35,9 @@ from ..batching.pyg import pyg_collate, pyg_sample
 from ..batching.device import DeviceStage
 from ..core.errors import ConfigError
 from ..core.log import get_logger
-from ..mpi.agree import agree_settings
 from ..mpi.world import allreduce_number
 from ..sampling.schedule import ResumeState
-from .args import (checked_loader, checked_state, loader_settings, prefetch_bytes,
-                   producer_and_trial, resume_offset)
+from .args import agreed_schedule, checked_state, prefetch_bytes, producer_and_trial, resume_offset
 from .producer import Producer, finish_at_exit, usable_prefetch
 from .step import BatchBuilder, EpochStats, Steps, Watch
 from .switch import Backends
@@ -94,37 +92,24 @@ class MDLoader:
             step)``: ``[P, b]`` ids, short rows padded with -1), e.g. upstream HydraGNN's
             cost-aware batches (:class:`~mdloader_plugin.sampling.node_budget.NodeBudgetBatches`);
             `batch_size`, `shuffle`, `seed`, `drop_last` and `sampling` then do not apply.
-        max_steps: serve at most this many steps an epoch (None: all; the attribute of the same
-            name may be set later, alike on every rank).
-
-    Construction is collective; its first collective is one reduction that agrees the
-    rank-local checks and every setting that steers a collective (the schedule's arguments,
-    ``prefetch``, ``max_steps``, ``MDLOADER_FETCH_TIMEOUT``, ``MDLOADER_MPI_MAX_COUNT``,
-    ``HYDRAGNN_MAX_NUM_BATCH``): ranks that differ stop with one line naming the setting and
-    the ranks (:func:`~mdloader_plugin.mpi.agree.agree_settings`), exit 2 on every rank.
+        max_steps: serve at most this many steps an epoch (default: all; see :attr:`max_steps`).
     """
 
     def __init__(self, store, *, batch_size: int, shuffle: bool = True, seed: int = 0,
                  drop_last: bool = False, backend: str = "auto", prefetch: int = 2,
-                 to_sample: Callable[[dict], Any] | None = None,
+                 to_sample: Callable[[dict], Any] | None = None, max_steps: int | None = None,
                  collate: Callable[[list], Any] | None = None, profile: str | None = None,
                  online_trial: bool = True, progress: str | bool = "auto", name: str = "train",
                  balance_weights: np.ndarray | None = None, prefetch_mib: float | None = None,
                  pin_memory: bool | None = None, device=None, sampling=None, order: str = "auto",
-                 producer: str | None = None, batches=None, online_check: bool | None = None,
-                 max_steps: int | None = None):
+                 producer: str | None = None, batches=None, online_check: bool | None = None):
         world = store.world
         self.store, self.world, self.name = store, world, name
-        self.rank = 0 if world is None else world.rank
-        self.size = 1 if world is None else world.size
-        # Before any collective, ONE reduction: the rank-local checks and every setting that
-        # steers a collective (args.loader_settings) agreed; a difference is one error line.
-        self.schedule = agree_settings(
-            world, loader_settings(batch_size, shuffle, seed, drop_last, order, prefetch,
-                                   balance_weights, sampling, batches, max_steps),
-            checked_loader, max_steps, store.num_samples, self.size, batch_size, prefetch,
-            backend, profile, prefetch_mib, shuffle=shuffle, seed=seed, drop_last=drop_last,
-            weights=balance_weights, mix=(sampling, store), order=order, batches=batches)
+        self.rank, self.size = (0, 1) if world is None else (world.rank, world.size)
+        self.schedule = agreed_schedule(world, store, self.size, batch_size, prefetch, backend,
+                                        profile, prefetch_mib, max_steps, sampling,
+                                        shuffle=shuffle, seed=seed, drop_last=drop_last,
+                                        weights=balance_weights, order=order, batches=batches)
         self.schedule.rank = self.rank  # a batch table's batch_len is this rank's
         self.batch_size, self.prefetch = int(batch_size), prefetch
         self.drop_last = bool(drop_last)  # DataLoader's attribute (HydraGNN 5.0 counts batches)

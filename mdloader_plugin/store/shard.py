@@ -144,8 +144,9 @@ class ShardStore:
         sizes = np.asarray(sizes, dtype=np.int64)
         offs = exclusive_offsets(sizes)
         # one reduction before the first collective that depends on them: the index options
-        # checked and the job settings that cut or steer collectives agreed (mpi.agree)
-        agree_settings(world, {**job_settings(), "index": str(opts.index),
+        # checked, and agreed with MDLOADER_MPI_MAX_COUNT, which cuts every collective below
+        count = job_settings()["MDLOADER_MPI_MAX_COUNT"]
+        agree_settings(world, {"MDLOADER_MPI_MAX_COUNT": count, "index": str(opts.index),
                                "index_share": str(opts.index_share)},
                        _checked_choice, opts.index, opts.index_share)
         agree(world, mem.check, "this rank's block", 0 if holder is None else holder.rank,
