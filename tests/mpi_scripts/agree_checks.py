@@ -73,6 +73,15 @@ for settings, fn, want in (
     except MDLoaderError as exc:
         check(exc.agreed and exc.exit_code == 2 and (rank != 0 or str(exc) == want),
               f"{rank}: {exc}")
+# a store's group size given otherwise on one rank: the same error, before the groups split
+from mdloader_plugin.mpi import groups  # noqa: E402
+
+try:
+    groups.make(World.detect(comm), 1 if rank == 3 else 2)
+    check(False, f"rank {rank}: no error for group sizes that differ")
+except MDLoaderError as exc:
+    check(exc.agreed and (rank != 0 or str(exc) == "ranks disagree on group_size: ranks 0-2 2; "
+                          f"rank 3 1: {SETTINGS_FIX}"), f"{rank}: {exc}")
 check(comm.allreduce(1) == comm.size, "ranks out of step after agree_settings")
 # a rank configured with another backend (MDLOADER_BACKEND on some nodes) follows rank 0
 mine = ("auto", True) if rank != 3 else ("onesided", False)
