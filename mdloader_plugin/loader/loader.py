@@ -92,7 +92,7 @@ class MDLoader:
             step)``: ``[P, b]`` ids, short rows padded with -1), e.g. upstream HydraGNN's
             cost-aware batches (:class:`~mdloader_plugin.sampling.node_budget.NodeBudgetBatches`);
             `batch_size`, `shuffle`, `seed`, `drop_last` and `sampling` then do not apply.
-        max_steps: serve at most this many steps an epoch (default: all; see :attr:`max_steps`).
+        max_steps: serve at most this many steps an epoch (default: all; the attribute too).
     """
 
     def __init__(self, store, *, batch_size: int, shuffle: bool = True, seed: int = 0,
