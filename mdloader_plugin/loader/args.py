@@ -86,7 +86,9 @@ def loader_settings(batch_size, shuffle, seed, drop_last, order, prefetch, weigh
     """What every rank's loader must share, as comparable text (``mpi.agree.agree_settings``):
     the schedule's arguments (which samples a rank fetches at which step, and how many steps),
     ``prefetch`` (how many next-epoch steps every rank's producer runs ahead) and the job
-    settings that steer collectives (:func:`~mdloader_plugin.mpi.agree.job_settings`)."""
+    settings that steer collectives (:func:`~mdloader_plugin.mpi.agree.job_settings`). Never
+    raises, and the same names on every rank (whatever a rank was given: the reduction that
+    compares them must match)."""
     return {"batch_size": _text(batch_size), "shuffle": str(bool(shuffle)), "seed": _text(seed),
             "drop_last": str(bool(drop_last)), "order": _text(order), "prefetch": _text(prefetch),
             "balance_weights": _array_text(weights), "sampling": _mapping_text(sampling),
@@ -116,8 +118,11 @@ def _array_text(arr) -> str:
         return "None"
     import hashlib
 
-    a = np.ascontiguousarray(arr)
-    dig = hashlib.blake2b(a.view(np.uint8).reshape(-1), digest_size=8).hexdigest()
+    try:
+        a = np.ascontiguousarray(arr)
+        dig = hashlib.blake2b(a.view(np.uint8).reshape(-1), digest_size=8).hexdigest()
+    except (TypeError, ValueError):  # not numbers (its own error follows): as written
+        return _text(arr)[:200]
     return f"{a.size} {a.dtype} values (digest {dig})"
 
 
@@ -126,7 +131,10 @@ def _mapping_text(value) -> str:
     if isinstance(value, dict):
         import json
 
-        return json.dumps(value, sort_keys=True, default=str)
+        try:
+            return json.dumps(value, sort_keys=True, default=str)
+        except (TypeError, ValueError):  # keys that do not sort: as written
+            pass
     return _text(value)
 
 

@@ -37,6 +37,8 @@ from ..core.options import env, env_default
 _SAID: set = set()
 #: distinct values a warning names per input before "and N more"
 SHOW = 4
+#: characters of a setting's value a line shows at most (a long one is cut, marked "...")
+SHOW_CHARS = 160
 
 
 def digest(text: str) -> int:
@@ -99,7 +101,7 @@ def agree_settings(world, settings: dict, fn=None, *args, **kwargs):
     k = len(names)
     bad = [n for n, hi, lo in zip(names, top[1:k + 1], top[k + 1:]) if hi != -lo]
     if bad:
-        values = world.comm.gather([pairs[n][1] for n in bad], root=0)
+        values = world.comm.gather([_cut(pairs[n][1]) for n in bad], root=0)
         raise _disagreement(bad, values, "ranks disagree on ", ": " + SETTINGS_FIX)
     return result
 
@@ -125,12 +127,22 @@ def job_settings() -> dict:
         out["MDLOADER_FETCH_TIMEOUT"] = "0 (off)" if t <= 0 else f"{t:g}"
     except ValueError:
         out["MDLOADER_FETCH_TIMEOUT"] = repr(raw)
-    raw = str(env("MDLOADER_MPI_MAX_COUNT")).strip()
-    out["MDLOADER_MPI_MAX_COUNT"] = str(int(raw)) if raw.lstrip("-").isdigit() else repr(raw)
+    out["MDLOADER_MPI_MAX_COUNT"] = _int_text(str(env("MDLOADER_MPI_MAX_COUNT")))
     raw = os.environ.get("HYDRAGNN_MAX_NUM_BATCH")
-    out["HYDRAGNN_MAX_NUM_BATCH"] = ("unset" if raw is None else str(max(int(raw), 0))
-                                     if raw.strip().lstrip("-").isdigit() else repr(raw))
+    out["HYDRAGNN_MAX_NUM_BATCH"] = "unset" if raw is None else _int_text(raw, at_least=0)
     return out
+
+
+def _int_text(raw: str, at_least=None) -> str:
+    try:
+        value = int(raw)
+    except ValueError:
+        return repr(raw)
+    return str(value if at_least is None else max(value, at_least))
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SHOW_CHARS else text[:SHOW_CHARS - 3] + "..."
 
 
 def _disagreement(bad: list, values: "list | None", head: str, tail: str) -> ConfigError:
