@@ -30,28 +30,15 @@ The public API, for a training loop of your own (``docs/own-loop.md``)::
 
 Also exported: ``ColumnTransform`` (column-wise batches of your own sample type) and the errors
 ``MDLoaderError``, ``ConfigError``, ``DataError``, ``MemoryBudgetError``. Every other module path
-is internal and may move (old paths are kept as aliases: ``_aliases``).
+is internal and may move.
 """
 
-import os as _os
-import sys as _sys
-
-from . import _aliases
-
-__version__ = "0.1.0"
-
-_aliases.install()  # old import paths (mdloader_plugin.world, ...) keep working
-
-# Open MPI setting that must be in place before MPI starts: no UCX on these machines (it prints an
-# error per window otherwise). Import this package before mpi4py.MPI for it to apply; a user's own
-# setting wins. (Progress of one-sided Gets across nodes is the one-sided backend's own thread:
-# backends/onesided.py says why Open MPI's btl_tcp_progress_thread is left off.)
-if "mpi4py.MPI" not in _sys.modules:
-    _os.environ.setdefault("OMPI_MCA_osc", "^ucx")
+__version__ = "0.2.0"
 
 #: The public API: what a training loop of your own imports (``from mdloader_plugin import
 #: MDLoader, ShardStore, World``). Imported on first use, so ``import mdloader_plugin`` starts
-#: neither MPI nor torch (the settings above must be in place before MPI starts).
+#: neither MPI nor torch. Importing the package sets no MPI variable: the MPI's settings are the
+#: user's (docs/getting-started.md, "Open MPI settings").
 PUBLIC: dict[str, str] = {
     "MDLoader": "loader.loader",
     "ShardStore": "store.shard",

@@ -4,8 +4,8 @@ A page asks for generated text with one HTML comment on its own line:
 
 * ``<!-- generated: config -->``: every setting, from the code's own tables
   (``mdloader_plugin/core/options.py``, ``integrations/hydragnn/config.py``, the fairchem ``loader``
-  group ``recipes/fairchem/loader/mdloader.yaml``, the signatures and ``Args:`` of ``MDLoader``
-  and of fairchem's ``build_loader``);
+  group ``integrations/fairchem/conf/loader/mdloader.yaml``, the signatures and ``Args:`` of
+  ``MDLoader`` and of fairchem's ``build_loader``);
 * ``<!-- generated: cli -->``: every ``mdloader`` command and option, from the argparse parsers;
 * ``<!-- api: MODULE ... -->``: a mkdocstrings ``:::`` block for each module (``PACKAGE.*``:
   the package and all its submodules);
@@ -41,7 +41,7 @@ MARKER = re.compile(r"^<!-- (generated|api|include): *(.*?) *-->$"
 #: modules the API reference leaves out: the CLI has its own generated reference; private
 #: modules (``_aliases``: the old import paths) are not API
 API_EXCLUDE = re.compile(r"^mdloader_plugin\.(cli(\..*)?|.*__main__|(.*\.)?_[a-z]\w*)$")
-FAIRCHEM_GROUP = ROOT / "recipes" / "fairchem" / "loader" / "mdloader.yaml"
+FAIRCHEM_GROUP = ROOT / PACKAGE / "integrations" / "fairchem" / "conf" / "loader" / "mdloader.yaml"
 
 
 # -- MkDocs events ---------------------------------------------------------------------------
@@ -56,8 +56,20 @@ def on_files(files, config):
 
 
 def on_page_markdown(markdown, page, config, files):
-    """Replace each marker comment of a page with its generated Markdown."""
-    return expand(markdown)
+    """Replace each marker comment of a page with its generated Markdown; point the images a
+    page shows from ``bench/`` at the published copies (:func:`site_image_links`)."""
+    return site_image_links(expand(markdown))
+
+
+#: an image under the repository's bench/ as a page under docs/ names it for GitHub's web view
+BENCH_IMAGE = re.compile(r"(!\[[^\]]*\]\()((?:\.\./)+)(bench/[\w.-]+\.png\))")
+
+
+def site_image_links(markdown: str) -> str:
+    """A page's ``../bench/x.png`` images (right on GitHub, where docs/ sits beside bench/) as
+    the site sees them: the figures are published at ``bench/`` inside the site (:func:`on_files`),
+    so the same link, relative to the page, goes one folder less up."""
+    return BENCH_IMAGE.sub(lambda m: m.group(1) + m.group(2)[3:] + m.group(3), markdown)
 
 
 def expand(markdown: str) -> str:
@@ -141,13 +153,22 @@ def signature_rows(func, doc=None, skip=()) -> list[tuple]:
 
 
 def fairchem_group_rows() -> list[tuple]:
-    """(key, default, comment) of the fairchem ``loader: mdloader`` group file's own keys."""
+    """(key, default, comment) of the fairchem ``loader: mdloader`` group file's own keys; a
+    comment continued on the indented ``#`` lines right below its key is kept whole."""
     values = yaml.safe_load(FAIRCHEM_GROUP.read_text())
     rows = []
+    cont = False  # the previous line was a key's comment (or its continuation)
     for ln in FAIRCHEM_GROUP.read_text().splitlines():
         m = re.match(r"^(\w+):\s*([^#\n]*?)\s*(?:#\s*(.*))?$", ln)
+        more = re.match(r"^\s+#\s*(.*)$", ln)
         if m and not isinstance(values.get(m.group(1)), dict):
             rows.append((m.group(1), values[m.group(1)], m.group(3) or ""))
+            cont = m.group(3) is not None
+        elif cont and more:
+            key, default, meaning = rows[-1]
+            rows[-1] = (key, default, f"{meaning} {more.group(1)}".strip())
+        else:
+            cont = False
     return rows
 
 
@@ -191,8 +212,10 @@ def config_reference() -> str:
         "(`HYDRAGNN_LOADER_OPTIONS`)",
         _table(r["hydragnn.hydragnn_loader"]),
         "## fairchem: the `loader` config group",
-        "Keys of `recipes/fairchem/loader/mdloader.yaml` (`defaults: [loader: mdloader]`), set on "
-        "the command line as `loader.KEY=VALUE`:",
+        "Keys of `mdloader_plugin/integrations/fairchem/conf/loader/mdloader.yaml` "
+        "(`defaults: [loader: mdloader]`, found from any config: "
+        "[fairchem](../fairchem.md#the-loader-group-from-any-config)), set on the command line "
+        "as `loader.KEY=VALUE`:",
         _table(r["fairchem.loader"]),
         "### `build_loader` arguments",
         "The group's `train_dataloader`/`val_dataloader` call "

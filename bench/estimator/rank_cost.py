@@ -52,7 +52,7 @@ def balance_rows(p: int, n: int, steps: int = 5) -> dict:
     """max/mean of per-rank atoms a step: unbalanced, blocks (the default: windows of 16 ranks,
     4 columns a block), whole windows (16 ranks, all columns), the whole world."""
     rc = RankCost(Job(p, n, 32, "onesided", weights="atoms", steps=1))
-    core, w = rc.core, rc.core.weights
+    core, w = rc.schedule, rc.schedule.weights
     out = {"unbalanced": [], "blocks": [], "windows": [], "world": []}
     for s in range(steps):
         raw = core.raw_rows(1, s, np.arange(p))

@@ -26,7 +26,7 @@ import numpy as np
 
 from bench.harness import BENCH as HERE, commit, record
 
-from mdloader_plugin.sampling.max_atoms import MaxAtomsPlan  # noqa: E402
+from mdloader_plugin.sampling.max_atoms import MaxAtomsBatches  # noqa: E402
 
 N, SEED, CAPS, BINS = 20_000, 0, (300, 700), 10
 
@@ -67,7 +67,7 @@ def batches() -> list[dict]:
     natoms = oc20_like(N, SEED)
     rows = []
     for cap in CAPS:
-        plan = MaxAtomsPlan(natoms, cap, 1, seed=SEED)
+        plan = MaxAtomsBatches(natoms, cap, 1, seed=SEED)
         mine = np.array([natoms[plan.plan(0, s)[0][plan.plan(0, s)[0] >= 0]].sum()
                          for s in range(plan.steps_in(0))])
         b = max(1, cap // int(round(natoms.mean())))
@@ -89,9 +89,9 @@ def mix_bytes(num_samples: float) -> dict:
     job = Job(64, int(num_samples), 32, "onesided", 4, steps=5, fairchem=True)
     rc = RankCost(job)
     row = rc.run()
-    state, keyed = rc.state_bytes(), rc.core.order_bytes
+    state, keyed = rc.state_bytes(), rc.schedule.order_bytes
     listed = GlobalSampler(job.num_samples, 64, 32, mix=mix_for(job), order="torch").order_bytes
-    return {"num_samples": job.num_samples, "datasets": 4, "ranks": 64, "order": rc.core.order,
+    return {"num_samples": job.num_samples, "datasets": 4, "ranks": 64, "order": rc.schedule.order,
             "bytes_per_sample": state / job.num_samples,
             "order_bytes": keyed, "list_order_bytes": listed,
             "list_bytes_per_sample": (state - keyed + listed) / job.num_samples,

@@ -6,8 +6,8 @@ a loader serves ``--epochs`` epochs of batch ``--batch`` (molecules) to a traine
 spends ``--compute-ms`` a step outside MPI (as in a gloo/NCCL allreduce: the owners make no MPI
 progress of their own). A step's fetch time (the producer's, ``epoch_stats.step_fetch_s``, all
 ranks, the first epoch left out) gives p50 and p95. Arms: MDLoader's poller alone (the default
-across nodes), MPICH's async progress thread beside it (``MPIR_CVAR_ASYNC_PROGRESS=1``, what the
-Slurm recipes set as ``MPICH_ASYNC_PROGRESS``), and MPICH's thread alone (the poller off). The
+across nodes), MPICH's async progress thread beside it (``MPIR_CVAR_ASYNC_PROGRESS=1``, what
+``MPICH_ASYNC_PROGRESS=1`` turns on), and MPICH's thread alone (the poller off). The
 arms run interleaved for ``--rounds`` rounds. Writes ``bench/results/async_progress.json``.
 
     python -m bench.fetch.async_progress [--rounds 2] [--epochs 3] [--rate 1gbit]

@@ -28,11 +28,14 @@ examples:
 
 parallel: under mpiexec/srun the ranks share the work (files and ranges of structures) and
 rank 0 writes the one output file while they convert; it is the same file one process writes.
-Past about 16 ranks one writer limits the rate: --writers W (about one for every 16 ranks)
+Past about 25 ranks one writer limits the rate: --writers W (about one for every 16 ranks)
 has W ranks write side by side, OUT then a folder of W files that MDLoader reads as one data
 set (the same graphs, byte for byte; HydraGNN's own AdiosDataset needs --writers 1).
 Without MPI, --jobs K runs K processes on this machine the same way. An interrupted run
-leaves OUT.parts/: the same command again converts only what is missing."""
+leaves OUT.parts/: the same command again converts only what is missing (parts of another
+MDLoader version are converted again). A second conversion into an OUT that one is writing
+stops with one line; a rank that dies ends the job with one line naming it
+(MDLOADER_CONVERT_TIMEOUT seconds of silence, default 600)."""
 
 
 def register(sub) -> None:
@@ -57,6 +60,10 @@ def register(sub) -> None:
                    help="cutoff in A for graphs without edge_index; 0 = no edges (default: 6)")
     p.add_argument("--max-neighbours", type=int, default=50,
                    help="keep at most K nearest neighbours per atom; 0 = no limit (default: 50)")
+    p.add_argument("--neighbour-overflow", choices=("truncate", "error"), default="truncate",
+                   help="an atom with more than --max-neighbours neighbours within --radius: "
+                        "truncate keeps its nearest (the neighbours left out are counted and "
+                        "reported at the end), error refuses the structure (default: truncate)")
     p.add_argument("--float64", action="store_true",
                    help="keep float64 values (default: store floats as float32)")
     p.add_argument("--x", default="", metavar="KEY[,KEY...]",
@@ -74,8 +81,8 @@ def register(sub) -> None:
                         "this one; the same file); under mpiexec the ranks share the work")
     p.add_argument("--writers", type=int, default=1, metavar="W",
                    help="ranks that write, side by side (default: 1, one ADIOS2 file, what "
-                        "HydraGNN's own reader opens). One writer keeps up with a few tens "
-                        "of converting ranks; with more ranks give about one writer for "
+                        "HydraGNN's own reader opens). One writer keeps up with about 25 "
+                        "converting ranks; with more ranks give about one writer for "
                         "every 16: OUT is then a folder of W files that MDLoader reads as "
                         "one data set, the same graphs byte for byte")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -119,15 +126,23 @@ def run(args) -> int:
                         smoothing=0.1, mininterval=1.0))
         return bar[0].update
 
+    beat = _heartbeat(comm)
     try:
         counts = convert.convert(src, args.out, kind=args.kind, split=split, seed=args.seed,
                                  radius=args.radius, max_neighbours=args.max_neighbours or None,
+                                 neighbour_overflow=args.neighbour_overflow,
                                  float64=args.float64, progress=progress, x=x, y=y, comm=comm,
                                  overwrite=args.overwrite, part_size=args.part_size,
                                  jobs=args.jobs, writers=args.writers)
+    except BaseException as exc:
+        if beat is not None:  # an agreed error is every rank's: they close together
+            beat.close() if getattr(exc, "agreed", False) else beat.leave()
+        raise
     finally:
         for b in bar:
             b.close()
+    if beat is not None:
+        beat.close()
     if world.Get_rank() != 0:
         return 0
     dt = time.perf_counter() - t0
@@ -142,6 +157,20 @@ def run(args) -> int:
     if x or y:
         _print_config(args.out, x, y)
     return 0
+
+
+def _heartbeat(comm):
+    """Every rank's heartbeat (:mod:`..mpi.heartbeat`): a rank that dies while the others wait
+    for its parts ends the job with one line naming it (None: one process, or no watch)."""
+    if comm is None:
+        return None
+    from ..mpi import heartbeat
+
+    name = "MDLOADER_CONVERT_TIMEOUT"
+    timeout = heartbeat.timeout_of(comm, name)
+    return heartbeat.start(comm, timeout, "aborting the conversion (the parts finished are "
+                           "kept: run the same command again to resume; raise "
+                           f"{name} if a rank can legitimately be stopped this long)")
 
 
 def _sources(items: list[str]):

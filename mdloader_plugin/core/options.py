@@ -2,7 +2,8 @@
 
 The configuration reference of the documentation is generated from these tables (and from the
 integrations' own tables: ``integrations/hydragnn/config.py``, the fairchem ``loader`` group
-``recipes/fairchem/loader/mdloader.yaml``), so a setting and its documentation cannot drift apart.
+``integrations/fairchem/conf/loader/mdloader.yaml``), so a setting and its documentation cannot
+drift apart.
 Code reads an environment variable through :func:`env`, which refuses a name that has no row
 here; ``tests/integration/test_docs.py`` also checks that every ``MDLOADER_*`` name in the package
 has one.
@@ -104,6 +105,12 @@ ENV = (
            "steps still beats) before the rank watching it prints one line naming it and the "
            "ranks its own fetch waits for, and aborts the job; without MPI_THREAD_MULTIPLE, "
            "seconds a fetch may take. `0` turns the watchdog off."),
+    Option("MDLOADER_CONVERT_TIMEOUT", "600",
+           "Seconds a rank of `mdloader convert` may give no sign of life (one heartbeat thread "
+           "a rank; a rank busy converting still beats) before the rank watching it prints one "
+           "line naming it and aborts the job, also under a launcher that keeps a job alive "
+           "after a rank died; the parts finished are kept for a resume. Every rank must have "
+           "the same value; `0` turns the watch off."),
     Option("MDLOADER_READ_TIMEOUT", "600",
            "Seconds an ADIOS2 read may take before the job ends (a truncated file can make "
            "ADIOS2 wait forever); at least 1."),

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from .choose import Decision, choose, choose_initial
 from .models import MODELS, Workload, get_model, predict, predict_all
-from .online import OnlineCheck, OnlineTrial
+from .online import OnlineTrial
 from .profile import Profile, ProfileError, available, get_profile
 
-__all__ = ["MODELS", "Decision", "OnlineCheck", "OnlineTrial", "Profile", "ProfileError",
+__all__ = ["MODELS", "Decision", "OnlineTrial", "Profile", "ProfileError",
            "Workload", "available", "choose", "choose_initial", "get_model", "get_profile",
            "predict", "predict_all"]

@@ -270,7 +270,6 @@ def _other_of(name: str, times: dict) -> str:
     return next(k for k in times if k != name)
 
 
-OnlineCheck = OnlineTrial  # its old name ("check" now means ``mdloader check`` alone)
 
-__all__ = ["OnlineCheck", "OnlineTrial", "blind_to_network", "rank_sum", "rank_test_p",
+__all__ = ["OnlineTrial", "blind_to_network", "rank_sum", "rank_test_p",
            "robust_step", "stalls"]

@@ -103,6 +103,38 @@ def identity(prof: Profile) -> tuple[str, str]:
     return text, f"{prof.path or prof.name} (contents {short})"
 
 
+def shape_note(prof: Profile, nodes: int, ranks_per_node: int,
+               mpi_library: str | None = None) -> str | None:
+    """One line when a job is beyond the shape a calibrated profile was measured on (its
+    provenance: nodes, ranks a node, MPI library), else None: a one-node profile on several
+    nodes (its inter-node figures are copies of the intra-node ones), more ranks a node than
+    calibrated, or another MPI. More nodes than a calibration of two or more is not beyond it:
+    the model extrapolates over nodes by design. Shipped profiles (no measured shape) give None."""
+    prov = prof.provenance or {}
+    if prov.get("kind") != "calibrated":
+        return None
+    cal_nodes, cal_rpn = int(prov.get("nodes", 1)), int(prov.get("ranks_per_node", 1))
+    cal_mpi = prov.get("mpi_library")
+    why = []
+    if nodes > 1 and cal_nodes < 2:
+        why.append("it was measured on one node: its inter-node figures are copies of the "
+                   "intra-node ones")
+    if ranks_per_node > cal_rpn:
+        why.append(f"more ranks a node ({ranks_per_node}) than calibrated ({cal_rpn})")
+    if mpi_library and cal_mpi and mpi_library.strip() != str(cal_mpi).strip():
+        why.append(f"another MPI (calibrated with {cal_mpi})")
+    if not why:
+        return None
+    where = prof.path or prof.name
+    plural = lambda n, w: f"{n} {w}{'s' if n != 1 else ''}"  # noqa: E731
+    return (f"profile {where} was calibrated on {plural(cal_nodes, 'node')} x {cal_rpn} ranks a "
+            f"node; this job runs {plural(nodes, 'node')} x {ranks_per_node} ranks a node: "
+            f"{'; '.join(why)}, so backend: auto decides from extrapolated figures (the online "
+            "trial checks them); recalibrate on two or more nodes with this job's ranks a node: "
+            f"srun -N 2 --ntasks-per-node {ranks_per_node} python -m mpi4py -m mdloader_plugin "
+            f"calibrate --out {where}")
+
+
 def available() -> list[str]:
     """Names of the shipped profiles."""
     return sorted(p.stem for p in PROFILE_DIR.glob("*.json"))

@@ -180,8 +180,6 @@ class RankCost:
         self.planner = self.schedule.planner(self.rank, self.lo, self.hi, self.r0, w)
         self.collate = ColumnCollate(pyg_sample, pyg_collate)
 
-    core = property(lambda self: self.schedule, doc="the schedule (its old name here)")
-
     def balance(self, job: Job) -> dict:
         """The schedule's balance blocks (the defaults)."""
         return {}

@@ -124,7 +124,5 @@ def max_array(comm, values: np.ndarray) -> np.ndarray:
     return out
 
 
-Plan = CalibrationSetup  # its old name
-
-__all__ = ["SHARES", "CalibrationSetup", "Plan", "StageClock", "max_array", "max_over",
+__all__ = ["SHARES", "CalibrationSetup", "StageClock", "max_array", "max_over",
            "median_time", "stage_scale"]

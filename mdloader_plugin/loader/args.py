@@ -12,7 +12,10 @@ from ..sampling.schedule import ResumeState, Schedule, resume_position
 from ..estimator.profile import get_profile
 from ..mpi.agree import agree_settings, job_settings
 from ..sampling.mixes import DataSets, get_mix
+from ..store.load import data_identity
 from .watchdog import fetch_timeout
+
+IDENTITY = ("num_samples", "data", "shuffle", "drop_last")  # what a loader state is valid for
 
 
 def producer_kind(producer: str | None) -> tuple[str, str | None]:
@@ -209,6 +212,69 @@ def checked_state(state: dict, core: Schedule, size: int) -> ResumeState:
                           f"{mix.name!r} splits the data sets by rank count; resume on "
                           f"{st.world_size} ranks")
     return st
+
+
+def state_of(loader) -> dict:
+    """`loader`'s ``state_dict()``: where it stands (:class:`ResumeState`) and what for."""
+    core = loader.schedule
+    return dict(ResumeState(core.seed, loader.epoch, loader._step, loader.size,
+                            loader.batch_size, core.offset_of(loader.epoch), core.order).to_dict(),
+                **state_identity(core, loader.store))
+
+
+def check_state(loader, state, source: str = "loader state") -> ResumeState:
+    """`state` checked against `loader` (:func:`checked_identity`, then :func:`checked_state`);
+    nothing changes. `source` names the state (its file) in the error."""
+    checked_identity(state, state_identity(loader.schedule, loader.store), source)
+    return checked_state(state, loader.schedule, loader.size)
+
+
+def state_identity(core, store) -> dict:
+    """What a loader state of schedule `core` over `store` is valid for: the epoch's length,
+    the data (each file's path and bytes and the label, ``""`` for a store built in memory),
+    shuffle and drop_last. The files are looked at once a store (kept in its ``meta``)."""
+    meta = store.meta
+    if "identity" not in meta:
+        paths = meta.get("path")
+        meta["identity"] = "" if paths is None else data_identity(
+            paths if isinstance(paths, (list, tuple)) else [paths], meta.get("label"))
+    return {"num_samples": int(core.num_samples), "data": meta["identity"],
+            "shuffle": bool(getattr(core, "shuffle", True)),
+            "drop_last": bool(getattr(core, "drop_last", False))}
+
+
+def checked_identity(state, mine: dict, source: str) -> None:
+    """A loader state written for another data set (sample count, files) or another
+    shuffle/drop_last is one ConfigError naming `source` (the state file), both sides and
+    what to do; so is a state without these entries (written by hand or an older MDLoader)."""
+    missing = [k for k in IDENTITY if not isinstance(state, dict) or k not in state]
+    if missing:
+        raise ConfigError(f"{source}: written without {', '.join(missing)} (by hand or by an "
+                          f"older MDLoader) but this run has {_described(mine, IDENTITY)}: "
+                          "start without that state (a new run), or save one with this "
+                          "MDLoader's state_dict()")
+    differ = [k for k in IDENTITY if _norm(k, state[k]) != mine[k]]
+    if differ:
+        keys = ["data"] + differ if differ == ["num_samples"] else differ
+        raise ConfigError(f"{source}: written for {_described(state, keys)} but this run has "
+                          f"{_described(mine, keys)}: continue with the data set, shuffle and "
+                          "drop_last it was written with, or start a new run without it")
+
+
+def _norm(key: str, value):
+    try:
+        return {"num_samples": int, "data": str}.get(key, bool)(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def _described(d: dict, keys) -> str:
+    parts = []
+    if "num_samples" in keys or "data" in keys:
+        parts.append(f"a data set of {d.get('num_samples')} samples"
+                     + (f" ({d['data']})" if d.get("data") else " (built in memory)"))
+    parts += [f"{k}={d.get(k)}" for k in ("shuffle", "drop_last") if k in keys]
+    return ", ".join(parts)
 
 
 def resume_offset(st: ResumeState, core, size: int, batch_size: int) -> tuple[int, int]:

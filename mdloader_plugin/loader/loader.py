@@ -36,8 +36,8 @@ from ..batching.device import DeviceStage
 from ..core.errors import ConfigError
 from ..core.log import get_logger
 from ..mpi.world import allreduce_number
-from ..sampling.schedule import ResumeState
-from .args import agreed_schedule, checked_state, prefetch_bytes, producer_and_trial, resume_offset
+from .args import (agreed_schedule, check_state, prefetch_bytes, producer_and_trial,
+                   resume_offset, state_of)
 from .producer import Producer, finish_at_exit, usable_prefetch
 from .step import BatchBuilder, EpochStats, Steps, Watch
 from .switch import Backends
@@ -160,7 +160,6 @@ class MDLoader:
     decision = property(lambda self: self._switch.decision, doc="the serving backend's decision")
     backend_name = property(lambda self: self._switch.name, doc="the serving backend's name")
     _backends = property(lambda self: self._switch.all)
-    sampler_core = property(lambda self: self.schedule, doc="the :attr:`schedule` (old name)")
     _online = property(lambda self: self._switch.online)
     _column_collate = property(lambda self: self._build.columns)
 
@@ -195,17 +194,16 @@ class MDLoader:
 
     def state_dict(self) -> dict:
         """Resume state: the next batch to serve is ``step`` of ``epoch`` (counted on ``world_size``
-        ranks with ``batch_size``; ``offset`` see :mod:`mdloader_plugin.sampling.schedule`)."""
-        core = self.schedule
-        return ResumeState(core.seed, self.epoch, self._step, self.size, self.batch_size,
-                            core.offset_of(self.epoch), core.order).to_dict()
+        ranks with ``batch_size``; ``offset`` see :mod:`mdloader_plugin.sampling.schedule`), and
+        what it is valid for (:func:`.args.state_identity`: data set, shuffle, drop_last)."""
+        return state_of(self)
 
-    def load_state_dict(self, state: dict) -> None:
-        """Continue from `state`, also when it was saved on another number of ranks or batch
-        size: the rest of that epoch then serves every not-yet-served sample (see
-        :func:`~mdloader_plugin.sampling.schedule.resume_position`)."""
+    def load_state_dict(self, state: dict, source: str = "loader state") -> None:
+        """Continue from `state` (checked: :func:`.args.check_state`), also when it was saved on
+        another number of ranks or batch size: the rest of that epoch then serves every
+        not-yet-served sample (:func:`~mdloader_plugin.sampling.schedule.resume_position`)."""
         core = self.schedule
-        st = checked_state(state, core, self.size)
+        st = check_state(self, state, source)
         offset, step = resume_offset(st, core, self.size, self.batch_size)
         self._finish_producer()
         core.resume_at(st.epoch, offset)

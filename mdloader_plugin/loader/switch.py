@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..backends import BACKENDS, get_backend
 from ..estimator.choose import choose_initial as choose
 from ..estimator.online import OnlineTrial, blind_to_network
-from ..estimator.profile import get_profile, identity
+from ..estimator.profile import get_profile, identity, shape_note
 from ..mpi.agree import compare_inputs, decide_once, everywhere
 from ..mpi.world import allreduce_number
 
@@ -52,6 +52,9 @@ class Backends:
         else:
             self.decision = choose_initial(store, group, per_step, profile, comm, log)
             self._info(self.decision["decision"].log_line())
+            if comm is None or comm.Get_rank() == 0:
+                _say_shape_once(log, self.decision["profile"], nodes,
+                                group.local_size if group else 1)
         self.name = self.decision["backend"]
         self._serving = None
         self.online = OnlineSwitch(self.decision, comm, nodes) if online else None
@@ -133,6 +136,21 @@ class Backends:
         for b in self.all.values():
             b.close()
         self.all = {}
+
+
+_SHAPE_SAID: set = set()  # the shape notes this process has logged: each once
+
+
+def _say_shape_once(log, prof, nodes: int, ranks_per_node: int) -> None:
+    """Rank 0: one warning line, once a process, when this job is beyond the shape `prof` was
+    calibrated on (:func:`~mdloader_plugin.estimator.profile.shape_note`)."""
+    from mpi4py import MPI
+
+    mpi = MPI.Get_library_version().splitlines()[0].strip().strip("\x00")
+    note = shape_note(prof, nodes, ranks_per_node, mpi)
+    if note and log is not None and note not in _SHAPE_SAID:
+        _SHAPE_SAID.add(note)
+        log.warning(note)
 
 
 def agreed_setting(comm, backend: str, online: bool, log=None) -> tuple[str, bool]:

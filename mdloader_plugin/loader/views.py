@@ -41,14 +41,14 @@ class LocalSamples(Sequence):
 
 
 def memory_report(store, schedule, planner, backends, prefetch_cap: int) -> dict:
-    """:meth:`MDLoader.memory_report`: this rank's bytes by kind. ``records_bytes`` (its share of
-    the data set), ``index_bytes`` (its share of the global index), ``order_bytes`` (the epoch
-    order and the planner's runs), ``buffers_bytes`` (step buffers held for reuse),
-    ``prefetch_cap_bytes`` (`prefetch_cap`: the most that batches waiting in the prefetch queue
-    may hold); ``structures``: each per-rank structure that grows with N or P by name
-    (``index``, ``order``, ``plan_rows``, ``inverse``, ``alltoallv_counts``,
-    ``balance_weights``, ``records``). Each part reports its own: ``store.memory_report()``,
-    ``schedule.memory()``, ``planner.memory()``, ``backends.memory()``."""
+    """:meth:`.loader.MDLoader.memory_report`: this rank's bytes by kind. ``records_bytes`` (its
+    share of the data set), ``index_bytes`` (its share of the global index), ``order_bytes`` (the
+    epoch order and the planner's runs), ``buffers_bytes`` (step buffers held for reuse),
+    ``prefetch_cap_bytes`` (`prefetch_cap`: the most that batches waiting in the prefetch queue may
+    hold); ``structures``: each per-rank structure that grows with N or P by name (``index``,
+    ``order``, ``plan_rows``, ``inverse``, ``alltoallv_counts``, ``balance_weights``, ``records``).
+    Each part reports its own: ``store.memory_report()``, ``schedule.memory()``,
+    ``planner.memory()``, ``backends.memory()``."""
     rep, sched, mine = store.memory_report(), schedule.memory(), backends.memory()
     structures = {"index": rep["index_bytes"], "order": sched["order"], **planner.memory(),
                   "alltoallv_counts": mine["alltoallv_counts"],

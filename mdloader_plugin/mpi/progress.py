@@ -55,8 +55,6 @@ class Poller:
     def running(self) -> bool:
         return self._thread is not None
 
-    holders = property(lambda self: self.leases, doc="the :attr:`leases` (its old name)")
-
     def hold(self) -> None:
         with self._lock:
             self.leases += 1

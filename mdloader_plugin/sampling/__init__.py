@@ -1,14 +1,4 @@
 """Which samples each rank takes: the epoch's order (``order``), the schedule of every rank's
 steps (``schedule``), a rank's own step plans (``planner``), how several data sets share an epoch
 (``mixes/``), batch tables that replace the schedule (``node_budget``, ``max_atoms``) and the
-whole-world step the tests compare with (``reference``: tests and benchmarks only).
-
-``mdloader_plugin.sampling`` was one module before the package was laid out in layers; its public
-names are still importable from here."""
-
-
-from .mixes import (  # noqa: F401  (the package's face)
-    DataSets, Mix, MIXES, get_mix, parse_spec,
-)
-
-__all__ = ["DataSets", "Mix", "MIXES", "get_mix", "parse_spec"]
+whole-world step the tests compare with (``reference``: tests and benchmarks only)."""

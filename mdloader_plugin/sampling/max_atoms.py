@@ -90,7 +90,9 @@ class MaxAtomsBatches(NodeBudgetBatches):
         max_atoms: the atom cap of a batch.
         world_size: ranks the batches are dealt to.
         ids: the store id of every list entry (default: the entry's position).
-        shuffle, seed, drop_last: fairchem's sampler's options.
+        shuffle: fairchem's sampler's option.
+        seed: fairchem's sampler's option.
+        drop_last: fairchem's sampler's option.
     """
 
     order = "max_atoms"
@@ -196,5 +198,3 @@ class MaxAtomsBatches(NodeBudgetBatches):
         listed = 0 if self._list is None else self._list[1].nbytes
         return int(self.flat.nbytes + self.starts.nbytes + self._atoms.nbytes + listed)
 
-
-MaxAtomsPlan = MaxAtomsBatches  # its old name

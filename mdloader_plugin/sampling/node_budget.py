@@ -40,7 +40,11 @@ class NodeBudgetBatches:
         max_nodes: the node budget of a batch.
         world_size: ranks the steps are dealt to.
         ids: the store id of every list entry (default: the entry's position).
-        max_graphs, shuffle, seed, oversized_sample, drop_last: upstream's options.
+        max_graphs: upstream's option.
+        shuffle: upstream's option.
+        seed: upstream's option.
+        oversized_sample: upstream's option.
+        drop_last: upstream's option.
         names: how an error names entry ``i`` (default ``graph i``).
         distributed: upstream's distributed sampler (what runs under torch.distributed):
             ``drop_last`` cuts the last incomplete step, the packing keeps its tail batch;
@@ -159,10 +163,6 @@ class NodeBudgetBatches:
         if offset:
             raise ConfigError("a node_budget epoch resumes only on the ranks it began on")
 
-    def plan(self, epoch: int, step: int) -> np.ndarray:
-        """:meth:`step_table` (its old name)."""
-        return self.step_table(epoch, step)
-
     @property
     def order_bytes(self) -> int:
         return int(self.costs.nbytes + self.ids.nbytes)
@@ -218,5 +218,3 @@ def from_batching(batching: dict, costs, world_size: int, *, ids=None, shuffle: 
                           oversized_sample=batching.get("oversized_sample", "error"),
                           drop_last=bool(batching.get("drop_last", False)), names=names)
 
-
-NodeBudgetPlan = NodeBudgetBatches  # its old name

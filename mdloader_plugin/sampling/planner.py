@@ -203,8 +203,10 @@ class RankPlanner:
         schedule: the :class:`~.schedule.Schedule` (every rank's identical copy), read only
             through :class:`ScheduleView`.
         rank: this rank in the world (its row is world row `rank`).
-        lo, hi: this rank's block of ids (in its group).
-        group_first, group_size: the world ranks ``[first, first + size)`` this rank's group
+        lo: the first id of this rank's block (in its group).
+        hi: the end of this rank's block of ids (exclusive).
+        group_first: the first world rank this rank's group serves (default 0).
+        group_size: the ranks ``[group_first, group_first + group_size)`` this rank's group
             serves (default: all ranks).
     """
 
@@ -219,11 +221,6 @@ class RankPlanner:
         self._rows: StepRun | None = None
         self._inverse: tuple | None = None  # ((epoch, offset), EpochInverse)
         self._dealt: tuple | None = None  # ((epoch, offset, step), the one window's dealt rows)
-
-    @property
-    def core(self) -> ScheduleView:
-        """The schedule (its old name here)."""
-        return self.schedule
 
     @property
     def nbytes(self) -> int:
@@ -361,8 +358,7 @@ class TablePlanner:
         return {}
 
     def step(self, epoch: int, step: int) -> StepPlan:
-        table = getattr(self.table, "step_table", None) or self.table.plan  # plan: old name
-        rows = table(epoch, step)[self.r0:self.r1]
+        rows = self.table.step_table(epoch, step)[self.r0:self.r1]
         plan = StepPlan.from_table(rows, self.rank - self.r0, self.lo, self.hi)
         plan.epoch, plan.step = epoch, step
         return plan

@@ -39,8 +39,7 @@ small data sets repeated, of large ones cut, each repeat an entry of its own) in
 
 A rank's own step plans come from :meth:`Schedule.planner` (:mod:`.planner`, ``O(b)`` a step);
 the whole world's step (``O(P b)``), which the loader never computes, is in :mod:`.reference`
-for tests and benchmarks. ``GlobalSampler`` (the old name, with its ``plan(epoch, step)``) is
-that reference schedule, loaded only when asked for.
+for tests and benchmarks.
 """
 
 from __future__ import annotations
@@ -329,13 +328,3 @@ class Schedule:
         return self.ids_at(epoch, 0, self.per_rank_in(epoch), [rank])[0]
 
 
-
-SamplerState = ResumeState  # its old name
-
-
-def __getattr__(name: str):
-    if name in ("GlobalSampler", "PLAN_POSITIONS"):  # old names: the whole world's steps
-        from . import reference
-
-        return getattr(reference, {"GlobalSampler": "ReferenceSchedule"}.get(name, name))
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -273,6 +273,7 @@ class PartAssembler:
         self._files = _Files()
         self.parts = 0
         self.dropped: set[str] = set()  # fields the parts' ``part.json`` say were dropped
+        self.cut = [0, 0]  # neighbours the parts left out by max_neighbours, and in how many
 
     def add(self, folder: str) -> dict:
         """Append the part `folder` (after every part added before); its ``part.json``."""
@@ -303,7 +304,12 @@ class PartAssembler:
                 k.write(self._out, self.path, self.chunk_bytes, self._scratch, self._files)
         self.parts += 1
         self.dropped.update(info.get("dropped", []))
+        self.cut = [a + b for a, b in zip(self.cut, info.get("cut", (0, 0)))]
         return info
+
+    def notes(self) -> dict:
+        """What the parts added so far left out: fields dropped, neighbours cut."""
+        return {"dropped": sorted(self.dropped), "cut": list(self.cut)}
 
     def shapes_seen(self) -> dict[str, list]:
         """Each key's ``[dtype, lowest shape, highest shape]`` over the graphs added: what the

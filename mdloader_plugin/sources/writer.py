@@ -35,6 +35,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from ..core import durable
 from ..core.errors import DataError
 
 DEFAULT_CHUNK_BYTES = 64 << 20
@@ -241,9 +242,10 @@ class GraphWriter:
     def save_part(self, folder: str, meta: Mapping[str, object] | None = None) -> None:
         """Keep the spool as a part in `folder`: ``data.raw`` (the keys held in memory, then
         every key's shapes as int64), a ``.raw`` file for each key that spilled, and
-        ``part.json``; written under a temporary name and renamed at the end, so a part that
-        exists is complete. :class:`.assemble.PartAssembler` joins parts into one file.
-        Nothing is written to ``self.path``."""
+        ``part.json``; written under a temporary name, flushed to disk (``fsync``) and renamed
+        at the end, so a part that exists is complete, also after a crash.
+        :class:`.assemble.PartAssembler` joins parts into one file. Nothing is written to
+        ``self.path``."""
         import json
 
         info = {"counts": self.counts, "keys": self.keys, "spools": {}, **dict(meta or {})}
@@ -274,7 +276,7 @@ class GraphWriter:
             f.write(json.dumps(info))  # json.dump encodes in Python, dumps in C
         self._spools.clear()
         shutil.rmtree(folder, ignore_errors=True)
-        os.replace(self._dir, folder)
+        durable.replace(self._dir, folder)  # on disk before its name says it is done
 
 
 def write_step(path: str, counts: Mapping[str, int], keys: Mapping[str, list[str]],

@@ -136,10 +136,12 @@ class CompactIndex:
     Args:
         block_starts: ``[P + 1]`` first id of every rank's block.
         codes: ``[N]`` ``(size - base) // unit``, unsigned.
-        base, unit: the code's affine map back to bytes.
+        base: the code's offset back to bytes (``size = base + code * unit``).
+        unit: the code's scale back to bytes.
         every: K, ids between checkpoints.
         chk: ``[ceil(N / K)]`` int64 ``cum(K * j)``, or None to compute it from `codes`.
-        shared: bytes of `codes`/`chk` that sit in a node-shared window (counted once a node).
+        ranks_sharing: ranks of a node that share `codes`/`chk` in a node-shared window
+            (their bytes are counted once a node).
     """
 
     kind = "compact"

@@ -248,9 +248,15 @@ def check_same_data(world, paths, label: str | None = None) -> None:
     only when they differ."""
     if world is None or world.size == 1:
         return
-    text = ", ".join(file_identity(p) for p in paths) + (f" [{label}]" if label else "")
+    text = data_identity(paths, label)
     require_same(world.comm, {"data": text}, "the data files",
                  "give every rank the same file(s) (the same path, the same copy)")
+
+
+def data_identity(paths, label: str | None = None) -> str:
+    """What names a data set: each file's :func:`file_identity` and the label
+    (``/abs/a.bp (N bytes) [trainset]``); what ranks compare at load and a loader state records."""
+    return ", ".join(file_identity(p) for p in paths) + (f" [{label}]" if label else "")
 
 
 def file_identity(item) -> str:

@@ -6,9 +6,12 @@
 #   bash slurm/cluster/local-slurm.sh stop     # cancel jobs, stop the daemons
 #
 # `start` prints `export SLURM_CONF=...`; eval it (or pass SLURM_CONF) before sbatch/sinfo.
-# Everything lives in a scratch folder ($MDLOADER_SLURM_DIR, default /tmp/mdloader-slurm):
+# Everything lives in a scratch folder ($MDLOADER_SLURM_DIR, default ~/.cache/mdloader-slurm):
 # a private munge key and socket, slurm.conf, state, spool, pid and log files, so nothing in
 # /etc is touched and a stop/start leaves no stale state behind. Both commands are idempotent.
+# The daemons run as root from that folder's key and config, so it must be yours alone: it is
+# made with mode 700, and a folder that is a link, belongs to another user or that others may
+# write (a fixed name in /tmp that someone else made first) is refused in one line.
 #
 # Trade-offs: loopback addresses only (works even when the host name does not resolve); root
 # only (SlurmUser=root keeps the setup to one user); proctrack/linuxproc and task/none because
@@ -21,7 +24,7 @@
 # (default: as detected), MDLOADER_SLURM_TIMEOUT (seconds to wait for idle, default 60).
 set -euo pipefail
 
-DIR=${MDLOADER_SLURM_DIR:-/tmp/mdloader-slurm}
+DIR=${MDLOADER_SLURM_DIR:-${HOME:?HOME is not set; set MDLOADER_SLURM_DIR}/.cache/mdloader-slurm}
 PORT=${MDLOADER_SLURM_PORT:-6817}
 PARTITION=${MDLOADER_SLURM_PARTITION:-debug}
 TIMEOUT=${MDLOADER_SLURM_TIMEOUT:-60}
@@ -31,6 +34,23 @@ export SLURM_CONF=$CONF
 
 die() { echo "local-slurm: error: $*" >&2; exit 1; }
 say() { echo "local-slurm: $*" >&2; }
+
+# The folder must be this user's alone (see the header); `create` makes it (mode 700) if missing.
+private_dir() {
+    local owner mode
+    [[ -L $DIR ]] && die "$DIR is a symbolic link; set MDLOADER_SLURM_DIR to a folder of your own"
+    if [[ ! -e $DIR ]]; then
+        [[ ${1:-} == create ]] || return 0
+        mkdir -p "$(dirname "$DIR")" && mkdir -m 700 "$DIR" || die "cannot make $DIR"
+    fi
+    [[ -d $DIR ]] || die "$DIR is not a folder; set MDLOADER_SLURM_DIR to a folder of your own"
+    owner=$(stat -c %u "$DIR")
+    mode=$(stat -c %a "$DIR")
+    [[ $owner == "$(id -u)" ]] || die "$DIR belongs to uid $owner, not to you (uid $(id -u)): \
+set MDLOADER_SLURM_DIR to a folder of your own"
+    (( (8#$mode & 8#022) == 0 )) || die "$DIR is writable by others (mode $mode): chmod 700 it \
+or set MDLOADER_SLURM_DIR to a folder of your own"
+}
 
 require_root() {
     [[ $(id -u) -eq 0 ]] || die "must run as root (SlurmUser=root, munged as root); try sudo"
@@ -205,6 +225,9 @@ cmd_status() {
     return "$rc"
 }
 
+case ${1:-} in
+    start|stop|status) private_dir "$([[ $1 == start ]] && echo create)" ;;
+esac
 case ${1:-} in
     start) cmd_start ;;
     stop) cmd_stop ;;

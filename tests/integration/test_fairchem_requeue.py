@@ -19,7 +19,7 @@ from mdloader_plugin.integrations.fairchem.loader import FairchemMDLoader  # noq
 from mdloader_plugin.integrations.fairchem.requeue import (  # noqa: E402
     STATE_FILE, LoaderStateCallback)
 from mdloader_plugin.loader.loader import MDLoader  # noqa: E402
-from mdloader_plugin.sampling.max_atoms import MaxAtomsPlan  # noqa: E402
+from mdloader_plugin.sampling.max_atoms import MaxAtomsBatches  # noqa: E402
 from mdloader_plugin.store.shard import ShardStore  # noqa: E402
 
 N = 60
@@ -36,7 +36,7 @@ def make():
                                                 "pos": np.zeros((natoms[i], 3), np.float32)}
                                                for i in range(n)], n)
         md = MDLoader(store, batch_size=3, seed=2, backend="collective", prefetch=0,
-                      batches=MaxAtomsPlan(natoms, 60, 1, seed=2),
+                      batches=MaxAtomsBatches(natoms, 60, 1, seed=2),
                       to_sample=lambda a: int(a["sid"][0]), collate=list)
         made.append((md, store))
         return FairchemMDLoader(md, ["oc20.train"])
@@ -113,6 +113,28 @@ def test_state_of_another_data_set_is_one_error(make, tmp_path):
     _start(loader, unit)
     unit.save_state(str(tmp_path))
     other = make(N + 5)
-    with pytest.raises(ConfigError, match=f"from a data set of {N} samples; this loader has "
-                                          f"{N + 5}"):
+    with pytest.raises(ConfigError) as e:
         _start(other, Unit(0, 1, str(tmp_path)))
+    assert str(e.value) == (f"{tmp_path / STATE_FILE}: written for a data set of {N} samples "
+                            f"but this run has {N + 5}: resume with the data set the checkpoint "
+                            "was trained on, or start a new run")
+
+
+@pytest.mark.parametrize("fairchem_at", [(1, 2), (2, 3), (0, 0)])
+def test_state_that_disagrees_with_fairchems_progress_is_one_error(make, tmp_path, fairchem_at):
+    """A state file saved at epoch 1 step 3 beside a checkpoint whose own progress says
+    otherwise is not from that checkpoint: an error naming both, never silently preferred."""
+    loader = make()
+    unit = Unit(1, 3)
+    _start(loader, unit)
+    unit.save_state(str(tmp_path))
+    again = make()
+    again.batch_sampler.set_epoch_and_start_iteration(*fairchem_at)
+    _start(again, Unit(*fairchem_at, str(tmp_path)))
+    with pytest.raises(ConfigError) as e:
+        iter(again)
+    assert str(e.value) == (
+        f"{tmp_path / STATE_FILE}: written at epoch 1 step 3 but fairchem's checkpoint resumes "
+        f"at epoch {fairchem_at[0]} step {fairchem_at[1]}: the file is not from this "
+        "checkpoint; remove it to resume from fairchem's step count alone, or resume from the "
+        "checkpoint it was saved with")

@@ -12,7 +12,7 @@ import pytest
 from mpirun import ROOT, mpirun  # noqa: E402
 
 from mdloader_plugin.integrations.fairchem.requeue import STATE_FILE  # noqa: E402
-from mdloader_plugin.sampling.max_atoms import MaxAtomsPlan  # noqa: E402
+from mdloader_plugin.sampling.max_atoms import MaxAtomsBatches  # noqa: E402
 
 pytestmark = pytest.mark.mpi
 SCRIPT = ROOT / "tests" / "mpi_scripts" / "fairchem_requeue.py"
@@ -39,7 +39,7 @@ def test_resume_on_other_world_size_serves_each_graph_once(begun, tmp_path, rank
     r = mpirun(ranks, [SCRIPT, "rest", backend, ckpt, out], timeout=150)
     assert r.returncode == 0, r.stderr[-3000:]
     rest = json.loads(out.read_text())
-    plan = MaxAtomsPlan(NATOMS, 200, 4, seed=7)
+    plan = MaxAtomsBatches(NATOMS, 200, 4, seed=7)
     left = plan.num_entries - 4 * 4  # batches not served before the checkpoint
     pad = -left % ranks  # the last step repeats the head of the rest, as fairchem pads
     before, after = first["served"], rest["served"]

@@ -76,7 +76,7 @@ def test_json_config_as_hydragnn_writes_it(tmp_path):
 @pytest.mark.parametrize("override, words", [
     ("loader=torch", ["loader: 'torch' is unknown", "mdloader, hydragnn"]),
     ("mdloader.backend=rdma", ["mdloader.backend: 'rdma'", "auto, onesided, collective"]),
-    ("Dataset.path=3", ["Dataset.path must be a str"]),
+    ("Dataset.path=3", ["Dataset.path must be a str or list or dict"]),
     ("noequals", ["expected KEY=VALUE"]),
     ("loader.x=1", ["'loader' is a value, not a section"]),
 ])
@@ -85,6 +85,26 @@ def test_bad_config_is_one_line_naming_the_key(override, words):
         config.load(DEMO, [override])
     msg = str(err.value)
     assert "\n" not in msg and all(w in msg for w in words), msg
+
+
+def test_dataset_path_as_hydragnns_mapping_of_split_files():
+    """HydraGNN's own form, one file a split under its keys train/validate/test, is read as the
+    file of each split; ``total`` alone is the one file of all three."""
+    cfg = config.load(DEMO, ["Dataset.path={train: a.bp, validate: $HOME/b.bp, test: c.bp}"])
+    home = str(Path.home())
+    assert cfg["Dataset"]["path"] == {"trainset": "a.bp", "valset": f"{home}/b.bp",
+                                      "testset": "c.bp"}
+    assert [graphs.split_path(cfg["Dataset"]["path"], lab)
+            for lab in ("trainset", "valset", "testset")] == ["a.bp", f"{home}/b.bp", "c.bp"]
+    assert graphs.files_of(cfg["Dataset"]["path"]) == ["a.bp", f"{home}/b.bp", "c.bp"]
+    assert config.load(DEMO, ["Dataset.path={total: x.bp}"])["Dataset"]["path"] == "x.bp"
+    for bad in ("{train: a.bp, test: c.bp}", "{train: a.bp, validate: b.bp, test: [c.bp]}",
+                "{total: x.bp, train: a.bp}"):
+        with pytest.raises(ConfigError) as err:
+            config.load(DEMO, [f"Dataset.path={bad}"])
+        msg = str(err.value)
+        assert "\n" not in msg and "Dataset.path: a mapping needs the files of train, " \
+            "validate and test" in msg, msg
 
 
 def test_missing_required_key_and_unreadable_file(tmp_path):

@@ -30,8 +30,12 @@ RUNS = {  # run name -> overrides
     "baseline": ["loader=hydragnn"],
     "preload": ["loader=hydragnn", "hydragnn_loader.preload=true"],
     "groups": ["loader=mdloader", "mdloader.backend=onesided", "mdloader.width=2"],  # 2 groups
+    # HydraGNN's own Dataset.path form: one file a split (the same graphs as d.bp)
+    "splits": ["loader=mdloader", "mdloader.backend=onesided",
+               "Dataset.path={{train: {dir}/t.bp, validate: {dir}/v.bp, test: {dir}/s.bp}}"],
 }
-BACKEND = {"onesided": "onesided", "collective": "collective", "groups": "onesided"}
+BACKEND = {"onesided": "onesided", "collective": "collective", "groups": "onesided",
+           "splits": "onesided"}
 EPOCH = re.compile(r"Epoch: (\d+), Train Loss: (\S+), Val Loss: (\S+), Test Loss: (\S+)")
 
 
@@ -48,6 +52,7 @@ def _job(data: str, out: str) -> None:
 
     summary: dict = {"runs": {}, "version": compat.version()}
     for name, extra in RUNS.items():
+        extra = [e.format(dir=Path(data).parent) for e in extra]
         args = argparse.Namespace(config=str(DEMO), set=common + extra + [f"run_name={name}"])
         code = driver.main(args)
         log = Path("logs", name, "run.log").read_text() if comm.rank == 0 else ""
@@ -95,6 +100,9 @@ def shared_job(version: str, work: Path) -> list:
     graphs = list(synth.generate("hydragnn", 11, 0, 600))
     write_graphs(work / "d.bp", {"trainset": graphs[:480], "valset": graphs[480:540],
                                  "testset": graphs[540:]})
+    for name, label, part in (("t", "trainset", graphs[:480]), ("v", "valset", graphs[480:540]),
+                              ("s", "testset", graphs[540:])):
+        write_graphs(work / f"{name}.bp", {label: part})
     return [work / "d.bp", work / "summary.json"]
 
 
@@ -144,6 +152,14 @@ def test_replica_groups_give_identical_losses(job):
     """mdloader.width=2 (2 groups of 2 ranks, each a whole copy): the same batches, so the same
     losses as one copy over all 4 ranks."""
     assert _losses(job["runs"]["groups"]["log"]) == _losses(job["runs"]["onesided"]["log"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1600)
+def test_mapping_of_split_files_gives_the_losses_of_the_one_file(job):
+    """``Dataset.path: {train: t.bp, validate: v.bp, test: s.bp}`` (HydraGNN's form) trains on
+    the same graphs as the one file holding all three splits: the same losses."""
+    assert _losses(job["runs"]["splits"]["log"]) == _losses(job["runs"]["onesided"]["log"])
 
 
 @pytest.mark.slow

@@ -76,7 +76,8 @@ def test_shards_convert_on_2_ranks_into_the_recipes_path(workdir, oc20_converted
     r, _ = oc20_converted
     assert "trainset 11, valset 4" in r.stdout and "on 2 ranks" in r.stdout, r.stdout
     recipe = yaml.safe_load((ROOT / "recipes/fairchem/cpu.yaml").read_text())
-    loader = yaml.safe_load((ROOT / "recipes/fairchem/loader/mdloader.yaml").read_text())
+    loader = yaml.safe_load((ROOT / "mdloader_plugin" / "integrations" / "fairchem" / "conf"
+                             / "loader" / "mdloader.yaml").read_text())
     path = loader["train_dataloader"]["path"].replace("${data_dir}", recipe["data_dir"])
     assert path == "data/oc20/oc20.bp"
     with GraphFile(str(workdir / path)) as f:

@@ -86,8 +86,9 @@ def test_site_dry_run_calibrates_once_then_trains_one_rank_a_gpu(tmp_path, site,
     assert proc.returncode == 0, proc.stderr
     cmds = commands(proc.stdout)
     exports = {c[1] for c in cmds if c[0] == "export"}
-    assert {"MPICH_ASYNC_PROGRESS=1", "MPICH_MAX_THREAD_SAFETY=multiple",
-            "MPICH_GPU_SUPPORT_ENABLED=0"} <= exports
+    assert {"MPICH_MAX_THREAD_SAFETY=multiple", "MPICH_GPU_SUPPORT_ENABLED=0"} <= exports
+    # MDLoader runs its own progress thread; MPICH's is not needed (docs/how-it-works.md)
+    assert not any(e.startswith("MPICH_ASYNC_PROGRESS") for e in exports)
     assert any(c[:2] == ["module", "load"] for c in cmds)
     sruns = [c for c in cmds if c[0] == "srun"]
     assert len(sruns) == 2, proc.stdout
@@ -174,7 +175,7 @@ def test_site_dry_run_prints_the_exact_srun_line_and_environment(tmp_path, site)
                               "frontier": "PrgEnv-gnu cray-mpich rocm craype-accel-amd-gfx90a "
                                           "cray-python"}[site].split())],
         *[["export", kv] for kv in (
-            "MPICH_ASYNC_PROGRESS=1", "MPICH_MAX_THREAD_SAFETY=multiple",
+            "MPICH_MAX_THREAD_SAFETY=multiple",
             "MPICH_OFI_NIC_POLICY=NUMA", "MPICH_GPU_SUPPORT_ENABLED=0",
             "FI_CXI_RX_MATCH_MODE=hybrid", "OMP_NUM_THREADS=1", "PYTHONUNBUFFERED=1",
             f"LD_LIBRARY_PATH={plugin}:/opt/lib", *ccl[site],
@@ -226,6 +227,33 @@ def test_site_dry_run_takes_the_documented_site_parameters(tmp_path, site):
         assert bad.returncode == 2 and line in bad.stderr, bad.stderr
 
 
+@pytest.mark.parametrize("framework,loader,data", [
+    ("hydragnn", "mdloader", "mols-2M.bp"), ("hydragnn", "hydragnn", "mols-2M.bp"),
+    ("fairchem", "mdloader", "oc20/oc20.bp"), ("fairchem", "fairchem", "oc20/train")])
+@pytest.mark.parametrize("site", sorted(SITES))
+def test_site_without_its_data_stops_naming_the_documented_step(tmp_path, site, framework,
+                                                                 loader, data):
+    """A real (not dry) job whose recipe config's data file is missing stops before anything
+    runs, exit 2, with one line naming the file and the step that makes it (docs/first-job.md)."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    env = {**_site_env(site, tmp_path), "MDLOADER_ROOT": str(ROOT), "MDLOADER_VENV": str(venv),
+           "MDLOADER_MODULES": "", "MDLOADER_LOADER": loader, "MDLOADER_DRY_RUN": "0",
+           "MDLOADER_DATA_DIR": str(tmp_path / "data"), "LD_LIBRARY_PATH": ""}
+    proc = dry_run(f"{site}-{framework}.sbatch", tmp_path, **env)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln]
+    assert errors == [f"mdloader-recipe: error: no data file {tmp_path / 'data' / data} (what "
+                      f"recipes/{framework}/perlmutter.yaml reads); make it first: "
+                      "docs/first-job.md, step 2 (mdloader convert), or set MDLOADER_DATA_DIR "
+                      "or MDLOADER_CONFIG"], proc.stderr
+    assert not (tmp_path / "prof").exists()  # nothing ran: no calibration
+    (tmp_path / "data" / data).mkdir(parents=True)  # with the data the job goes on (to srun)
+    proc = dry_run(f"{site}-{framework}.sbatch", tmp_path, **env, PATH="/usr/bin:/bin")
+    assert "no data file" not in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize("site", sorted(SITES))
 def test_site_without_ccl_plugin_warns_and_leaves_nccl_net_unset(tmp_path, site):
     proc = dry_run(f"{site}-fairchem.sbatch", tmp_path, LD_LIBRARY_PATH="",
@@ -234,6 +262,19 @@ def test_site_without_ccl_plugin_warns_and_leaves_nccl_net_unset(tmp_path, site)
     exports = [c[1] for c in commands(proc.stdout) if c[0] == "export"]
     assert not any(e.startswith("NCCL_NET=") for e in exports)
     assert f"warning: no {PLUGIN[site].split('.')[0]}*.so" in proc.stderr
+
+
+@pytest.mark.parametrize("site", sorted(SITES))
+def test_one_node_job_does_not_calibrate_and_uses_the_shipped_profile(tmp_path, site):
+    """A one-node job's calibration would copy intra-node figures into the inter-node ones of the
+    profile every later job reuses: it trains with the shipped site profile and says so."""
+    proc = dry_run(f"{site}-hydragnn.sbatch", tmp_path, SLURM_JOB_NUM_NODES="1")
+    assert proc.returncode == 0, proc.stderr
+    sruns = [c for c in commands(proc.stdout) if c[0] == "srun"]
+    assert len(sruns) == 1 and "calibrate" not in sruns[0], proc.stdout
+    assert f"mdloader.profile={site}" in sruns[0]
+    assert "one node: not calibrating" in proc.stderr
+    assert not (tmp_path / "prof").exists()
 
 
 def test_cached_profile_is_reused(tmp_path):
@@ -271,6 +312,37 @@ def test_local_dry_run_trains_both_loaders_then_compares(tmp_path):
 
 # --- the real one-node Slurm ---------------------------------------------------------------
 
+def _cluster(cmd: str, **env: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k != "MDLOADER_SLURM_DIR"}
+    return subprocess.run(["bash", str(CLUSTER), cmd], env={**base, **env},
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_local_slurm_folder_is_private_by_default(tmp_path):
+    """Root's daemons run from the folder's munge key and slurm.conf: its default is under the
+    user's home, not a fixed name in /tmp that anyone could make first; a folder others may
+    write, a link or another user's folder is one line, before anything starts."""
+    home = tmp_path / "home"
+    default = home / ".cache" / "mdloader-slurm"
+    default.mkdir(parents=True)
+    default.chmod(0o777)
+    for cmd in ("status", "stop", "start"):  # status first: on a check-less script it fails there
+        res = _cluster(cmd, HOME=str(home))
+        assert res.returncode != 0 and res.stderr.splitlines() == [
+            f"local-slurm: error: {default} is writable by others (mode 777): chmod 700 it or "
+            "set MDLOADER_SLURM_DIR to a folder of your own"], (cmd, res.stderr)
+    link = tmp_path / "link"
+    link.symlink_to(default)
+    res = _cluster("status", MDLOADER_SLURM_DIR=str(link))
+    assert res.returncode != 0 and res.stderr.splitlines() == [
+        f"local-slurm: error: {link} is a symbolic link; set MDLOADER_SLURM_DIR to a folder of "
+        "your own"], res.stderr
+    default.chmod(0o700)
+    res = _cluster("status", HOME=str(home))  # a private folder: status runs (nothing up)
+    assert "error" not in res.stderr and "slurmctld: stopped" in res.stdout, res.stderr
+
+
+
 def _train_registered() -> str | None:
     """Why the HydraGNN driver cannot run here (None when it can)."""
     from mdloader_plugin.cli import COMMANDS
@@ -291,7 +363,8 @@ def local_slurm(tmp_path_factory):
         pytest.skip("the one-node Slurm runs its daemons as root (SlurmUser=root)")
     if not shutil.which("slurmctld") and not shutil.which("apt-get"):
         pytest.skip("Slurm is not installed and apt-get is not available to install it")
-    state = tmp_path_factory.mktemp("slurm")
+    state = tmp_path_factory.mktemp("slurm")  # this run's own folder
+    state.chmod(0o700)  # root's daemons run from its key and config: nobody else may write it
     # every documented setting of local-slurm.sh, so that each is exercised
     env = {**os.environ, "MDLOADER_SLURM_DIR": str(state), "MDLOADER_SLURM_PORT": "6847",
            "MDLOADER_SLURM_PARTITION": "mdltest", "MDLOADER_SLURM_CPUS": "2",

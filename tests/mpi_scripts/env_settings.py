@@ -4,9 +4,9 @@ caller set, and prints (rank 0) the settings the loaders ended up with as one JS
     mpiexec -n 2 python -m mpi4py env_settings.py {hydragnn|fairchem|dropin} SPLIT_FILE.bp
 
 hydragnn: ``recipes/hydragnn/demo.yaml`` normalised as ``mdloader train hydragnn`` does, then its
-``loader: mdloader`` builder; fairchem: ``build_loader`` with the values of the recipe's loader
-group (``recipes/fairchem/loader/mdloader.yaml``), as Hydra passes them; dropin: HydraGNN's
-``create_dataloaders`` signature with its defaults.
+``loader: mdloader`` builder; fairchem: ``build_loader`` with the values of the shipped loader
+group (``mdloader_plugin/integrations/fairchem/conf/loader/mdloader.yaml``), as Hydra passes
+them; dropin: HydraGNN's ``create_dataloaders`` signature with its defaults.
 """
 
 import json
@@ -43,7 +43,8 @@ def hydragnn(path):
 def fairchem(path):
     from mdloader_plugin.integrations.fairchem import loader as fl
 
-    group = yaml.safe_load((ROOT / "recipes/fairchem/loader/mdloader.yaml").read_text())
+    group = yaml.safe_load((ROOT / "mdloader_plugin" / "integrations" / "fairchem" / "conf"
+                            / "loader" / "mdloader.yaml").read_text())
     keys = ("backend", "prefetch", "profile", "order", "index", "index_share",
             "max_memory_per_rank", "group_size", "replicate")
     made = fl.build_loader(path=path, collate_fn=list, label="trainset", split="train",

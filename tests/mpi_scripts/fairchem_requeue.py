@@ -21,7 +21,7 @@ from mdloader_plugin.integrations.fairchem.loader import FairchemMDLoader
 from mdloader_plugin.integrations.fairchem.requeue import check_payload, read_state, write_state
 from mdloader_plugin.loader.loader import MDLoader
 from mdloader_plugin.mpi.world import World, report_error
-from mdloader_plugin.sampling.max_atoms import MaxAtomsPlan
+from mdloader_plugin.sampling.max_atoms import MaxAtomsBatches
 from mdloader_plugin.store.shard import ShardStore
 
 MAX_ATOMS, STEPS = 200, 4
@@ -33,7 +33,7 @@ lo, hi = block_bounds(N, world.size)[world.rank:world.rank + 2]
 store = ShardStore.from_samples(
     world, [{"sid": np.array([i]), "pos": np.zeros((natoms[i], 3), np.float32)}
             for i in range(lo, hi)], N)
-plan = MaxAtomsPlan(natoms, MAX_ATOMS, world.size, seed=7)
+plan = MaxAtomsBatches(natoms, MAX_ATOMS, world.size, seed=7)
 md = MDLoader(store, batch_size=4, seed=7, backend=backend, prefetch=2, batches=plan,
               to_sample=lambda a: (int(a["sid"][0]), a["pos"].shape[0]), collate=list)
 loader = FairchemMDLoader(md, ["oc20.train"])

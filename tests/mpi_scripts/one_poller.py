@@ -39,12 +39,12 @@ for epoch in range(2):
     check(pollers() == 1, f"{pollers()} progress threads with training and validation")
 from mdloader_plugin.mpi.progress import POLLER  # noqa: E402 - after the thread counts
 
-check(POLLER.started == 1 and POLLER.holders == 2, f"started {POLLER.started} threads, "
-      f"{POLLER.holders} holders (train and val; the unused test loader holds none)")
+check(POLLER.started == 1 and POLLER.leases == 2, f"started {POLLER.started} threads, "
+      f"{POLLER.leases} holders (train and val; the unused test loader holds none)")
 train.close()
 check(pollers() == 1, "closing one loader stopped the poller another holds")
 val.close()
-check(pollers() == 0 and POLLER.holders == 0, f"{pollers()} progress threads after close")
+check(pollers() == 0 and POLLER.leases == 0, f"{pollers()} progress threads after close")
 test.close()
 store.close()
 print(f"rank {world.rank}: one poller ok", flush=True)

@@ -13,7 +13,7 @@ How a target resolves (``~``/``!`` prefixes and ``title <target>`` forms are str
 - otherwise, the first that has it: the enclosing class (``:meth:`for_step``` inside
   ``Backends``), the module's namespace (defined or imported there: ``np.ndarray``, ``World``),
   a module below the module's package or one of its parents (``store.shard``), an absolute path
-  (``mdloader_plugin.loader.MDLoader``), builtins;
+  (``mdloader_plugin.loader.loader.MDLoader``), builtins;
 - a name imported from outside the package (``torch.Tensor``, ``MPI.Win``) counts as resolved
   when the outside module exists (its members are not read).
 """

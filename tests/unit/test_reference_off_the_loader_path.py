@@ -10,8 +10,7 @@ from pathlib import Path
 PKG = Path(__file__).resolve().parents[2] / "mdloader_plugin"
 REFERENCE = {"mdloader_plugin.sampling.reference", "mdloader_plugin.estimator.reference"}
 # module -> why it may import a reference module (inside a function: never at import time)
-LAZY = {"sampling/schedule.py": "the old name GlobalSampler, resolved when asked for",
-        "estimator/rankcost.py": "RankCost(job) of a --legacy job"}
+LAZY = {"estimator/rankcost.py": "RankCost(job) of a --legacy job"}
 AT_IMPORT = {"estimator/reference.py"}  # a reference module itself
 
 

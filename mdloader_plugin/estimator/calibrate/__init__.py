@@ -152,6 +152,4 @@ def _node_stage(world, setup: CalibrationSetup, res: Result, say) -> "Result | N
     return out
 
 
-__all__ = ["NODE_KEYS", "CalibrationSetup", "Plan", "Result", "run", "wants_node_stage"]
-
-Plan = CalibrationSetup  # its old name
+__all__ = ["NODE_KEYS", "CalibrationSetup", "Result", "run", "wants_node_stage"]

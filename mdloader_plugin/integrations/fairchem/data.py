@@ -129,7 +129,7 @@ class ToAtomicDataByDataset:
 
 def _stress(stress: np.ndarray, dtype):
     import torch
-    from fairchem.core.datasets.atomic_data import voigt_6_to_full_3x3_stress
+    from ase.stress import voigt_6_to_full_3x3_stress  # what fairchem's AtomicData.from_ase uses
 
     if stress.size == 6:
         stress = voigt_6_to_full_3x3_stress(stress.reshape(6))

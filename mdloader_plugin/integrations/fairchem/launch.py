@@ -43,7 +43,6 @@ LOG_NAME = "train.log"
 def mpi_comm():
     """``COMM_WORLD``, initialising MPI before torch is imported."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("OMPI_MCA_osc", "^ucx")
     from mpi4py import MPI
 
     return MPI.COMM_WORLD

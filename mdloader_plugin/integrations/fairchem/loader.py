@@ -1,8 +1,9 @@
 """``loader: mdloader`` for fairchem: an MDLoader that looks like fairchem's train DataLoader.
 
-``build_loader`` is the Hydra ``_target_`` of ``recipes/fairchem/loader/mdloader.yaml``. It loads
-one label of an ADIOS2 file into a :class:`~mdloader_plugin.store.shard.ShardStore` (each rank reads
-its own block once), and returns :class:`FairchemMDLoader`, which yields ``AtomicData`` batches
+``build_loader`` is the Hydra ``_target_`` of the ``loader`` group (``conf/loader/mdloader.yaml``
+beside this module, on Hydra's search path through MDLoader's plugin). It loads one label of an
+ADIOS2 file into a :class:`~mdloader_plugin.store.shard.ShardStore` (each rank reads its own
+block once), and returns :class:`FairchemMDLoader`, which yields ``AtomicData`` batches
 built by :class:`~.data.ToAtomicData` and collated by the ``collate_fn`` of the config (fairchem's
 own ``MTCollater`` via ``mt_collater_adapter``), i.e. the same batch objects fairchem's DataLoader
 would give. The wrapper adds what fairchem's ``MLIPTrainEvalUnit`` calls on a loader:
@@ -105,7 +106,7 @@ class FairchemMDLoader:
         self.batch_sampler = _BatchSampler(self)
         self.dataset = _Dataset(loader.dataset, dataset_names)
         self._pending: tuple[int, int] | None = None  # fairchem's (epoch, start_iter)
-        self._staged: dict | None = None  # a loader state from the checkpoint
+        self._staged: tuple[dict, str] | None = None  # a loader state and its file
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -114,24 +115,36 @@ class FairchemMDLoader:
         self._apply()
         return iter(self.loader)
 
-    def stage_state(self, state: dict) -> None:
-        """Resume from `state` (a ``state_dict()`` saved with the checkpoint) at the next
-        ``iter()``, instead of fairchem's ``start_iter``."""
-        self._staged = dict(state)
+    def stage_state(self, state: dict, source: str = "loader state") -> None:
+        """Resume from `state` (a ``state_dict()`` saved with the checkpoint, read from file
+        `source`) at the next ``iter()``, instead of fairchem's ``start_iter``. Both must name
+        the same point: a state whose epoch and step differ from fairchem's own progress is
+        from another checkpoint, an error naming both (never silently preferred)."""
+        self._staged = (dict(state), source)
 
     def _apply(self) -> None:
         pending, staged, ld = self._pending, self._staged, self.loader
         self._pending = self._staged = None
         if staged is not None:
-            ld.load_state_dict(staged)
+            state, source = staged
+            if pending is not None and _position(state) != tuple(pending):
+                raise ConfigError(
+                    f"{source}: written at epoch {_position(state)[0]} step "
+                    f"{_position(state)[1]} but fairchem's checkpoint resumes at epoch "
+                    f"{pending[0]} step {pending[1]}: the file is not from this checkpoint; "
+                    "remove it to resume from fairchem's step count alone, or resume from "
+                    "the checkpoint it was saved with")
+            ld.load_state_dict(state, source)
         elif pending is not None and pending[1]:
+            from ...loader.args import state_identity
+
             if ld.rank == 0:
                 ld.log.warning(f"[{ld.name}] resuming at fairchem's step {pending[1]} of epoch "
                                f"{pending[0]} without MDLoader's state in the checkpoint: exact "
                                "only on the same ranks and batch size (add the requeue "
                                "LoaderStateCallback to runner.callbacks)")
             ld.load_state_dict({"seed": ld.schedule.seed, "epoch": pending[0],
-                                "step": pending[1]})
+                                "step": pending[1], **state_identity(ld.schedule, ld.store)})
         elif pending is not None:
             ld.set_epoch(pending[0])
             ld.rewind()
@@ -146,6 +159,14 @@ class FairchemMDLoader:
 
     def close(self) -> None:
         self.loader.close()
+
+
+def _position(state: dict) -> tuple:
+    """(epoch, step) of a staged loader state, as written (the ints fairchem's progress has)."""
+    try:
+        return int(state["epoch"]), int(state["step"])
+    except (KeyError, TypeError, ValueError):
+        return state.get("epoch"), state.get("step")
 
 
 def local_natoms(store) -> np.ndarray:

@@ -10,8 +10,10 @@ batch size that skips the wrong samples: some are served twice that epoch, other
 unit instance so every checkpoint folder also gets ``mdloader_state.json`` (rank 0 writes it,
 atomically, after fairchem's own files): the loader's ``state_dict()`` (seed, epoch, step, world
 size, batch size, offset, order) at fairchem's progress, the data set's size and ``max_atoms``.
-On resume it reads that file (rank 0, broadcast) and hands it to the loader, which continues the
-epoch exactly (:meth:`~mdloader_plugin.loader.loader.MDLoader.load_state_dict`): every sample of
+On resume it reads that file (rank 0, broadcast) and hands it to the loader, which checks it
+against fairchem's own progress (another epoch or step than fairchem's is one error naming both:
+the file is not from that checkpoint) and its own data set, shuffle and drop_last, then continues
+the epoch exactly (:meth:`~mdloader_plugin.loader.loader.MDLoader.load_state_dict`): every sample of
 the epoch served once, on any world size or batch size. A checkpoint without the file (saved
 without the callback, or by the ``fairchem`` loader) falls back to ``start_iter`` with one
 warning line; a file from another data set (another number of samples, or another
@@ -45,11 +47,10 @@ def checkpoint_payload(loader, epoch: int, step: int) -> dict:
 
 def write_state(loader, location: str, epoch: int, step: int) -> str:
     """Write `loader`'s payload into the checkpoint folder `location` (call on one rank)."""
+    from ...estimator.profile import write_atomic
+
     path = os.path.join(location, STATE_FILE)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(checkpoint_payload(loader, epoch, step), f)
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(checkpoint_payload(loader, epoch, step)))
     return path
 
 
@@ -83,14 +84,14 @@ def check_payload(payload: dict, loader, path: str) -> dict:
         raise ConfigError(f"checkpoint loader state {path}: needs num_samples and loader; "
                           "remove the file to resume from fairchem's step count alone") from None
     if n != core.num_samples:
-        raise ConfigError(f"checkpoint loader state {path} is from a data set of {n} samples; "
-                          f"this loader has {core.num_samples}: resume with the data set the "
-                          "checkpoint was trained on, or start a new run")
+        raise ConfigError(f"{path}: written for a data set of {n} samples but this run has "
+                          f"{core.num_samples}: resume with the data set the checkpoint was "
+                          "trained on, or start a new run")
     mine = getattr(core, "max_nodes", None) if core.order == "max_atoms" else None
     if payload.get("max_atoms") != mine:
-        raise ConfigError(f"checkpoint loader state {path} was saved with max_atoms="
-                          f"{payload.get('max_atoms')}; this loader has max_atoms={mine}: "
-                          "resume with the same max_atoms (its batches are packed from it)")
+        raise ConfigError(f"{path}: written for max_atoms={payload.get('max_atoms')} but this "
+                          f"run has max_atoms={mine}: resume with the same max_atoms (its "
+                          "batches are packed from it)")
     return state
 
 
@@ -123,4 +124,4 @@ class LoaderStateCallback(Callback):
         payload, path = read_state(location, comm)
         if payload is None:
             return  # the loader warns once as it falls back to fairchem's start_iter
-        loader.stage_state(check_payload(payload, loader, path))
+        loader.stage_state(check_payload(payload, loader, path), path)

@@ -112,12 +112,11 @@ def sample_for(var_config: dict | None, dtype=None) -> graphs.HydraSample:
 
 def build_loaders(cfg: dict, to_sample: Callable, labels: tuple[str, str, str]):
     """HydraGNN's own train/val/test loaders over :class:`AdiosGraphDataset`."""
-    path = cfg["Dataset"]["path"]
     preload = bool(cfg["hydragnn_loader"]["preload"])
-    if isinstance(path, list):
-        sets = [_concat(path, label, to_sample, preload) for label in labels]
-    else:
-        sets = [AdiosGraphDataset(path, label, to_sample, preload) for label in labels]
+    paths = [graphs.split_path(cfg["Dataset"]["path"], label) for label in labels]
+    sets = [_concat(path, label, to_sample, preload) if isinstance(path, list) else
+            AdiosGraphDataset(path, label, to_sample, preload)
+            for path, label in zip(paths, labels)]
     batch_size = int(cfg["NeuralNetwork"]["Training"]["batch_size"])
     batching = cfg["NeuralNetwork"]["Training"].get("Batching")
     kw = {"batching": batching} if batching and batching.get("mode", "fixed") != "fixed" else {}

@@ -154,6 +154,10 @@ def check_config(cfg: dict, ver: str) -> None:
     if nn["Training"].get("continue") and not nn["Training"].get("startfrom"):
         raise ConfigError("NeuralNetwork.Training.continue is set but startfrom (the run name "
                           "under logs/ to load) is missing")
+    if nn["Training"].get("continue"):
+        from .resume import check_startfrom
+
+        check_startfrom(nn["Training"]["startfrom"])
 
 
 def check_form(cfg: dict, ver: str) -> None:

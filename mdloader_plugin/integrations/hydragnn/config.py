@@ -17,11 +17,13 @@ A config is what HydraGNN users already write (``Verbosity``, ``Dataset``, ``Neu
 
 ``Dataset.path`` is one ADIOS2 file in HydraGNN's layout with ``trainset``/``valset``/``testset``
 (``$VARS`` and ``~`` are expanded; relative paths are relative to the working directory, as in
-HydraGNN, which also writes ``logs/`` there), or a list of files, each a named data set
-(``[{name: mols, path: a.bp, weight: 0.7}, {name: bulk, path: b.bp, weight: 0.3}]``; ``NAME=PATH``
-strings work too; the name defaults to the file's ``dataset_name``): one store over all of them,
-every graph carrying its data set's id as ``data.dataset_name`` (``[1, 1]`` int64, HydraGNN 5.0's
-multibranch routing tensor). ``mdloader.sampling`` picks how they share an epoch
+HydraGNN, which also writes ``logs/`` there), HydraGNN's own mapping of one file a split
+(``{train: a.bp, validate: b.bp, test: c.bp}``: each file read at its split's label, ``trainset``,
+``valset`` or ``testset``; ``{total: x.bp}`` is the one file), or a list of files, each a named
+data set (``[{name: mols, path: a.bp, weight: 0.7}, {name: bulk, path: b.bp, weight: 0.3}]``;
+``NAME=PATH`` strings work too; the name defaults to the file's ``dataset_name``): one store over
+all of them, every graph carrying its data set's id as ``data.dataset_name`` (``[1, 1]`` int64,
+HydraGNN 5.0's multibranch routing tensor). ``mdloader.sampling`` picks how they share an epoch
 (:mod:`mdloader_plugin.sampling.mixes`; default: the weights if given, else proportional to size).
 ``--set KEY=VALUE`` overrides any key by dotted path; VALUE is parsed as YAML (``3``, ``true``,
 ``[0, 1]``, ``collective``). Validation names the bad key and the valid choices in one line.
@@ -58,7 +60,9 @@ TOP_LEVEL = (
                              "name."),
     Option("Dataset.path", None, "Required: one ADIOS2 file in HydraGNN's layout holding "
                                  "`trainset`, `valset` and `testset`; `$VARS` and `~` are "
-                                 "expanded. Or a list of files, each a named data set: "
+                                 "expanded. Or HydraGNN's mapping of one file a split, "
+                                 "`{train: a.bp, validate: b.bp, test: c.bp}` (each read at "
+                                 "its split's label). Or a list of files, each a named data set: "
                                  "`[{name: mols, path: a.bp, weight: 0.7}, ...]` (see "
                                  "docs/multi-dataset.md)."),
     Option("Dataset.normalize_y", False, "`true`: min-max scale `y` with the train set's range."),
@@ -178,7 +182,7 @@ def normalise(cfg: dict, source: str = "config") -> dict:
     if cfg["mdloader"]["seed"] is None:
         cfg["mdloader"]["seed"] = cfg["seed"]
     cfg.setdefault("Verbosity", {"level": 1})
-    _require(cfg, source, "Dataset.path", (str, list))
+    _require(cfg, source, "Dataset.path", (str, list, dict))
     cfg["Dataset"]["path"] = _dataset_paths(cfg["Dataset"]["path"], source)
     if isinstance(cfg["Dataset"]["path"], list) and cfg["mdloader"]["order"] == "feistel":
         raise ConfigError(f"{source}: mdloader.order: feistel is not available with several "
@@ -199,8 +203,16 @@ def normalise(cfg: dict, source: str = "config") -> dict:
     return cfg
 
 
+#: HydraGNN's own keys of a ``Dataset.path`` mapping -> the label each file's split is read from
+SPLIT_KEYS = {"train": "trainset", "validate": "valset", "test": "testset"}
+
+
 def _dataset_paths(path, source: str):
-    """One path (expanded) or a list of data set entries (validated, as mappings)."""
+    """One path (expanded), HydraGNN's mapping of split files (``{train: a.bp, validate: b.bp,
+    test: c.bp}`` as ``{trainset: a.bp, ...}``; ``{total: x.bp}`` as the one file) or a list of
+    data set entries (validated, as mappings)."""
+    if isinstance(path, dict):
+        return _split_paths(path, source)
     if isinstance(path, str):
         return os.path.expanduser(os.path.expandvars(path))
     from ...sources.multi import parse_specs
@@ -212,6 +224,19 @@ def _dataset_paths(path, source: str):
             raise ConfigError(f"{source}: Dataset.path: weight of {s.name or s.path} must be a "
                               f"number >= 0, got {w!r}")
     return [{"path": s.path, "name": s.name, "weight": s.weight} for s in specs]
+
+
+def _split_paths(path: dict, source: str):
+    """HydraGNN's ``Dataset.path`` mapping: ``total`` alone (one file holding every split), or
+    ``train``, ``validate`` and ``test``, each one file read at its split's label."""
+    names = ", ".join(map(str, path))
+    if set(path) == {"total"} and isinstance(path["total"], str):
+        return _dataset_paths(path["total"], source)
+    if set(path) != set(SPLIT_KEYS) or not all(isinstance(v, str) for v in path.values()):
+        raise ConfigError(f"{source}: Dataset.path: a mapping needs the files of train, validate "
+                          f"and test (HydraGNN's keys; or total: one file of all three), each a "
+                          f"path, got {{{names}}}")
+    return {SPLIT_KEYS[k]: _dataset_paths(v, source) for k, v in path.items()}
 
 
 # Training.precision values upstream HydraGNN 5.0 accepts (resolve_precision), canonical form.

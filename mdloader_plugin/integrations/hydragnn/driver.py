@@ -104,7 +104,8 @@ def train(cfg: dict, comm) -> list[dict]:
         writer = compat.get("get_summary_writer")(name)
         compat.get("save_config")(cfg, name)
         timed = epochs.TimedLoader(train_l, world.comm, run=name, loader_name=cfg["loader"],
-                                   max_batches=everywhere(world.comm, compat.max_batches, ver))
+                                   max_batches=everywhere(world.comm, compat.max_batches, ver),
+                                   keep_state=True)
         resume.load(cfg, model, optimizer, timed)
         model = model.to(dtype=dtype)
         compat.get("train_validate_test")(
@@ -129,19 +130,21 @@ def _to_sample(cfg: dict, dtype=None):
         return schema.NamedSample(cfg["Variables"],
                                   np.float64 if dtype == torch.float64 else np.float32)
     voi = cfg["NeuralNetwork"]["Variables_of_interest"]
-    ymm = graphs.y_minmax(cfg["Dataset"]["path"]) if cfg["Dataset"].get("normalize_y") else None
+    train_path = graphs.split_path(cfg["Dataset"]["path"], loaders.LABELS[0])
+    ymm = graphs.y_minmax(train_path) if cfg["Dataset"].get("normalize_y") else None
     return graphs.make_to_sample(voi.get("input_node_features"), ymm,
                                  graphs.heads_from_config(cfg),
                                  np.float64 if dtype == torch.float64 else np.float32)
 
 
 def _config_views(cfg: dict, comm, to_sample) -> list[graphs.ConfigView]:
-    stats = graphs.arch_stats(cfg["NeuralNetwork"]["Architecture"]["mpnn_type"],
-                              cfg["Dataset"]["path"], comm, loaders.LABELS[0])
+    paths = [graphs.split_path(cfg["Dataset"]["path"], label) for label in loaders.LABELS]
+    stats = graphs.arch_stats(cfg["NeuralNetwork"]["Architecture"]["mpnn_type"], paths[0], comm,
+                              loaders.LABELS[0])
     views = []
-    for i, label in enumerate(loaders.LABELS):
-        sample0, n = graphs.first_sample(cfg["Dataset"]["path"], label, to_sample)
-        views.append(graphs.ConfigView(cfg["Dataset"]["path"], label, sample0, n,
+    for i, (path, label) in enumerate(zip(paths, loaders.LABELS)):
+        sample0, n = graphs.first_sample(path, label, to_sample)
+        views.append(graphs.ConfigView(path, label, sample0, n,
                                        **(stats if i == 0 else {})))
     return views
 
@@ -154,7 +157,6 @@ def run_file(path: str, overrides: list[str] | None = None) -> int:
 if __name__ == "__main__":
     import sys
 
-    os.environ.setdefault("OMPI_MCA_osc", "^ucx")
     if len(sys.argv) < 2:
         sys.exit("usage: python -m mdloader_plugin.integrations.hydragnn.driver CONFIG "
                  "[KEY=VALUE ...]")

@@ -13,6 +13,10 @@ HydraGNN 5.0 stops an epoch after ``HYDRAGNN_MAX_NUM_BATCH`` batches by breaking
 which would leave this wrapper's epoch unfinished and unlogged; with ``max_batches`` the wrapper
 ends the epoch itself at that many batches (every rank alike), so the trainer's loop ends
 normally and the line is written; the inner loader's iteration is closed (abandoned safely).
+
+With ``keep_state`` (``mdloader train hydragnn``, whose ``Training.continue`` reads it back) rank 0
+also writes the loader's state at each epoch's end (:func:`.resume.save`, atomically), so a run
+killed in a later epoch continues with the next epoch's order.
 """
 
 from __future__ import annotations
@@ -24,16 +28,16 @@ from typing import Iterator
 import numpy as np
 
 from ...core.epochlog import format_epoch_line
-from . import compat
+from . import compat, resume
 
 
 class TimedLoader:
     """A train loader that times each full pass and logs one epoch line (see module doc)."""
 
     def __init__(self, loader, comm, *, run: str, loader_name: str,
-                 max_batches: int | None = None):
+                 max_batches: int | None = None, keep_state: bool = False):
         self.loader, self.comm, self.run, self.loader_name = loader, comm, run, loader_name
-        self.max_batches = max_batches
+        self.max_batches, self.keep_state = max_batches, keep_state
         self.epoch_offset = 0  # a continued run's loader epochs go on after the earlier run's
         self.epoch = 0
         self.records: list[dict] = []
@@ -98,6 +102,8 @@ class TimedLoader:
         self.epoch += 1
         if self.comm.Get_rank() == 0:
             logging.getLogger(compat.LOGGER_NAME).info(format_epoch_line(**rec))
+            if self.keep_state:  # a run killed later continues after this epoch
+                resume.save(self.loader, self.run, 0)
 
     def _backend(self) -> str:
         return str(getattr(self.loader, "backend_name", None) or "-")

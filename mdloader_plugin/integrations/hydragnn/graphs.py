@@ -175,8 +175,17 @@ def make_to_sample(node_features: Sequence[int] | None,
 
 
 def files_of(path) -> list[str]:
-    """``Dataset.path`` (a file, or a list of data set entries) as a list of files."""
+    """``Dataset.path`` (a file, a mapping of split files, or a list of data set entries) as a
+    list of files."""
+    if isinstance(path, dict):
+        return list(dict.fromkeys(path.values()))
     return [path] if isinstance(path, str) else [e["path"] for e in path]
+
+
+def split_path(path, label: str):
+    """What ``Dataset.path`` names for `label`: the split's own file when it is a mapping of
+    split files (:func:`~mdloader_plugin.integrations.hydragnn.config.load`), else `path`."""
+    return path[label] if isinstance(path, dict) else path
 
 
 def y_minmax(path, label: str = "trainset") -> tuple[float, float]:

@@ -28,13 +28,15 @@ def build_mdloader(cfg: dict, world, to_sample: Callable, labels=LABELS):
     """Train/val/test MDLoaders over ``Dataset.path`` with the config's ``mdloader:`` options."""
     from ...loader.loader import MDLoader
     from ...loader.open import open_store
+    from .graphs import split_path
 
     opts = cfg["mdloader"]
     batch_size = int(cfg["NeuralNetwork"]["Training"]["batch_size"])
     loaders, group_size = [], opts.get("group_size")
     device = trainer_device(opts.get("device"))
     for label in labels:
-        store = open_store(world, cfg["Dataset"]["path"], label, group_size=group_size,
+        store = open_store(world, split_path(cfg["Dataset"]["path"], label), label,
+                           group_size=group_size,
                            batch_size=batch_size, backend=opts["backend"],
                            profile=opts.get("profile"),
                            max_memory_per_rank=opts.get("max_memory_per_rank"),
@@ -61,12 +63,13 @@ def node_budget(cfg: dict, world, label: str):
         return None
     from ...sampling.node_budget import from_batching
     from ...mpi.world import agree
-    from .graphs import node_counts
+    from .graphs import node_counts, split_path
 
     def plan():
         import numpy as np
 
-        costs = np.fromiter(node_counts(cfg["Dataset"]["path"], label), dtype=np.int64)
+        path = split_path(cfg["Dataset"]["path"], label)
+        costs = np.fromiter(node_counts(path, label), dtype=np.int64)
         return from_batching(batching, costs, 1 if world is None else world.size,
                              names=lambda i: f"graph {i} of {label}")
 

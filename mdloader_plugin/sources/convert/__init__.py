@@ -27,11 +27,13 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from ...core import durable
 from ...core.errors import ConfigError, DataError
-from ..graph import radius_graph
+from ..graph import nearest, radius_graph
 from ..assemble import PartAssembler
 from ..synth import split_counts
 from ..writer import GraphWriter
+from .lock import OutputLock
 
 LABELS = ("trainset", "valset", "testset")
 
@@ -65,10 +67,16 @@ def assign_labels(n: int, split: tuple[float, float, float], seed: int) -> np.nd
     return out
 
 
-def finish_graph(g: dict, radius: float, max_neighbours: int | None,
-                 float64: bool = False) -> dict[str, np.ndarray]:
-    """Stored dtypes, ``natoms``, and a radius graph when edges are absent."""
-    out = {}
+#: what ``--neighbour-overflow`` takes: keep each atom's nearest K (counted), or refuse
+OVERFLOW = ("truncate", "error")
+
+
+def finish_graph(g: dict, radius: float, max_neighbours: int | None, float64: bool = False,
+                 overflow: str = "truncate") -> tuple[dict[str, np.ndarray], int]:
+    """Stored dtypes, ``natoms``, and a radius graph when edges are absent; with the number of
+    neighbours beyond `max_neighbours` the graph left out (`overflow` ``error``: a
+    :class:`DataError` instead)."""
+    out, dropped = {}, 0
     for k, v in g.items():
         a = np.asarray(v)
         if a.dtype.kind == "f" and not float64:
@@ -82,18 +90,27 @@ def finish_graph(g: dict, radius: float, max_neighbours: int | None,
     if pos is not None and "edge_index" not in out and radius > 0:
         cell, pbc = out.get("cell"), out.get("pbc")
         try:
-            ei, offs, _ = radius_graph(pos, radius, cell, pbc, max_neighbours)
+            ei, offs, d = radius_graph(pos, radius, cell, pbc)
         except ValueError as exc:
             raise DataError(f"cannot build the radius graph: {exc}") from None
+        if max_neighbours is not None:
+            cut = nearest(ei, offs, d, max_neighbours)
+            if cut.dropped and overflow == "error":
+                raise DataError(f"atom {cut.centre} has {cut.most} neighbours within {radius} A, "
+                                f"above --max-neighbours {max_neighbours}: raise "
+                                "--max-neighbours (0: no limit), or pass --neighbour-overflow "
+                                "truncate to keep each atom's nearest")
+            (ei, offs, d), dropped = cut.graph, cut.dropped
         out["edge_index"] = ei
         if cell is not None:
             out["cell_offsets"] = offs.astype(np.float64 if float64 else np.float32)
-    return out
+    return out, dropped
 
 
 def convert(path, out: str, *, kind: str | None = None,
             split: tuple[float, float, float] = (1.0, 0.0, 0.0), seed: int = 0,
             radius: float = 6.0, max_neighbours: int | None = 50, float64: bool = False,
+            neighbour_overflow: str = "truncate",
             progress: Callable[[int, int], Callable[[int], None]] | None = None,
             x: Sequence[str] = (), y: Sequence[str] = (), comm=None, overwrite: bool = False,
             part_size: int | None = None, jobs: int = 1, writers: int = 1) -> dict[str, int]:
@@ -143,100 +160,121 @@ def convert(path, out: str, *, kind: str | None = None,
     size = part_size or min(max(-(-total // (max(comm.size, jobs) * par.PARTS_A_RANK)), 1),
                             par.PART_SIZE_MAX)
     options = {"kind": kind, "split": list(split), "seed": seed, "radius": radius,
-               "max_neighbours": max_neighbours, "float64": float64, "x": list(x),
+               "max_neighbours": max_neighbours, "neighbour_overflow": neighbour_overflow,
+               "float64": float64, "x": list(x),
                "y": list(y), "labels": [lab for lab, _, _ in inputs], "counts": totals}
     work = os.path.normpath(out) + ".parts"
     plan = {"fingerprint": par.fingerprint(streams, options), "parts": None}
-    todo = par.prepare(comm, work, plan,
-                       lambda: par.make_parts(streams, shard_counts, size), overwrite)
-    parts = plan["parts"]
-    labels_path = os.path.join(work, "labels.npy")
-    if inputs[0][0] is None and comm.rank == 0 and not os.path.exists(labels_path):
-        np.save(labels_path + ".tmp.npy", assign_labels(totals[0], split, seed))
-        os.replace(labels_path + ".tmp.npy", labels_path)
-    comm.Barrier()
-    lab_ids = np.load(labels_path, mmap_mode="r") if inputs[0][0] is None else None
-    label_of = [(lambda i: LABELS[lab_ids[i]]) if lab is None else (lambda i, _l=lab: _l)
-                for lab, _, _ in inputs]
-
-    def graphs(p, where_first=None):
-        src, mod = streams[p["stream"]]
-        it = iter(par.structures(mod, p))
-        for j in range(p["start"], p["stop"] + 1):
-            where = f"{p['shard']}: structure {j}"
-            try:
-                g = next(it)
-            except StopIteration:
-                if j < p["stop"]:
-                    raise DataError(f"{p['shard']}: yielded {j} structures but declares "
-                                    f"{p['stop']}") from None
-                return
-            except (DataError, ConfigError):
-                raise
-            except Exception as exc:  # noqa: BLE001 - a truncated or foreign file
-                raise DataError(f"{where}: cannot read it as {mod.NAME} ({type(exc).__name__}: "
-                                f"{exc}); is the file complete and of that format?") from None
-            if j == p["stop"]:
-                raise DataError(f"{p['shard']}: holds more structures than the {p['stop']} it "
-                                "declares")
-            try:
-                g = finish_graph(g, radius, max_neighbours, float64)
-            except DataError as exc:
-                raise DataError(f"{where}: {exc}") from None
-            if x or y:
-                g = hydragnn_columns(g, x, y, where, float64)
-            yield where, label_of[p["stream"]](p["first"] + j - p["start"]), g
-
-    def first_schema():
-        return list(next(graphs(dict(parts[0], stop=parts[0]["start"] + 1)))[2])
-
-    schema = comm.bcast(par._guard(comm, first_schema) if comm.rank == 0
-                        else par._guard(comm, lambda: None), root=0)
-
-    def convert_part(p, folder):
-        dropped: set[str] = set()
-        w = GraphWriter(folder + ".out", labels=names, in_memory=True)
-        try:
-            for where, label, g in graphs(p):
-                g = _conform(g, schema, dropped, where)
-                try:
-                    w.add(label, g)
-                except DataError as exc:
-                    raise DataError(f"{where}: {str(exc).split(': ', 1)[-1]}") from None
-            w.save_part(folder, {"dropped": sorted(dropped),
-                                 "what": f"{p['shard']} structures {p['start']}-{p['stop'] - 1}"})
-        finally:
-            w.discard()
-
-    update, asm = None, None
-    runs = wr.groups(parts, writers)
-    me = wr.mine(comm.rank, comm.size, runs)
-    if comm.rank == 0 and progress is not None:
-        left = sum(parts[i]["stop"] - parts[i]["start"] for i in todo)
-        update = progress(total, total - left)
-    vdims = {"edge_index": 1, "x": 0, "y": 0}  # HydraGNN's layout, also when never varying
-    if me is not None:
-        tmp = os.path.join(work, "out.bp") if len(runs) == 1 else wr.sub_file(work, me)
-        shutil.rmtree(tmp, ignore_errors=True)
-        asm = PartAssembler(tmp, {"dataset_name": name}, vdims, names)
+    lock = OutputLock(work, out)  # rank 0 takes it in prepare (:mod:`.lock`)
     try:
-        par.run_parts(comm, work, plan, wr.claim_order(todo, runs), convert_part, update, asm,
-                      jobs=jobs, run=runs[me] if me is not None else None, writers=len(runs))
-    except BaseException:
-        if asm is not None:
-            asm.discard()
-        raise
-    if len(runs) == 1:
-        counts, dropped = par.finish(comm, work, out, asm, len(parts), overwrite)
-    else:
-        counts, dropped = wr.finish(comm, work, out, asm, runs[me] if me is not None else None,
-                                    len(runs), vdims, overwrite, par.part_dir, par._guard)
-        par.clean(comm, work, len(parts))
-    if dropped and comm.rank == 0:
-        where = path if not isinstance(path, dict) else ", ".join(map(str, path.values()))
-        print(f"mdloader: warning: {where}: fields {', '.join(dropped)} are missing from "
-              "the first structure and were dropped everywhere", file=sys.stderr, flush=True)
-    return counts
+        todo = par.prepare(comm, work, plan,
+                           lambda: par.make_parts(streams, shard_counts, size), overwrite,
+                           lock)
+        parts = plan["parts"]
+        labels_path = os.path.join(work, "labels.npy")
+        if inputs[0][0] is None and comm.rank == 0 and not os.path.exists(labels_path):
+            np.save(labels_path + ".tmp.npy", assign_labels(totals[0], split, seed))
+            durable.replace(labels_path + ".tmp.npy", labels_path)
+        comm.Barrier()
+        lab_ids = np.load(labels_path, mmap_mode="r") if inputs[0][0] is None else None
+        label_of = [(lambda i: LABELS[lab_ids[i]]) if lab is None else (lambda i, _l=lab: _l)
+                    for lab, _, _ in inputs]
+
+        def graphs(p, where_first=None):
+            src, mod = streams[p["stream"]]
+            it = iter(par.structures(mod, p))
+            for j in range(p["start"], p["stop"] + 1):
+                where = f"{p['shard']}: structure {j}"
+                try:
+                    g = next(it)
+                except StopIteration:
+                    if j < p["stop"]:
+                        raise DataError(f"{p['shard']}: yielded {j} structures but declares "
+                                        f"{p['stop']}") from None
+                    return
+                except (DataError, ConfigError):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a truncated or foreign file
+                    raise DataError(f"{where}: cannot read it as {mod.NAME} ({type(exc).__name__}: "
+                                    f"{exc}); is the file complete and of that format?") from None
+                if j == p["stop"]:
+                    raise DataError(f"{p['shard']}: holds more structures than the {p['stop']} it "
+                                    "declares")
+                try:
+                    g, cut = finish_graph(g, radius, max_neighbours, float64, neighbour_overflow)
+                except DataError as exc:
+                    raise DataError(f"{where}: {exc}") from None
+                if x or y:
+                    g = hydragnn_columns(g, x, y, where, float64)
+                yield where, label_of[p["stream"]](p["first"] + j - p["start"]), g, cut
+
+        def first_schema():
+            return list(next(graphs(dict(parts[0], stop=parts[0]["start"] + 1)))[2])
+
+        schema = comm.bcast(par._guard(comm, first_schema) if comm.rank == 0
+                            else par._guard(comm, lambda: None), root=0)
+
+        def convert_part(p, folder):
+            dropped: set[str] = set()
+            cut = [0, 0]  # neighbours --max-neighbours left out, and the structures they were in
+            w = GraphWriter(folder + ".out", labels=names, in_memory=True)
+            try:
+                for where, label, g, n in graphs(p):
+                    cut[0], cut[1] = cut[0] + n, cut[1] + bool(n)
+                    g = _conform(g, schema, dropped, where)
+                    try:
+                        w.add(label, g)
+                    except DataError as exc:
+                        raise DataError(f"{where}: {str(exc).split(': ', 1)[-1]}") from None
+                what = f"{p['shard']} structures {p['start']}-{p['stop'] - 1}"
+                w.save_part(folder, {"dropped": sorted(dropped), "cut": cut, "what": what})
+            finally:
+                w.discard()
+
+        update, asm = None, None
+        runs = wr.groups(parts, writers)
+        me = wr.mine(comm.rank, comm.size, runs)
+        if comm.rank == 0 and progress is not None:
+            left = sum(parts[i]["stop"] - parts[i]["start"] for i in todo)
+            update = progress(total, total - left)
+        vdims = {"edge_index": 1, "x": 0, "y": 0}  # HydraGNN's layout, also when never varying
+        if me is not None:
+            tmp = os.path.join(work, "out.bp") if len(runs) == 1 else wr.sub_file(work, me)
+            shutil.rmtree(tmp, ignore_errors=True)
+            asm = PartAssembler(tmp, {"dataset_name": name}, vdims, names)
+        try:
+            par.run_parts(comm, work, plan, wr.claim_order(todo, runs), convert_part, update, asm,
+                          jobs=jobs, run=runs[me] if me is not None else None, writers=len(runs),
+                          lock=lock)
+        except BaseException:
+            if asm is not None:
+                asm.discard()
+            raise
+        if len(runs) == 1:
+            counts, notes = par.finish(comm, work, out, asm, len(parts), overwrite, lock)
+        else:
+            counts, notes = wr.finish(comm, work, out, asm, runs[me] if me is not None else None,
+                                      len(runs), vdims, overwrite, par.part_dir, par._guard)
+            par.clean(comm, work, len(parts), lock)
+        if comm.rank == 0:
+            _warn(path, notes, radius, max_neighbours)
+        return counts
+    finally:
+        lock.release()
+
+
+def _warn(path, notes: dict, radius: float, max_neighbours: int | None) -> None:
+    """Rank 0's warnings about what the conversion left out (``notes`` of the assembler)."""
+    where = path if not isinstance(path, dict) else ", ".join(map(str, path.values()))
+    if notes["dropped"]:
+        print(f"mdloader: warning: {where}: fields {', '.join(notes['dropped'])} are missing "
+              "from the first structure and were dropped everywhere", file=sys.stderr, flush=True)
+    edges, structures = notes["cut"]
+    if edges:
+        print(f"mdloader: warning: {where}: {edges} neighbours within {radius} A in {structures} "
+              f"structures were beyond --max-neighbours {max_neighbours} and left out (each atom "
+              "keeps its nearest); raise --max-neighbours (0: no limit), or pass "
+              "--neighbour-overflow error to refuse such structures", file=sys.stderr, flush=True)
 
 
 #: names a labelled input may carry (``train=DIR``), and the file's label for each
@@ -313,8 +351,6 @@ def column_config(g: dict, x: Sequence[str], y: Sequence[str]) -> dict:
 
     return {"node_features": entry(x, True), "graph_features": entry(y, False)}
 
-
-column_layout = column_config  # its old name ("layout" now means the store's over the ranks)
 
 
 def _conform(g: dict, schema: list[str], dropped: set[str], where: str) -> dict:

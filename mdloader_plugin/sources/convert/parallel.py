@@ -15,10 +15,18 @@ one file, and the one writer works while the others convert rather than after th
 ``writers`` > 1, W ranks do what rank 0 does here, each for its run of parts and its own file
 (:mod:`.writers`).
 
-Resume: the plan (inputs, their sizes and modification times, every option, the parts) is saved
-as ``OUT.parts/plan.json``; a run that finds the same plan keeps the finished parts and converts
-the rest, whatever its number of ranks (the file is rewritten from all parts).
-A plan of other inputs or options is an error unless ``overwrite``.
+Resume: the plan (inputs, their sizes and modification times, every option, the converter's
+version, the parts) is saved as ``OUT.parts/plan.json``; a run that finds the same plan keeps
+the finished parts and converts the rest, whatever its number of ranks (the file is rewritten
+from all parts). A plan of other inputs or options is an error unless ``overwrite``; a plan
+another version of the converter saved (:data:`PART_FORMAT`, the package's version) starts
+again from nothing, saying so: its parts are never joined to this version's.
+
+Crashes and second runs: rank 0 holds a lock on ``OUT.parts`` for the whole run
+(:mod:`.lock`: a second conversion into the same ``OUT`` stops with one line; the kernel
+drops the lock when its holder dies, so a killed run's resume is never blocked). A part, the
+plan and the output are flushed to disk before their names appear (:mod:`...core.durable`),
+so a crash cannot leave one that looks done with lost contents.
 
 Errors: a rank that fails leaves its one line in the claims folder, after which no rank takes a
 part; then every rank agrees (one reduction) and the lowest failing rank's line is raised on
@@ -37,12 +45,18 @@ from itertools import islice
 
 import numpy as np
 
+from ... import __version__
+from ...core import durable
 from ...core.errors import DataError, MDLoaderError
 from ..writer import GraphWriter
 from .claims import Claims, fork_workers
+from .lock import NAME as LOCK_NAME
 
 PART_SIZE_MAX = 4096
 PARTS_A_RANK = 16
+#: the format of a part folder and of ``plan.json``: raise it when either changes, so that a
+#: resume never joins parts an older converter wrote (the package's version is compared too)
+PART_FORMAT = 1
 
 
 class Serial:
@@ -150,36 +164,49 @@ def structures(mod, part) -> object:
     return islice(mod.iterate(part["shard"]), part["start"], part["stop"])
 
 
+def version() -> str:
+    """The converter's version, as plans record it."""
+    return f"mdloader {__version__}, part format {PART_FORMAT}"
+
+
 def fingerprint(streams, options: dict) -> dict:
-    """What a resumable run must match: the inputs (size, mtime) and every option."""
+    """What a resumable run must match: the converter's version, the inputs (size, mtime) and
+    every option."""
     files = []
     for src, mod in streams:
         for sh in shards_of(src, mod):
             st = os.stat(sh) if os.path.exists(sh) else None
             files.append([sh, st.st_size if st else 0, st.st_mtime_ns if st else 0])
-    return {"files": files, "options": options}
+    return {"version": version(), "files": files, "options": options}
 
 
-def prepare(comm, work: str, plan: dict, build, overwrite: bool) -> list[int]:
-    """Save the plan in `work` with the parts `build()` makes (or check the plan there and keep
-    its parts); the parts still to convert."""
+def prepare(comm, work: str, plan: dict, build, overwrite: bool, lock=None) -> list[int]:
+    """Take `lock` (rank 0; every rank learns the outcome before any writes), then save the plan
+    in `work` with the parts `build()` makes (or check the plan there and keep its parts); the
+    parts still to convert."""
     def check():
+        if lock is not None:
+            lock.take()
         path = os.path.join(work, "plan.json")
         if os.path.exists(path) and not overwrite:
             with open(path) as f:
                 old = json.load(f)
-            if old.get("fingerprint") != plan["fingerprint"]:
+            was = old.get("fingerprint", {}).get("version")
+            if was != plan["fingerprint"]["version"]:
+                print(f"mdloader convert: {work} was written by another version of mdloader "
+                      f"convert ({was or 'one older than its version check'}; this is "
+                      f"{plan['fingerprint']['version']}): its parts are not reused, converting "
+                      "from the start", file=sys.stderr, flush=True)
+            elif old.get("fingerprint") != plan["fingerprint"]:
                 raise DataError(f"{work} holds an interrupted conversion of other inputs or "
                                 "options: run that command again to finish it, or remove "
                                 f"{work} (or pass --overwrite) to start this one")
-            plan["parts"] = old["parts"]
-            return True
+            else:
+                plan["parts"] = old["parts"]
+                return True
         plan["parts"] = build()
-        shutil.rmtree(work, ignore_errors=True)
-        os.makedirs(work)
-        with open(path + ".tmp", "w") as f:
-            json.dump(plan, f)
-        os.replace(path + ".tmp", path)
+        _empty(work)
+        durable.write_text(path, json.dumps(plan))
         return False
 
     resumed = _guard(comm, check) if comm.rank == 0 else _guard(comm, lambda: None)
@@ -191,6 +218,20 @@ def prepare(comm, work: str, plan: dict, build, overwrite: bool) -> list[int]:
     return todo
 
 
+def _empty(work: str, strict: bool = True) -> None:
+    """`work` made and emptied, all but the lock file (held by this run); `strict`: an entry
+    that cannot be removed is an error."""
+    os.makedirs(work, exist_ok=True)
+    for name in os.listdir(work):
+        p = os.path.join(work, name)
+        try:
+            if name != LOCK_NAME:
+                shutil.rmtree(p) if os.path.isdir(p) else os.remove(p)
+        except OSError:
+            if strict:
+                raise
+
+
 def part_dir(work: str, i: int) -> str:
     """The folder of part `i` (present only once the part is complete)."""
     return os.path.join(work, f"part-{i:06d}")
@@ -198,12 +239,13 @@ def part_dir(work: str, i: int) -> str:
 
 def run_parts(comm, work: str, plan: dict, todo: list[int], convert_part, progress=None,
               assembler=None, jobs: int = 1, run: tuple[int, int] | None = None,
-              writers: int = 1):
+              writers: int = 1, lock=None):
     """Convert the parts of `todo` (in the order given), each taken by the first rank free
     (:class:`Claims`); a writer meanwhile feeds the finished parts of its `run` (default: all),
     in order, to its `assembler`, and converts only when none waits. Every rank then agrees on
     whether any failed. ``jobs > 1`` (one process, no MPI): ``jobs - 1`` forked workers convert
-    beside this process. `writers`: how many ranks assemble (see :mod:`.writers`)."""
+    beside this process. `writers`: how many ranks assemble (see :mod:`.writers`); `lock`:
+    the output's lock, which a forked worker does not keep."""
     ident = comm.bcast(f"{os.getpid()}-{time.time_ns()}" if comm.rank == 0 else None, root=0)
     claims_dir = os.path.join(work, f"claims-{ident}")
     rank, size = comm.rank, comm.size
@@ -216,6 +258,8 @@ def run_parts(comm, work: str, plan: dict, todo: list[int], convert_part, progre
     run = run or (0, len(parts))
 
     def work_as(r: int) -> None:  # a forked worker's life
+        if lock is not None:
+            lock.close_inherited()
         mine = Claims(claims_dir, len(todo), r, jobs)
         try:
             _claim_loop(mine, parts, todo, work, convert_part)
@@ -325,11 +369,13 @@ def _wait(comm) -> None:
         time.sleep(0.005)
 
 
-def finish(comm, work: str, out: str, assembler, nparts: int, overwrite: bool) -> tuple:
+def finish(comm, work: str, out: str, assembler, nparts: int, overwrite: bool,
+           lock=None) -> tuple:
     """Rank 0 adds the parts `assembler` has not taken yet, ends the file (written under a
-    temporary name) and renames it to `out`; then the ranks remove `work` (each the parts
+    temporary name, flushed to disk) and renames it to `out`; then the ranks remove `work`
+    and rank 0 drops `lock` (each rank the parts
     ``rank, rank + size, ...``, so removing them is not one rank's tail).
-    Every rank gets ``(counts, dropped fields)``."""
+    Every rank gets ``(counts, notes)`` (the assembler's: what the parts left out)."""
     def write_out():
         try:
             while assembler.parts < nparts:
@@ -342,23 +388,28 @@ def finish(comm, work: str, out: str, assembler, nparts: int, overwrite: bool) -
             if not overwrite:
                 raise DataError(f"{out} appeared while converting; pass --overwrite to replace it")
             shutil.rmtree(out) if os.path.isdir(out) else os.remove(out)
-        os.replace(assembler.path, out)
-        return counts, sorted(assembler.dropped)
+        durable.replace(assembler.path, out)
+        return counts, assembler.notes()
 
     result = _guard(comm, write_out) if comm.rank == 0 else _guard(comm, lambda: None)
     result = comm.bcast(result, root=0)
-    clean(comm, work, nparts)
+    clean(comm, work, nparts, lock)
     return result
 
 
-def clean(comm, work: str, nparts: int) -> None:
+def clean(comm, work: str, nparts: int, lock=None) -> None:
     """The ranks remove `work` (each the parts ``rank, rank + size, ...``, so removing them is
-    not one rank's tail)."""
+    not one rank's tail); rank 0 removes the lock file last and drops the lock."""
     for i in range(comm.rank, nparts, comm.size):
         shutil.rmtree(part_dir(work, i), ignore_errors=True)
     comm.Barrier()
-    if comm.rank == 0:
+    if comm.rank != 0:
+        return
+    if lock is None:
         shutil.rmtree(work, ignore_errors=True)
+        return
+    _empty(work, strict=False)
+    lock.release(remove=True)
 
 
 def spool_part(folder: str, graphs, meta: dict, labels, chunk_bytes: int | None = None) -> None:

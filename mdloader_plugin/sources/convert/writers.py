@@ -24,6 +24,7 @@ import shutil
 
 import numpy as np
 
+from ...core import durable
 from ...core.errors import ConfigError, DataError
 from ..assemble import agree_shapes
 from ..joined import write_manifest
@@ -88,7 +89,8 @@ def finish(comm, work: str, out: str, assembler, run: tuple[int, int] | None, nr
            vdims: dict, overwrite: bool, part_dir, guard) -> tuple:
     """Each writer adds the rest of its run; the writers agree on the keys' shapes and close
     their files; rank 0 moves them into `out` (written as ``OUT.parts/joined`` and renamed) with
-    the manifest. Every rank gets ``(counts, dropped fields)``."""
+    the manifest. Every rank gets ``(counts, notes)`` (what the parts left out, over all the
+    writers)."""
     def add_rest():
         if assembler is None:
             return None
@@ -104,7 +106,7 @@ def finish(comm, work: str, out: str, assembler, run: tuple[int, int] | None, nr
     def close():
         if assembler is None:
             return None
-        return assembler.close(shapes), sorted(assembler.dropped)
+        return assembler.close(shapes), assembler.notes()
 
     closed = comm.gather(_or_discard(guard, comm, close, assembler), root=0)
 
@@ -125,8 +127,9 @@ def finish(comm, work: str, out: str, assembler, run: tuple[int, int] | None, nr
             if not overwrite:
                 raise DataError(f"{out} appeared while converting; pass --overwrite to replace it")
             shutil.rmtree(out) if os.path.isdir(out) else os.remove(out)
-        os.replace(folder, out)
-        return counts, sorted({f for c in mine_ for f in c[1]})
+        durable.replace(folder, out)  # every file flushed before the name appears
+        return counts, {"dropped": sorted({f for c in mine_ for f in c[1]["dropped"]}),
+                        "cut": [sum(c[1]["cut"][i] for c in mine_) for i in (0, 1)]}
 
     result = guard(comm, join) if comm.rank == 0 else guard(comm, lambda: None)
     return comm.bcast(result, root=0)

@@ -12,7 +12,6 @@ DataLoader reading one graph a call from the file) for comparison. See docs/hydr
 
 import argparse
 import json
-import os
 
 import torch
 from mpi4py import MPI
@@ -103,5 +102,4 @@ def main():
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("OMPI_MCA_osc", "^ucx")
     main()

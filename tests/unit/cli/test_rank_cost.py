@@ -44,10 +44,10 @@ def test_new_and_legacy_plans_are_the_same(backend, weights, datasets, group):
     p = 48 if weights else 16  # weights: past one window, owners place ids by their blocks
     new, old = RankCost(Job(p, 3001, **kw)), RankCost(Job(p, 3001, legacy=True, **kw))
     if weights:  # legacy deals the whole world's step; here its whole-table scan, our blocks
-        assert (old.core.balance_window, old.core.balance_columns) == (p, 5)
-        old.core.balance_window = new.core.balance_window
-        old.core.balance_columns = new.core.balance_columns
-    for step in range(new.core.steps_in(1)):
+        assert (old.schedule.balance_window, old.schedule.balance_columns) == (p, 5)
+        old.schedule.balance_window = new.schedule.balance_window
+        old.schedule.balance_columns = new.schedule.balance_columns
+    for step in range(new.schedule.steps_in(1)):
         a, b = new.plan(1, step), old.plan(1, step)
         assert np.array_equal(a.ids, b.ids)
         if backend == "collective":

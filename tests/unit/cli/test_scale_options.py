@@ -18,7 +18,8 @@ from mdloader_plugin.core.options import SCALE, check_scale
 
 ROOT = Path(__file__).resolve().parents[3]
 DEMO = ROOT / "recipes" / "hydragnn" / "demo.yaml"
-GROUPS = [ROOT / "recipes" / "fairchem" / "loader" / "mdloader.yaml",
+GROUPS = [ROOT / "mdloader_plugin" / "integrations" / "fairchem" / "conf" / "loader"
+          / "mdloader.yaml",
           ROOT / "recipes" / "fairchem" / "multi" / "loader" / "mdloader.yaml"]
 
 

@@ -2,8 +2,8 @@
 ``batch_sampler`` (main, first) and ``sampler`` (5.0), a fresh iteration from the epoch's first
 batch after an abandoned one (``rewind``), and an epoch cap (``max_steps``)."""
 
-from mdloader_plugin.loader import MDLoader
-from mdloader_plugin.store import ShardStore
+from mdloader_plugin.loader.loader import MDLoader
+from mdloader_plugin.store.shard import ShardStore
 
 
 def _ids(batch):

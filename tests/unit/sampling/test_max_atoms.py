@@ -37,7 +37,7 @@ def fairchem_batches(natoms, max_atoms, ranks, rank, seed, epoch, **kw):
 
 def served(plan, epoch, rank):
     plan.rank = rank
-    return [[int(i) for i in plan.plan(epoch, s)[rank] if i >= 0]
+    return [[int(i) for i in plan.step_table(epoch, s)[rank] if i >= 0]
             for s in range(plan.steps_in(epoch))]
 
 
@@ -103,15 +103,15 @@ def test_bad_options_are_one_line():
 
 def test_pack_without_lists_equals_the_greedy_loop():
     """:func:`pack` (a Python step a batch, windows of positions) packs as the per-graph loop
-    (:meth:`NodeBudgetPlan.batches` with ``skip``): batches spanning windows, graphs above the
+    (:meth:`NodeBudgetBatches.batches` with ``skip``): batches spanning windows, graphs above the
     cap, a cap every graph fills alone."""
     from mdloader_plugin.sampling.max_atoms import pack
-    from mdloader_plugin.sampling.node_budget import NodeBudgetPlan
+    from mdloader_plugin.sampling.node_budget import NodeBudgetBatches
 
     rng = np.random.default_rng(1)
     for _ in range(60):
         n, cap = int(rng.integers(1, 200)), int(rng.integers(1, 60))
-        ref = NodeBudgetPlan(rng.integers(1, 70, n), cap, 3, oversized_sample="skip")
+        ref = NodeBudgetBatches(rng.integers(1, 70, n), cap, 3, oversized_sample="skip")
         order = rng.permutation(n)
         ref._order = lambda epoch, o=order: o.tolist()
         want = ref.batches(0)

@@ -60,7 +60,7 @@ def test_same_batches_as_upstreams_distributed_sampler(upstream, case, ranks):
 def test_plan_rows_are_store_ids_padded_with_minus_one():
     costs = np.array([5, 1, 1, 1, 9, 2])
     plan = NodeBudgetBatches(costs, 9, 2, ids=np.arange(100, 106), shuffle=False)
-    rows = plan.plan(0, 0)
+    rows = plan.step_table(0, 0)
     assert rows.shape[0] == 2
     for r in range(2):
         want = [100 + i for i in plan.steps(0)[0][r]]
@@ -87,9 +87,9 @@ def test_unknown_option_and_missing_budget_are_refused():
 
 def test_mdloader_serves_the_plans_batches(split_file):
     """One rank: the loader yields exactly the plan's batches (by node counts and ids)."""
-    from mdloader_plugin.loader import MDLoader
+    from mdloader_plugin.loader.loader import MDLoader
     from mdloader_plugin.sources.adios import GraphFile
-    from mdloader_plugin.store import ShardStore
+    from mdloader_plugin.store.shard import ShardStore
 
     with GraphFile(split_file) as f:
         counts = f.read_extents("trainset", "x", 0, f.info("trainset").ndata)[0]

@@ -129,14 +129,15 @@ def test_state_dict_round_trip_and_bad_states():
     it = iter(ld)
     first = [next(it) for _ in range(2)]
     state = ld.state_dict()
+    ident = {"num_samples": 23, "data": "", "shuffle": True, "drop_last": False}
     assert state == {"seed": 3, "epoch": 2, "step": 2, "world_size": 1, "batch_size": 4,
-                     "offset": 0, "order": "torch"}
+                     "offset": 0, "order": "torch", **ident}
     other = _loader(batch=3)  # another batch size: the rest of the epoch, none twice
     other.load_state_dict(state)
     rest = [i for b in other for i in b]
     assert sorted(sum(first, []) + rest) == list(range(23))
     old = _loader()
-    old.load_state_dict({"seed": 3, "epoch": 2, "step": 2})  # a state from before world_size
+    old.load_state_dict({"seed": 3, "epoch": 2, "step": 2, **ident})  # no world_size: the own
     assert [i for b in old for i in b] == [i for b in list(_loader_epoch(2))[2:] for i in b]
     for bad, msg in [({"seed": 4, "epoch": 0, "step": 0}, "seed 4"),
                      ({"seed": 3, "epoch": 0}, "seed, epoch, step"),
@@ -145,7 +146,7 @@ def test_state_dict_round_trip_and_bad_states():
                      ({"seed": 3, "epoch": 0, "step": 0, "order": "feistel"}, "order='feistel'"),
                      ({"seed": 3, "epoch": -1, "step": 0}, "negative")]:
         with pytest.raises(ConfigError, match=msg):
-            _loader().load_state_dict(bad)
+            _loader().load_state_dict({**ident, **bad})
 
 
 def _loader_epoch(epoch):

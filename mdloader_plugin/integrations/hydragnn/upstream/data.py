@@ -292,7 +292,7 @@ def _same_ranks(labels: list) -> None:
 
 def _loader(ds: DistDataset, batch_size: int, shuffle: bool, oversample: int | None, batching,
             cap):
-    from ....loader import MDLoader
+    from ....loader.loader import MDLoader
 
     spec = {"type": "chunks", "chunks": ds.chunks}
     if oversample is not None:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mdloader_plugin.sampling.reference import ReferenceSchedule
-from mdloader_plugin.sampling import DataSets, get_mix
+from mdloader_plugin.sampling.mixes import DataSets, get_mix
 
 SETS = DataSets(("a", "b"), (30, 20))
 CHUNKS = [(5, 12), (0, 5), (30, 41), (41, 50)]  # ranks' subsets, in rank order

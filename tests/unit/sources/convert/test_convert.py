@@ -97,6 +97,35 @@ def test_extxyz_roundtrip(tmp_path):
         check_atoms(g, a, 4.0, 12)
 
 
+def test_neighbours_beyond_the_cap_are_counted_or_refused(tmp_path, capsys):
+    """Never silently: every neighbour --max-neighbours leaves out is counted (ASE's neighbour
+    list is the independent count) and reported once; ``error`` refuses the structure."""
+    from ase.io import write
+    from ase.neighborlist import neighbor_list
+
+    structures = slabs(3)
+    src = tmp_path / "traj.extxyz"
+    write(str(src), structures, format="extxyz")
+    cap, radius = 12, 4.0
+    degrees = [np.bincount(neighbor_list("i", a, radius), minlength=len(a)) for a in structures]
+    beyond = [int(np.maximum(d - cap, 0).sum()) for d in degrees]
+    assert sum(beyond) > 0  # the data must overflow for this test to mean anything
+    convert.convert(str(src), str(tmp_path / "a.bp"), radius=radius, max_neighbours=cap)
+    err = capsys.readouterr().err
+    assert (f"{sum(beyond)} neighbours within {radius} A in {sum(b > 0 for b in beyond)} "
+            f"structures were beyond --max-neighbours {cap} and left out") in err, err
+    convert.convert(str(src), str(tmp_path / "b.bp"), radius=radius, max_neighbours=200)
+    assert "beyond --max-neighbours" not in capsys.readouterr().err
+    first = next(i for i, b in enumerate(beyond) if b)
+    with pytest.raises(DataError) as exc:
+        convert.convert(str(src), str(tmp_path / "c.bp"), radius=radius, max_neighbours=cap,
+                        neighbour_overflow="error")
+    most = int(degrees[first].max())
+    assert (f"structure {first}: atom {int(np.argmax(degrees[first]))} has {most} neighbours "
+            f"within {radius} A, above --max-neighbours {cap}") in str(exc.value)
+    assert not (tmp_path / "c.bp").exists()
+
+
 def lmdb_file(path, datas):
     import lmdb
 

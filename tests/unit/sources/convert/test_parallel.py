@@ -4,7 +4,9 @@ input stops with one line naming the file and structure, and leaves no output.""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -103,6 +105,91 @@ def test_interrupted_run_resumes_without_redoing_parts(tmp_path, monkeypatch):
     convert.convert(str(src), str(out), part_size=2)
     assert seen == [3, 4]  # 5 parts (shards of 3, 2, 4 structures by 2): 3 were done
     assert bp_contents(out) == bp_contents(ref)
+
+
+def _interrupt_after(monkeypatch, n: int, *args, **kw) -> None:
+    """``convert.convert(*args, **kw)`` stopped (Ctrl-C) after `n` parts."""
+    real, calls = parallel.run_parts, []
+
+    def interrupted(comm, work, plan, todo, convert_part, *rest, **kw):
+        def part(p, folder):
+            if len(calls) == n:
+                raise KeyboardInterrupt
+            calls.append(p["first"])
+            convert_part(p, folder)
+        return real(comm, work, plan, todo, part, *rest, **kw)
+
+    with monkeypatch.context() as m:
+        m.setattr(parallel, "run_parts", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            convert.convert(*args, **kw)
+
+
+def test_parts_of_another_version_are_not_reused(tmp_path, monkeypatch, capsys):
+    """A resume whose plan was saved by another version of the converter (another version
+    named, or none: what the converter wrote before it named one) starts again, saying so,
+    rather than joining parts that version wrote; the file is the one process's."""
+    src = tmp_path / "train"
+    write_shards(src)
+    ref = tmp_path / "ref.bp"
+    convert.convert(str(src), str(ref), part_size=2)
+    out = tmp_path / "out.bp"
+    plan_path = tmp_path / "out.bp.parts" / "plan.json"
+    real = parallel.run_parts
+    for version in ("another", None):
+        _interrupt_after(monkeypatch, 3, str(src), str(out), part_size=2)
+        plan = json.loads(plan_path.read_text())
+        if version is None:
+            plan["fingerprint"].pop("version", None)
+        else:
+            plan["fingerprint"]["version"] = version
+        plan_path.write_text(json.dumps(plan))
+        capsys.readouterr()
+        seen = []
+        monkeypatch.setattr(parallel, "run_parts", lambda comm, work, plan, todo, *rest, **kw:
+                            seen.extend(todo) or real(comm, work, plan, todo, *rest, **kw))
+        convert.convert(str(src), str(out), part_size=2)
+        monkeypatch.undo()
+        err = capsys.readouterr().err
+        assert seen == [0, 1, 2, 3, 4] and "already done" not in err, err
+        assert "written by another version of mdloader convert" in err
+        assert bp_contents(out) == bp_contents(ref)
+        shutil.rmtree(out)
+
+
+def test_parts_plan_and_output_are_on_disk_before_they_count(tmp_path, monkeypatch):
+    """What a resume or a reader takes as done (a part's folder, the plan, the output) gets its
+    name only once every file in it is flushed (``os.fsync``), and the folder holding the new
+    name is flushed after the rename: a crash cannot leave a done part with lost contents."""
+    src = tmp_path / "train"
+    write_shards(src, (3, 2))
+    synced, renames = [], []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        synced.append(os.path.realpath(os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(a, b):
+        a, b = os.fspath(a), os.fspath(b)
+        inside = [a] if not os.path.isdir(a) else [
+            os.path.join(d, f) for d, _, fs in os.walk(a) for f in fs] + [a]
+        renames.append((b, [p for p in inside if os.path.realpath(p) not in synced],
+                        len(synced)))
+        real_replace(a, b)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    out = tmp_path / "o.bp"
+    convert.convert(str(src), str(out), part_size=1)
+    done = [r for r in renames if os.path.basename(r[0]).startswith("part-")
+            or os.path.basename(r[0]) == "plan.json" or r[0] == str(out)]
+    assert len([r for r in done if "part-" in r[0]]) == 5 and done[-1][0] == str(out), renames
+    for name, unsynced, at in done:
+        assert not unsynced, (name, unsynced)
+        parent = os.path.realpath(os.path.dirname(name))
+        assert parent in synced[at:], name  # the rename itself flushed
+    assert bp_contents(out)
 
 
 def test_resume_refuses_other_options(tmp_path, monkeypatch):

@@ -1,15 +1,17 @@
 """``mpiexec -n 2 mdloader convert``: the file one process writes, byte for byte, also from
-writers side by side (``--writers``); a killed run resumed; bad input: one line, exit 2 on every
-rank, no output."""
+writers side by side (``--writers``); a killed run resumed; a rank SIGKILLed under a launcher
+that keeps the job alive ends the job with a line naming it; a second conversion into the same
+``--out`` while one runs refuses; bad input: one line, exit 2 on every rank, no output."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 
 import pytest
-from mpirun import ROOT, mdloader, mpirun
+from mpirun import MPIEXEC, ROOT, mdloader, mpi_env, mpirun
 from test_parallel import bp_contents, write_shards
 
 pytestmark = pytest.mark.mpi
@@ -71,6 +73,64 @@ def test_killed_run_resumes_with_the_parts_done(shards, tmp_path):
     r = mdloader(2, [*args, "--writers", "2"], timeout=300)  # resumed with two writers
     assert r.returncode == 0, r.stderr
     assert f"{len(done)} of 9 parts already done" in r.stderr
+    assert bp_contents(out) == ref and not os.path.exists(f"{out}.parts")
+
+
+def test_killed_rank_ends_the_job_when_the_launcher_keeps_it_alive(shards, tmp_path):
+    """Rank 1 SIGKILLed after its first part under ``mpiexec --enable-recovery`` (like ``srun``
+    without ``--kill-on-bad-exit``): rank 0 would wait forever for the part rank 1 took; the
+    heartbeat ends the job with one line naming rank 1. The parts done are kept and the lock
+    died with its holder: the same command, run again, resumes and writes the file."""
+    src, ref = shards
+    out = tmp_path / "d.bp"
+    args = [str(src), "--out", str(out), "--part-size", "1", *OPTS]
+    cmd = [MPIEXEC, "--enable-recovery", "-n", "2", sys.executable, "-m", "mpi4py",
+           str(ROOT / "tests" / "mpi_scripts" / "convert_kill.py"), "1", "--sigkill", *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT,
+                       env=mpi_env({"MDLOADER_CONVERT_TIMEOUT": "5"}))
+    text = r.stdout + r.stderr
+    assert "rank 1: killing myself" in text, text[-3000:]
+    lines = [ln[ln.index("mdloader: error:"):] for ln in text.splitlines()
+             if "mdloader: error:" in ln]  # the launcher's banner may share the line
+    assert len(lines) == 1 and "[rank 0] rank 1 gave no sign of life for 5 s" in lines[0], \
+        text[-3000:]
+    assert not out.exists()
+    r = subprocess.run([sys.executable, "-m", "mdloader_plugin", "convert", *args],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "parts already done" in r.stderr, r.stderr
+    assert bp_contents(out) == ref and not os.path.exists(f"{out}.parts")
+
+
+def test_second_convert_into_the_same_out_refuses_while_one_runs(shards, tmp_path):
+    """A conversion holds OUT.parts (its parts wait for a gate); a second one into the same
+    --out on 2 ranks refuses with one line, exit 2, touching nothing; the first then finishes
+    with the file one process writes."""
+    src, ref = shards
+    out, gate = tmp_path / "l.bp", tmp_path / "gate"
+    args = [str(src), "--out", str(out), "--part-size", "1", *OPTS]
+    first = subprocess.Popen([sys.executable, str(ROOT / "tests" / "mpi_scripts" /
+                                                  "convert_hold.py"), str(gate), *args],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             cwd=ROOT, env=mpi_env())
+    try:
+        plan = tmp_path / "l.bp.parts" / "plan.json"
+        for _ in range(1200):  # the first run is past its start (at most 2 min)
+            if plan.exists() or first.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert plan.exists(), first.communicate()
+        r = mdloader(2, ["convert", *args], timeout=300)
+        gate.touch()
+        _, err = first.communicate(timeout=300)
+    finally:
+        gate.touch()
+        if first.poll() is None:
+            first.kill()
+    assert r.returncode == 2, r.stdout + r.stderr
+    errors = [ln for ln in r.stderr.splitlines() if "error" in ln]
+    assert len(errors) == 1 and f"{out} is being converted by another mdloader convert" \
+        in errors[0], r.stderr
+    assert first.returncode == 0, err
     assert bp_contents(out) == ref and not os.path.exists(f"{out}.parts")
 
 
