@@ -10,8 +10,10 @@ from ..core.errors import ConfigError
 from ..core.options import env
 from ..sampling.schedule import ResumeState, Schedule, resume_position
 from ..estimator.profile import get_profile
+from ..mpi.agree import agree_settings, job_settings
 from ..sampling.mixes import DataSets, get_mix
 from ..store.load import data_identity
+from .watchdog import fetch_timeout
 
 IDENTITY = ("num_samples", "data", "shuffle", "drop_last")  # what a loader state is valid for
 
@@ -65,6 +67,91 @@ def prefetch_bytes(mib: float | None) -> int:
     if not value > 0:
         raise ConfigError(f"{src} must be a number of MiB > 0, got {mib!r}")
     return int(value * 2**20)
+
+
+def agreed_schedule(world, store, size: int, batch_size, prefetch, backend: str, profile,
+                    prefetch_mib, max_steps, sampling, **kw) -> Schedule:
+    """Collective: the first of MDLoader's construction. Its schedule (:func:`checked_schedule`,
+    with ``MDLOADER_FETCH_TIMEOUT`` and `max_steps` checked too) and, in the same ONE reduction
+    (:func:`~mdloader_plugin.mpi.agree.agree_settings`), every setting that steers a collective
+    (:func:`loader_settings`) agreed: ranks that differ stop with one line naming the setting
+    and the ranks, exit 2 on every rank; a check failing on any rank is raised on every rank."""
+    settings = loader_settings(batch_size, kw["shuffle"], kw["seed"], kw["drop_last"],
+                               kw["order"], prefetch, kw["weights"], sampling, kw["batches"],
+                               max_steps)
+    return agree_settings(world, settings, checked_loader, max_steps, store.num_samples, size,
+                          batch_size, prefetch, backend, profile, prefetch_mib,
+                          mix=(sampling, store), **kw)
+
+
+def loader_settings(batch_size, shuffle, seed, drop_last, order, prefetch, weights, sampling,
+                    batches, max_steps) -> dict:
+    """What every rank's loader must share, as comparable text (``mpi.agree.agree_settings``):
+    the schedule's arguments (which samples a rank fetches at which step, and how many steps),
+    ``prefetch`` (how many next-epoch steps every rank's producer runs ahead) and the job
+    settings that steer collectives (:func:`~mdloader_plugin.mpi.agree.job_settings`). Never
+    raises, and the same names on every rank (whatever a rank was given: the reduction that
+    compares them must match)."""
+    return {"batch_size": _text(batch_size), "shuffle": str(bool(shuffle)), "seed": _text(seed),
+            "drop_last": str(bool(drop_last)), "order": _text(order), "prefetch": _text(prefetch),
+            "balance_weights": _array_text(weights), "sampling": _mapping_text(sampling),
+            "batches": _table_text(batches), "max_steps": _text(max_steps), **job_settings()}
+
+
+def checked_loader(max_steps, *args, **kw) -> Schedule:
+    """:func:`checked_schedule`, with ``MDLOADER_FETCH_TIMEOUT`` and `max_steps` checked too
+    (every rank-local check of the loader, before its first collective)."""
+    fetch_timeout()
+    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(
+            max_steps, (int, np.integer)) or max_steps < 0):
+        raise ConfigError(f"max_steps must be an integer >= 0 or None, got {max_steps!r}")
+    return checked_schedule(*args, **kw)
+
+
+def _text(value) -> str:
+    """`value` as text alike for equal values (``0`` and ``np.int64(0)``)."""
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        value = value.item()
+    return str(value)
+
+
+def _array_text(arr) -> str:
+    """An array by its size, dtype and digest (its bytes, not its repr)."""
+    if arr is None:
+        return "None"
+    import hashlib
+
+    try:
+        a = np.ascontiguousarray(arr)
+        dig = hashlib.blake2b(a.view(np.uint8).reshape(-1), digest_size=8).hexdigest()
+    except (TypeError, ValueError):  # not numbers (its own error follows): as written
+        return _text(arr)[:200]
+    return f"{a.size} {a.dtype} values (digest {dig})"
+
+
+def _mapping_text(value) -> str:
+    """A sampling spec (a name, ``TYPE:k=v``, or a mapping) as canonical text."""
+    if isinstance(value, dict):
+        import json
+
+        try:
+            return json.dumps(value, sort_keys=True, default=str)
+        except (TypeError, ValueError):  # keys that do not sort: as written
+            pass
+    return _text(value)
+
+
+def _table_text(batches) -> str:
+    """A batch table by its class, its parameters and its per-sample costs' digest."""
+    if batches is None:
+        return "None"
+    attrs = {k: _text(getattr(batches, k)) for k in (
+        "world_size", "num_samples", "max_nodes", "max_graphs", "shuffle", "seed", "drop_last")
+        if hasattr(batches, k)}
+    for k in ("costs", "ids"):
+        if getattr(batches, k, None) is not None:
+            attrs[k] = _array_text(getattr(batches, k))
+    return f"{type(batches).__name__}{attrs}"
 
 
 def checked_schedule(num_samples: int, size: int, batch_size, prefetch, backend: str, profile,

@@ -36,8 +36,8 @@ from ..batching.device import DeviceStage
 from ..core.errors import ConfigError
 from ..core.log import get_logger
 from ..mpi import failing
-from ..mpi.world import agree, allreduce_number
-from .args import (check_state, checked_schedule, prefetch_bytes, producer_and_trial,
+from ..mpi.world import allreduce_number
+from .args import (agreed_schedule, check_state, prefetch_bytes, producer_and_trial,
                    resume_offset, state_of)
 from .producer import Producer, finish_at_exit, usable_prefetch
 from .step import BatchBuilder, EpochStats, Steps, Watch
@@ -93,11 +93,12 @@ class MDLoader:
             step)``: ``[P, b]`` ids, short rows padded with -1), e.g. upstream HydraGNN's
             cost-aware batches (:class:`~mdloader_plugin.sampling.node_budget.NodeBudgetBatches`);
             `batch_size`, `shuffle`, `seed`, `drop_last` and `sampling` then do not apply.
+        max_steps: serve at most this many steps an epoch (default: all; the attribute too).
     """
 
     def __init__(self, store, *, batch_size: int, shuffle: bool = True, seed: int = 0,
                  drop_last: bool = False, backend: str = "auto", prefetch: int = 2,
-                 to_sample: Callable[[dict], Any] | None = None,
+                 to_sample: Callable[[dict], Any] | None = None, max_steps: int | None = None,
                  collate: Callable[[list], Any] | None = None, profile: str | None = None,
                  online_trial: bool = True, progress: str | bool = "auto", name: str = "train",
                  balance_weights: np.ndarray | None = None, prefetch_mib: float | None = None,
@@ -105,12 +106,11 @@ class MDLoader:
                  producer: str | None = None, batches=None, online_check: bool | None = None):
         world = store.world
         self.store, self.world, self.name = store, world, name
-        self.rank = 0 if world is None else world.rank
-        self.size = 1 if world is None else world.size
-        self.schedule = agree(world, checked_schedule, store.num_samples, self.size, batch_size,
-                              prefetch, backend, profile, prefetch_mib, shuffle=shuffle,
-                              seed=seed, drop_last=drop_last, weights=balance_weights,
-                              mix=(sampling, store), order=order, batches=batches)
+        self.rank, self.size = (0, 1) if world is None else (world.rank, world.size)
+        self.schedule = agreed_schedule(world, store, self.size, batch_size, prefetch, backend,
+                                        profile, prefetch_mib, max_steps, sampling,
+                                        shuffle=shuffle, seed=seed, drop_last=drop_last,
+                                        weights=balance_weights, order=order, batches=batches)
         self.schedule.rank = self.rank  # a batch table's batch_len is this rank's
         self.batch_size, self.prefetch = int(batch_size), prefetch
         self.drop_last = bool(drop_last)  # DataLoader's attribute (HydraGNN 5.0 counts batches)
@@ -153,7 +153,7 @@ class MDLoader:
         self.dataset = LocalSamples(self)
         self.sampler = EpochSampler(self)
         self.batch_sampler = self.sampler  # HydraGNN main calls set_epoch here first
-        self.max_steps: int | None = None  # serve at most this many steps an epoch (a cap)
+        self.max_steps = max_steps  # serve at most this many steps an epoch (a cap)
         log_memory(self.log, self.name, self.rank, self.memory_report())
         finish_at_exit(self)
         failing.opened(self._comm is not None)  # an uncaught exception ends the job

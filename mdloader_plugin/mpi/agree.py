@@ -1,4 +1,5 @@
-"""Decisions the whole job shares: made once, on rank 0, and broadcast.
+"""Decisions the whole job shares: made once, on rank 0, and broadcast; settings that must not
+differ, compared.
 
 A choice that every rank must make alike (the backend, the replica group size) cannot be left to
 each rank with its own inputs: ranks that read different profile files (one rewritten while the
@@ -6,14 +7,21 @@ job started, a different ``MDLOADER_PROFILE`` on some nodes) or sit on nodes wit
 counts (``srun -N2 -n6``) would choose differently, and a job whose ranks run different backends
 hangs until its watchdog ends it. :func:`decide_once` runs the choice on rank 0 alone and
 broadcasts it; before that, :func:`compare_inputs` compares what every rank would have decided
-from (a digest a named input, two small buffer collectives) and, where they differ, rank 0 logs
+from (a digest a named input, one small buffer ``Allreduce``) and, where they differ, rank 0 logs
 one warning line naming the ranks and the inputs (``MDLOADER-AGREE ...``); the job runs on rank
 0's decision. The same difference is said once a process, whichever decision meets it first.
 
-At 8,192 ranks the comparison moves 8 bytes an input a rank (a ``Bcast`` and an ``Allreduce``);
-only when some input differs are the differing values gathered (as text) to name them.
-:func:`require_same` is the same comparison for inputs that must not differ (the data files):
-an error on every rank instead of a warning.
+:func:`require_same` is the same comparison for inputs that must not differ (the data files), and
+:func:`agree_settings` for the settings that decide which collectives a rank enters or what it
+fetches (the loader's schedule arguments, :func:`job_settings`: ``MDLOADER_FETCH_TIMEOUT``,
+``MDLOADER_MPI_MAX_COUNT``, ``HYDRAGNN_MAX_NUM_BATCH``), together with the rank-local checks run
+before them: a difference is an error on every rank, one line said by rank 0 naming the setting,
+the ranks and their values (``ranks disagree on seed: rank 0 0; ranks 1-2 1: ...``), exit 2.
+
+At 8,192 ranks a comparison is one ``Allreduce`` (``MAX``) of ``2 x 8`` bytes an input a rank:
+each input's digest and its negation, whose maxima are the largest and the smallest digest (they
+differ where any rank differs). Only when some input differs are the differing values gathered
+(as text) to rank 0, to name them.
 """
 
 from __future__ import annotations
@@ -23,11 +31,14 @@ import hashlib
 import numpy as np
 
 from ..core.errors import ConfigError, MDLoaderError
+from ..core.options import env, env_default
 
 #: inputs whose difference this process has already reported (say each once)
 _SAID: set = set()
 #: distinct values a warning names per input before "and N more"
 SHOW = 4
+#: characters of a setting's value a line shows at most (a long one is cut, marked "...")
+SHOW_CHARS = 160
 
 
 def digest(text: str) -> int:
@@ -58,34 +69,122 @@ def require_same(comm, inputs: dict, what: str, fix: str) -> None:
     is an error: a :class:`ConfigError` on every rank (``agreed``: rank 0 prints the one line
     naming the ranks and their values, then `fix`; every rank exits 2), never a hang."""
     bad, values = _differing(comm, inputs)
-    if not bad:
-        return
-    text = (f"ranks disagree on {what} ({_listing(bad, values)}): {fix}" if values is not None
-            else f"ranks disagree on {what}: {fix}")  # the others: rank 0 names them
-    err = ConfigError(text)
+    if bad:
+        raise _disagreement(bad, values, f"ranks disagree on {what} (", f"): {fix}")
+
+
+#: what a disagreement on the settings of :func:`agree_settings` says to do
+SETTINGS_FIX = ("these settings decide which collectives a rank enters and what it fetches; "
+                "give every rank the same values (an MPMD launch, a per-node environment or a "
+                "per-rank argument differs)")
+
+
+def agree_settings(world, settings: dict, fn=None, *args, **kwargs):
+    """Collective over ``world.comm`` (`world` None or of one rank: one process). ``fn(*args,
+    **kwargs)`` on every rank (rank-local checks) and `settings` (``{name: text}`` or ``{name:
+    (text, shown)}``, the same names everywhere) compared, in ONE buffer ``Allreduce``; returns
+    what `fn` returned. A failure of `fn` on any rank is raised on every rank
+    (:func:`~.collectives.agree`'s error); otherwise settings that differ are a
+    :class:`ConfigError` on every rank (``agreed``), its one line naming each setting, its values
+    and their ranks (:func:`disagreement_line`)."""
+    from .collectives import attempt, raise_failure
+
+    err, result = attempt(fn, *args, **kwargs) if fn is not None else (None, None)
+    if world is None or world.size == 1:
+        if err is not None:
+            raise err
+        return result
+    names, pairs, mine = _digests(settings)
+    top = _max(world.comm, np.concatenate([[int(err is not None)], mine, -mine]))
+    if top[0]:
+        raise_failure(world.comm, err)
+    k = len(names)
+    bad = [n for n, hi, lo in zip(names, top[1:k + 1], top[k + 1:]) if hi != -lo]
+    if bad:
+        values = world.comm.gather([_cut(pairs[n][1]) for n in bad], root=0)
+        raise _disagreement(bad, values, "ranks disagree on ", ": " + SETTINGS_FIX)
+    return result
+
+
+def disagreement_line(bad: list, values: list, fix: str = SETTINGS_FIX) -> str:
+    """The error of :func:`agree_settings`: ``ranks disagree on NAME: rank 0 V; ranks 1-2 W |
+    NAME2: ...: FIX`` (`values`: every rank's shown values of the `bad` names, rank order)."""
+    return f"ranks disagree on {_listing(bad, values)}: {fix}"
+
+
+def job_settings() -> dict:
+    """The environment settings that steer collectives, as comparable text: whether a loader
+    allocates the watchdog's window (``MDLOADER_FETCH_TIMEOUT``), how every per-sample
+    collective is cut (``MDLOADER_MPI_MAX_COUNT``), how many steps an epoch fetches
+    (``HYDRAGNN_MAX_NUM_BATCH``). Equal meanings read alike (unset and the default, 30 and
+    30.0); a value that does not parse is compared as written (its own error follows)."""
+    import os
+
+    out = {}
+    raw = str(env("MDLOADER_FETCH_TIMEOUT")).strip() or str(env_default("MDLOADER_FETCH_TIMEOUT"))
+    try:
+        t = float(raw)
+        out["MDLOADER_FETCH_TIMEOUT"] = "0 (off)" if t <= 0 else f"{t:g}"
+    except ValueError:
+        out["MDLOADER_FETCH_TIMEOUT"] = repr(raw)
+    out["MDLOADER_MPI_MAX_COUNT"] = _int_text(str(env("MDLOADER_MPI_MAX_COUNT")))
+    raw = os.environ.get("HYDRAGNN_MAX_NUM_BATCH")
+    out["HYDRAGNN_MAX_NUM_BATCH"] = "unset" if raw is None else _int_text(raw, at_least=0)
+    return out
+
+
+def _int_text(raw: str, at_least=None) -> str:
+    try:
+        value = int(raw)
+    except ValueError:
+        return repr(raw)
+    return str(value if at_least is None else max(value, at_least))
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= SHOW_CHARS else text[:SHOW_CHARS - 3] + "..."
+
+
+def _disagreement(bad: list, values: "list | None", head: str, tail: str) -> ConfigError:
+    """The agreed error every rank raises: rank 0 (which has `values`) names the ranks and
+    values; the others name the settings alone (rank 0 prints the line)."""
+    listing = (_listing(bad, values) if values is not None
+               else f"{', '.join(bad)} (rank 0 names the ranks)")
+    err = ConfigError(head + listing + tail)
     err.agreed = True
-    raise err
+    return err
+
+
+def _digests(inputs: dict) -> tuple[list, dict, np.ndarray]:
+    """(sorted names, ``{name: (text, shown)}``, int64 digests in name order)."""
+    names = sorted(inputs)
+    pairs = {k: tuple(map(str, v)) if isinstance(v, tuple) else (str(v), str(v))
+             for k, v in inputs.items()}
+    return names, pairs, np.array([digest(pairs[k][0]) for k in names], dtype=np.int64)
+
+
+def _max(comm, values) -> np.ndarray:
+    """`values` (int64) reduced with MAX over `comm`: one buffer ``Allreduce``."""
+    from mpi4py import MPI
+
+    buf = np.ascontiguousarray(values, dtype=np.int64)
+    out = np.empty_like(buf)
+    comm.Allreduce(buf, out, op=MPI.MAX)
+    return out
 
 
 def _differing(comm, inputs: dict) -> tuple[list, "list | None"]:
     """(names whose value differs from rank 0's somewhere, on rank 0 every rank's shown values
-    of those names; None elsewhere). Two buffer collectives; a gather only when some differ."""
+    of those names; None elsewhere). One buffer ``Allreduce``; a gather only when some differ."""
     if comm is None or comm.Get_size() == 1:
         return [], None
-    from mpi4py import MPI
-
-    names = sorted(inputs)
-    pairs = {k: v if isinstance(v, tuple) else (v, v) for k, v in inputs.items()}
-    mine = np.array([digest(str(pairs[k][0])) for k in names], dtype=np.int64)
-    root = mine.copy()
-    comm.Bcast(root, root=0)
-    flags = (mine != root).astype(np.int64)
-    differ = np.zeros_like(flags)
-    comm.Allreduce(flags, differ, op=MPI.MAX)
-    bad = [k for k, d in zip(names, differ) if d]
+    names, pairs, mine = _digests(inputs)
+    top = _max(comm, np.concatenate([mine, -mine]))
+    k = len(names)
+    bad = [n for n, hi, lo in zip(names, top[:k], top[k:]) if hi != -lo]
     if not bad:
         return [], None
-    return bad, comm.gather([str(pairs[k][1]) for k in bad], root=0)
+    return bad, comm.gather([pairs[k][1] for k in bad], root=0)
 
 
 def warning_line(bad: list, values: list, what: str) -> str:

@@ -67,27 +67,38 @@ def agree(world, fn, *args, **kwargs):
     a failure on one rank becomes the same clean error everywhere instead of a hang. The error is
     re-raised as an :class:`MDLoaderError` marked ``agreed`` (rank 0 prints it, every rank exits
     non-zero); a failure that is not a user error is re-raised as it was on the failing rank.
+    One buffer ``Allreduce`` of one number when every rank succeeded (8 bytes a rank at any
+    scale); only after a failure are the ranks' errors gathered (:func:`raise_failure`).
     """
-    err: BaseException | None = None
-    result = None
-    try:
-        result = fn(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - reported to every rank below
-        err = exc
+    err, result = attempt(fn, *args, **kwargs)
     if world is None or world.size == 1:
         if err is not None:
             raise err
         return result
+    if allreduce_number(world.comm, int(err is not None), "max"):
+        raise_failure(world.comm, err)
+    return result
+
+
+def attempt(fn, *args, **kwargs) -> tuple:
+    """``(None, fn(*args, **kwargs))``, or ``(the exception, None)`` when it raised one."""
+    try:
+        return None, fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - reported to every rank by the caller
+        return exc, None
+
+
+def raise_failure(comm, err: "BaseException | None") -> None:
+    """Collective over `comm`, once every rank knows some rank failed (`err`: this rank's
+    exception, or None). Raises on every rank: the first failing rank's user error, agreed (rank
+    0 prints it), or on that rank its own unexpected exception (a traceback there)."""
     mine = None if err is None else (type(err).__name__, str(err), isinstance(err, MDLoaderError))
-    states = world.comm.allgather(mine)
-    failed = [(r, s) for r, s in enumerate(states) if s is not None]
-    if not failed:
-        return result
-    r, (kind, msg, user) = failed[0]
-    if not user and err is not None and world.rank == r:
+    states = comm.allgather(mine)
+    r, (kind, msg, user) = next((r, s) for r, s in enumerate(states) if s is not None)
+    if not user and err is not None and comm.Get_rank() == r:
         raise err
-    new = (type(err) if isinstance(err, MDLoaderError) and world.rank == r else MDLoaderError)(
-        msg if user else f"rank {r} failed: {kind}: {msg}")
+    new = (type(err) if isinstance(err, MDLoaderError) and comm.Get_rank() == r
+           else MDLoaderError)(msg if user else f"rank {r} failed: {kind}: {msg}")
     new.agreed = True
     raise new
 

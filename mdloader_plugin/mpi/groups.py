@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.errors import ConfigError, internal
-from .world import agree
+from .agree import agree_settings
 
 ALIASES = ("group_size", "width")  # DDStore's users call it width (--ddstore_width)
 
@@ -137,17 +137,15 @@ def make(world, group_size=None) -> Group | None:
     process without MPI. A Group passed in is returned as is."""
     if isinstance(group_size, Group):
         return group_size
-    w = parse(group_size)
     if world is None:  # one process: only W = 1
+        w = parse(group_size)
         if w not in (None, 1):
             check_size(w, np.zeros(1, dtype=np.int64))
         return None
-    if w == "auto":
-        raise internal("group_size auto must be resolved by the "
-                             "estimator before the store is built (mdloader_plugin.loader.open)")
-
-    w = world.size if w is None else w
-    agree(world, check_size, w, world.node_of)  # the same verdict everywhere: said once
+    # the size checked and agreed in one reduction (ranks given different sizes would split
+    # into groups that do not match): one line on every rank, said once
+    w = agree_settings(world, {"group_size": _size_text(group_size, world.size)}, _resolved,
+                       group_size, world)
     index = world.rank // w
     owned = world.size > 1
     comm = world.comm.Split(color=index, key=world.rank) if owned else world.comm
@@ -156,3 +154,23 @@ def make(world, group_size=None) -> Group | None:
     same = node_of == node_of[me]
     return Group(comm, me, w, node_of, index, world.size // w, world.size,
                  int(same[:me].sum()), int(same.sum()), owned)
+
+
+def _resolved(group_size, world) -> int:
+    """`group_size` as a number of ranks of `world` (None: all), checked (:func:`check_size`)."""
+    w = parse(group_size)
+    if w == "auto":
+        raise internal("group_size auto must be resolved by the estimator before the store is "
+                       "built (mdloader_plugin.loader.open)")
+    w = world.size if w is None else w
+    check_size(w, world.node_of)
+    return w
+
+
+def _size_text(group_size, size: int) -> str:
+    """`group_size` as comparable text (all ranks and their number read alike)."""
+    try:
+        w = parse(group_size)
+    except Exception:  # noqa: BLE001 - its own error follows, on every rank alike
+        return repr(group_size)
+    return str(size if w is None else w)

@@ -32,6 +32,8 @@ from ..core.blocks import block_bounds, exclusive_offsets, owner_of
 from ..core.errors import internal
 from ..core.units import parse_bytes
 from ..mpi import failing, groups
+from ..mpi.agree import agree_settings, job_settings
+from ..mpi.collectives import max_count
 from ..mpi.world import agree
 from ..records import codec
 from ..sources.multi import parse_specs
@@ -147,7 +149,12 @@ class ShardStore:
         budget = parse_bytes(opts.max_memory_per_rank)
         sizes = np.asarray(sizes, dtype=np.int64)
         offs = exclusive_offsets(sizes)
-        agree(world, check_choice, opts.index, opts.index_share)
+        # one reduction before the first collective that depends on them: the index options
+        # checked, and agreed with MDLOADER_MPI_MAX_COUNT, which cuts every collective below
+        count = job_settings()["MDLOADER_MPI_MAX_COUNT"]
+        agree_settings(world, {"MDLOADER_MPI_MAX_COUNT": count, "index": str(opts.index),
+                               "index_share": str(opts.index_share)},
+                       _checked_choice, opts.index, opts.index_share)
         agree(world, mem.check, "this rank's block", 0 if holder is None else holder.rank,
               _size(holder), int(sizes.sum()), sizes.size, num_samples, budget,
               digests=opts.digests, kind=opts.index,
@@ -295,3 +302,9 @@ def _record_digests(buf, offs, sizes) -> np.ndarray:
     for i, (o, n) in enumerate(zip(offs, sizes)):
         out[i] = int.from_bytes(hashlib.blake2b(mv[o:o + n], digest_size=8).digest(), "little")
     return out
+
+
+def _checked_choice(index, index_share) -> None:
+    """The index options (:func:`.index.check_choice`) and ``MDLOADER_MPI_MAX_COUNT`` checked."""
+    check_choice(index, index_share)
+    max_count()

@@ -240,22 +240,16 @@ def train_config(cfg: dict, ver: str) -> dict:
 
 def max_batches(ver: str = "5.0") -> int | None:
     """HydraGNN 5.0 and later end every epoch after ``HYDRAGNN_MAX_NUM_BATCH`` batches (3.0
-    ignores it); a value that is not an integer is refused on every rank alike."""
+    ignores it); a value that is not an integer is a :class:`ConfigError`. Rank-local: callers
+    read it through :func:`~mdloader_plugin.mpi.agree.everywhere` (one line on every rank), and
+    every MDLoader's construction agrees the variable itself across ranks."""
     cap = os.getenv("HYDRAGNN_MAX_NUM_BATCH")
     if ver == "3.0" or cap is None:
         return None
     try:
         return max(int(cap), 0)
     except ValueError:
-        raise agreed(f"HYDRAGNN_MAX_NUM_BATCH={cap!r} is not an integer") from None
-
-
-def agreed(msg: str) -> ConfigError:
-    """A one-line error every rank raises alike (the same inputs everywhere): rank 0 prints it
-    once and every rank exits 2, with no abort."""
-    err = ConfigError(msg)
-    err.agreed = True
-    return err
+        raise ConfigError(f"HYDRAGNN_MAX_NUM_BATCH={cap!r} is not an integer") from None
 
 
 def get(name: str) -> Callable[..., Any]:

@@ -20,6 +20,7 @@ import argparse
 import os
 
 from ...core.errors import DataError
+from ...mpi.agree import everywhere
 from ...mpi.world import World, abort_on_error, report_error
 from . import compat, config, epochs, graphs, loaders, resume, schema
 
@@ -103,7 +104,8 @@ def train(cfg: dict, comm) -> list[dict]:
         writer = compat.get("get_summary_writer")(name)
         compat.get("save_config")(cfg, name)
         timed = epochs.TimedLoader(train_l, world.comm, run=name, loader_name=cfg["loader"],
-                                   max_batches=compat.max_batches(ver), keep_state=True)
+                                   max_batches=everywhere(world.comm, compat.max_batches, ver),
+                                   keep_state=True)
         resume.load(cfg, model, optimizer, timed)
         model = model.to(dtype=dtype)
         compat.get("train_validate_test")(

@@ -41,9 +41,9 @@ from hydragnn.utils.datasets.abstractbasedataset import AbstractBaseDataset
 
 from ....core.errors import ConfigError
 from ....core.options import env
+from ....mpi.agree import everywhere
 from ....mpi.world import World, agree
 from .. import compat
-from ..compat import agreed
 from ..loaders import LABELS
 from . import reader
 
@@ -200,20 +200,26 @@ def _plan(every: list, local: bool, label: str, kind: str) -> dict:
 
 
 def _open(world, plan: dict, label: str, width):
-    from ....mpi import groups
     from ....loader.open import open_store
 
-    if width is not None:
-        valid = groups.valid_sizes(world.node_of)
-        if isinstance(width, bool) or not isinstance(width, int) or width not in valid:
-            raise agreed(f"--ddstore_width {width!r} does not divide the {world.size} ranks of "
-                         f"the DDStore communicator into groups aligned with nodes; choose one "
-                         f"of {', '.join(map(str, valid))}")
+    agree(world, _check_width, width, world)  # --ddstore_width may differ by rank (MPMD)
     files = plan["files"]
     path = files[0] if len(files) == 1 else [
         {"path": p, "name": f"{i}:{os.path.basename(p.rstrip('/'))}"} for i, p in enumerate(files)]
     return open_store(world, path, label, group_size=width, keys=plan["keys"],
                       required=plan["keys"] if len(files) > 1 else ())
+
+
+def _check_width(width, world) -> None:
+    from ....mpi import groups
+
+    if width is None:
+        return
+    valid = groups.valid_sizes(world.node_of)
+    if isinstance(width, bool) or not isinstance(width, int) or width not in valid:
+        raise ConfigError(f"--ddstore_width {width!r} does not divide the {world.size} ranks of "
+                          f"the DDStore communicator into groups aligned with nodes; choose one "
+                          f"of {', '.join(map(str, valid))}")
 
 
 # -- create_dataloaders ---------------------------------------------------------------------------
@@ -238,12 +244,7 @@ def create_dataloaders(trainset, valset, testset, batch_size, train_sampler_shuf
     comm = compat.comm_of(group, next((d.comm for d in sets if isinstance(d, DistDataset)),
                                       None))
     node_budget = bool(batching) and batching.get("mode", "fixed") != "fixed"
-    if node_budget and oversampling:
-        raise agreed("Training.Batching mode node_budget with --oversampling: upstream refuses "
-                     "the pair too; drop --oversampling or use mode: fixed")
-    if oversampling and (num_samples is None or len(num_samples) < 3):
-        raise agreed("create_dataloaders(oversampling=True) needs num_samples for train, val "
-                     "and test (upstream's --oversampling sets them)")
+    cap = everywhere(comm, _refused, node_budget, oversampling, num_samples)
     served = [s if isinstance(s, DistDataset) else
               DistDataset(s, label, comm, getattr(s, "ddstore_width", None), _is_local(s, comm))
               for s, label in zip(sets, LABELS)]
@@ -252,13 +253,10 @@ def create_dataloaders(trainset, valset, testset, batch_size, train_sampler_shuf
             if s is not ds and hasattr(s, attr) and not hasattr(ds, attr):
                 setattr(ds, attr, getattr(s, attr))
     shuffles = (train_sampler_shuffle, val_sampler_shuffle, test_sampler_shuffle)
-    cap = compat.max_batches()
+    members = _members(comm)
+    everywhere(comm, _same_ranks, [ds.label for ds in served if _members(ds.comm) != members])
     loaders = []
     for i, (ds, shuffle) in enumerate(zip(served, shuffles)):
-        if _members(ds.comm) != _members(comm):
-            raise agreed(f"create_dataloaders(group=...) spans other ranks than the "
-                         f"DistDataset({ds.label}) communicator; with --task_parallel pass the "
-                         "branch's group for both (upstream's multibranch script does)")
         k = int(num_samples[i]) if oversampling else None
         loaders.append(_loader(ds, int(batch_size), bool(shuffle), k, batching if node_budget
                                else None, cap))
@@ -268,6 +266,28 @@ def create_dataloaders(trainset, valset, testset, batch_size, train_sampler_shuf
                          "group": comm.Get_size(), "world": _world_size(), "cap": cap,
                          "backend": loaders[0].loader.backend_name}
     return tuple(loaders)
+
+
+def _refused(node_budget: bool, oversampling: bool, num_samples) -> "int | None":
+    """The rank-local refusals of ``create_dataloaders`` and its ``HYDRAGNN_MAX_NUM_BATCH`` cap
+    (run through :func:`~mdloader_plugin.mpi.agree.everywhere`: an error on any rank is one line
+    on every rank, said by rank 0)."""
+    if node_budget and oversampling:
+        raise ConfigError("Training.Batching mode node_budget with --oversampling: upstream "
+                          "refuses the pair too; drop --oversampling or use mode: fixed")
+    if oversampling and (num_samples is None or len(num_samples) < 3):
+        raise ConfigError("create_dataloaders(oversampling=True) needs num_samples for train, "
+                          "val and test (upstream's --oversampling sets them)")
+    return compat.max_batches()
+
+
+def _same_ranks(labels: list) -> None:
+    """`labels`: the DistDatasets whose communicator spans other ranks than the loaders' group
+    (on this rank); run through ``everywhere`` (one line on every rank)."""
+    if labels:
+        raise ConfigError(f"create_dataloaders(group=...) spans other ranks than the "
+                          f"DistDataset({labels[0]}) communicator; with --task_parallel pass the "
+                          "branch's group for both (upstream's multibranch script does)")
 
 
 def _loader(ds: DistDataset, batch_size: int, shuffle: bool, oversample: int | None, batching,
@@ -285,9 +305,8 @@ def _loader(ds: DistDataset, batch_size: int, shuffle: bool, oversample: int | N
                               ds.comm.Get_size(), ids=ds.ids, shuffle=shuffle, names=ds.name_of)
     loader = MDLoader(ds.store, batch_size=batch_size, shuffle=shuffle, seed=0,
                       sampling=spec, to_sample=ds.to_sample, name=ds.label,
-                      backend=env("MDLOADER_BACKEND"),
+                      backend=env("MDLOADER_BACKEND"), max_steps=cap,
                       profile=None, **kw)  # None: $MDLOADER_PROFILE, else local
-    loader.max_steps = cap
     return UpstreamLoader(loader, ds)
 
 

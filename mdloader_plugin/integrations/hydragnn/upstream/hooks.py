@@ -24,7 +24,6 @@ import sys
 
 from ....core.errors import ConfigError
 from ....core.options import env
-from ..compat import agreed
 
 #: ``(flag or variable, what MDLoader does)``; the first word says how: honoured, mapped,
 #: ignored (with a warning) or refused.
@@ -98,26 +97,29 @@ def flag_notes(argv: list[str]) -> list[str]:
 
 
 def refuse(argv: list[str]) -> None:
-    """One-line errors for flag combinations MDLoader cannot honour (the same on every rank)."""
+    """One-line errors for flag combinations MDLoader cannot honour (rank-local: the launcher
+    runs it through :func:`~mdloader_plugin.mpi.agree.everywhere`, one line on every rank)."""
     used = {a.split("=", 1)[0] for a in argv}
     if "--use_devicemesh" in used:
         import torch
 
         if not torch.cuda.is_available():
-            raise agreed("--use_devicemesh needs CUDA devices (upstream calls init_device_mesh("
-                         "'cuda')); drop it: --task_parallel alone splits the ranks by branch")
+            raise ConfigError("--use_devicemesh needs CUDA devices (upstream calls "
+                              "init_device_mesh('cuda')); drop it: --task_parallel alone splits "
+                              "the ranks by branch")
     if "--ddstore" in used and "--shmem" in used:
-        raise agreed("--ddstore with --shmem: upstream refuses the pair too; keep --ddstore "
-                     "(MDLoader serves it) and drop --shmem")
+        raise ConfigError("--ddstore with --shmem: upstream refuses the pair too; keep "
+                          "--ddstore (MDLoader serves it) and drop --shmem")
     if "--pickle" in used and ("--ddstore" in used or _replacing()):
-        raise agreed("--pickle with --ddstore: MDLoader serves data sets read from ADIOS2 files; "
-                     "use --adios/--multi, or drop --ddstore to run upstream's own loader")
+        raise ConfigError("--pickle with --ddstore: MDLoader serves data sets read from ADIOS2 "
+                          "files; use --adios/--multi, or drop --ddstore to run upstream's own "
+                          "loader")
 
 
 def check_inputfile(script: str, argv: list[str]) -> None:
     """The script's ``--inputfile`` JSON (resolved as upstream's scripts do: against the
     script's folder, which an absolute path overrides) in the variable form the installed
-    HydraGNN reads (:func:`..compat.check_form`); one line, every rank alike."""
+    HydraGNN reads (:func:`..compat.check_form`); rank-local (the launcher agrees it)."""
     import json
 
     from .. import compat
@@ -140,7 +142,7 @@ def check_inputfile(script: str, argv: list[str]) -> None:
         try:
             compat.check_form(cfg, compat.version())
         except ConfigError as exc:
-            raise agreed(f"--inputfile {path}: {exc}")
+            raise ConfigError(f"--inputfile {path}: {exc}")
 
 
 def _replacing() -> bool:
@@ -153,7 +155,7 @@ def reader_wanted() -> bool:
     if choice in ("mdloader", "upstream"):
         return choice == "mdloader"
     if choice:
-        raise agreed(f"MDLOADER_READER={choice!r}: choose mdloader or upstream")
+        raise ConfigError(f"MDLOADER_READER={choice!r}: choose mdloader or upstream")
     try:
         import adios2
     except ImportError:
@@ -190,9 +192,9 @@ def install() -> dict:
 
     replace = (env("MDLOADER_REPLACE") or "").lower()
     if replace not in ("", "all", "none"):
-        raise agreed(f"MDLOADER_REPLACE={replace!r}: choose all (MDLoader serves every "
-                     "create_dataloaders call) or none (only the reader; DDStore and loaders stay "
-                     "upstream's)")
+        raise ConfigError(f"MDLOADER_REPLACE={replace!r}: choose all (MDLoader serves every "
+                          "create_dataloaders call) or none (only the reader; DDStore and loaders "
+                          "stay upstream's)")
     swaps = {} if replace == "none" else {dist_mod.DistDataset: data.DistDataset}
     original = load_data.create_dataloaders
 

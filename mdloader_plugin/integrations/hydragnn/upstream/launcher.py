@@ -4,7 +4,8 @@
 ``mpiexec -n N mdloader run hydragnn SCRIPT [ARGS]``):
 
 1. checks ``SCRIPT`` exists and refuses flag combinations MDLoader cannot honour
-   (:func:`.hooks.refuse`: one line from rank 0, every rank exits 2, nothing started);
+   (:func:`.hooks.refuse`), agreed across ranks: one line from rank 0, every rank exits 2,
+   nothing started;
 2. sets up what upstream's ``setup_ddp`` reads and gets wrong under a plain ``mpiexec``: the rank
    variables where neither Open MPI's nor Slurm's are set, and a free rendezvous port chosen by
    rank 0 (``HYDRAGNN_MASTER_ADDR``/``HYDRAGNN_MASTER_PORT``, unless the user set them), so two
@@ -44,26 +45,44 @@ def main(argv: list[str] | None = None) -> int:
     script, args = argv[0], argv[1:]
     from mpi4py import MPI
 
-    from ....mpi.world import abort_on_error
+    from ....core.errors import MDLoaderError
+    from ....mpi.agree import everywhere
+    from ....mpi.world import abort_on_error, report_error
 
     comm = MPI.COMM_WORLD
-    if not os.path.isfile(script):  # the same answer on every rank: no collective needed
-        if comm.Get_rank() == 0:
-            print(f"mdloader: error: {script}: no such script (relative paths start at "
-                  f"{os.getcwd()}); give the path of an upstream HydraGNN training script, e.g. "
-                  "HydraGNN/examples/multibranch/train.py", file=sys.stderr, flush=True)
-        return 2
+    # rank-local checks (the script, arguments and variables may differ by rank: MPMD, a
+    # node-local file system), agreed: an error on any rank is one line on every rank, said by
+    # rank 0, exit 2, nothing started
+    try:
+        everywhere(comm, _check_script, script)
+    except MDLoaderError as exc:
+        return report_error(exc)
     with abort_on_error(comm):
         from . import data, hooks
 
-        hooks.refuse(args)
+        everywhere(comm, hooks.refuse, args)
         _rank_env(comm)
-        hooks.install()
-        hooks.check_inputfile(script, args)
+        everywhere(comm, _install, script, args)
         data.REPORT["argv"] = args
         data.REPORT["run"] = os.path.splitext(os.path.basename(script))[0]
         run_script(script, args)
     return 0
+
+
+def _check_script(script: str) -> None:
+    from ....core.errors import ConfigError
+
+    if not os.path.isfile(script):
+        raise ConfigError(f"{script}: no such script (relative paths start at {os.getcwd()}); "
+                          "give the path of an upstream HydraGNN training script, e.g. "
+                          "HydraGNN/examples/multibranch/train.py")
+
+
+def _install(script: str, args: list[str]) -> None:
+    from . import hooks
+
+    hooks.install()
+    hooks.check_inputfile(script, args)
 
 
 def _rank_env(comm) -> None:

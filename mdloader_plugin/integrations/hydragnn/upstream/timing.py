@@ -70,14 +70,15 @@ def time_upstream(loaders: tuple, run: str) -> tuple:
     ``loader=mdloader`` where MDLoader serves, ``hydragnn`` for upstream's own loader."""
     from mpi4py import MPI
 
+    from ....mpi.agree import everywhere
     from .. import compat
 
     train = loaders[0]
     n = len(train)
-    cap = compat.max_batches()
+    comm = MPI.COMM_WORLD.Dup()  # its own communicator: no ordering against the script's
+    cap = everywhere(comm, compat.max_batches)  # a bad value: one line on every rank
     if cap is not None:
         n = min(n, cap)
-    comm = MPI.COMM_WORLD.Dup()  # its own communicator: no ordering against the script's
     nbatch = comm.allreduce(n, op=MPI.MIN)
     served = getattr(train, "backend_name", None) is not None
     timed = ArmedTimedLoader(train, comm, run=run, loader_name="mdloader" if served
