@@ -43,7 +43,7 @@ MISSED: set[str] = {
     "openmpi-2h-collective-stop-mid",  # names rank 1 (the victim's watcher, stuck behind it)
     "mpich-2h-collective-kill-mid",  # instead of the victim; the same for MPICH's kill
 }
-MISSED_WHY = "issue 48: target missed today (the table in docs/reliability.md gives the measurement)"
+MISSED_WHY = "issue 48: target missed today (docs/reliability.md's table gives the measurement)"
 
 
 def _params(cells):
