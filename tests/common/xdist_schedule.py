@@ -11,7 +11,7 @@ sharing needs, so that nothing runs twice or at the same time as what it must no
   workers would launch twice.
 - ``slurm``: the tests marked ``slurm``: one one-node Slurm a session (its slurmctld listens on a
   fixed port) and the recipe jobs submitted to it.
-- ``module:PATH``: the tests of a module that use a fixture of wider than function scope defined in
+- ``module:PATH`` (PATH below tests/, no ``.py``): the tests of a module that use a fixture of wider than function scope defined in
   that module (a data set, a training run, an emulated cluster): set up on one worker, once.
 
 Every other test is scheduled on its own. :func:`order` puts the longest units first (the
@@ -45,7 +45,7 @@ def group(item) -> str | None:
     path = item.nodeid.split("::", 1)[0]
     for defs in item._fixtureinfo.name2fixturedefs.values():
         if any(d.scope in WIDE_SCOPES and d.baseid.split("::", 1)[0] == path for d in defs):
-            return f"module:{path}"
+            return "module:" + path.removeprefix("tests/").removesuffix(".py")
     return None
 
 
@@ -73,6 +73,19 @@ def order(items: list, names: list) -> list:
             for it in members]
 
 
+def _suffix(item) -> None:
+    """The group as the ``@NAME`` suffix of the test's id, which is how xdist's scheduler reads
+    it. xdist 3.8 writes ``item._nodeid``, which pytest 9.2's structured ids no longer read
+    (pytest-xdist issue 1386): the tests of a group would be spread over both workers. Here the
+    structured id gets the suffix (xdist's own write stays harmless); older pytest: left to xdist."""
+    name = _group_of(item)
+    ident = getattr(item, "_id", None)
+    if name is None or ident is None or not hasattr(type(ident), "parse"):
+        return
+    if not item.nodeid.endswith(f"@{name}"):
+        item._id = type(ident).parse(f"{item.nodeid}@{name}")
+
+
 def _group_of(item) -> str | None:
     mark = item.get_closest_marker("xdist_group")
     if mark is None:
@@ -94,6 +107,7 @@ class Schedule:
             name = None if item.get_closest_marker("xdist_group") else group(item)
             if name is not None:
                 item.add_marker(pytest.mark.xdist_group(name))
+            _suffix(item)
 
     @pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
     def pytest_collection_modifyitems_order(self, config, items: list) -> None:
@@ -101,6 +115,19 @@ class Schedule:
         same on every worker, as xdist requires)."""
         if getattr(config.option, "loadgroup", False):
             items[:] = order(items, [_group_of(it) for it in items])
+
+
+def _suffix(item) -> None:
+    """The group as the ``@NAME`` suffix of the test's id, which is how xdist's scheduler reads
+    it. xdist 3.8 writes ``item._nodeid``, which pytest 9.2's structured ids no longer read
+    (pytest-xdist issue 1386): the tests of a group would be spread over both workers. Here the
+    structured id gets the suffix (xdist's own write stays harmless); older pytest: left to xdist."""
+    name = _group_of(item)
+    ident = getattr(item, "_id", None)
+    if name is None or ident is None or not hasattr(type(ident), "parse"):
+        return
+    if not item.nodeid.endswith(f"@{name}"):
+        item._id = type(ident).parse(f"{item.nodeid}@{name}")
 
 
 def _group_of(item) -> str | None:
