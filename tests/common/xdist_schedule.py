@@ -80,10 +80,12 @@ def _suffix(item) -> None:
     structured id gets the suffix (xdist's own write stays harmless); older pytest: left to xdist."""
     name = _group_of(item)
     ident = getattr(item, "_id", None)
-    if name is None or ident is None or not hasattr(type(ident), "parse"):
+    if name is None or not getattr(ident, "names", None) or item.nodeid.endswith(f"@{name}"):
         return
-    if not item.nodeid.endswith(f"@{name}"):
-        item._id = type(ident).parse(f"{item.nodeid}@{name}")
+    # the suffix after the parameters, in the last name (xdist reads the group after the last
+    # "]"; its reports, rebuilt from the string, show a parametrized one as "[P]@NAME]")
+    last = ident.names[-1] + ("" if ident.params is None else f"[{ident.params}]") + f"@{name}"
+    item._id = type(ident)(path=ident.path, names=(*ident.names[:-1], last))
 
 
 def _group_of(item) -> str | None:
@@ -115,23 +117,3 @@ class Schedule:
         same on every worker, as xdist requires)."""
         if getattr(config.option, "loadgroup", False):
             items[:] = order(items, [_group_of(it) for it in items])
-
-
-def _suffix(item) -> None:
-    """The group as the ``@NAME`` suffix of the test's id, which is how xdist's scheduler reads
-    it. xdist 3.8 writes ``item._nodeid``, which pytest 9.2's structured ids no longer read
-    (pytest-xdist issue 1386): the tests of a group would be spread over both workers. Here the
-    structured id gets the suffix (xdist's own write stays harmless); older pytest: left to xdist."""
-    name = _group_of(item)
-    ident = getattr(item, "_id", None)
-    if name is None or ident is None or not hasattr(type(ident), "parse"):
-        return
-    if not item.nodeid.endswith(f"@{name}"):
-        item._id = type(ident).parse(f"{item.nodeid}@{name}")
-
-
-def _group_of(item) -> str | None:
-    mark = item.get_closest_marker("xdist_group")
-    if mark is None:
-        return None
-    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))

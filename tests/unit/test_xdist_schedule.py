@@ -80,9 +80,10 @@ def test_groups_stay_on_one_worker_and_free_tests_use_both(tmp_path):
     (suite / "test_module.py").write_text(MODULE)
     out = tmp_path / "out"
     out.mkdir()
-    env = {**os.environ, "RECORD_DIR": str(out),
-           "PYTHONPATH": os.pathsep.join([str(COMMON), os.environ.get("PYTHONPATH", "")])}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-q",
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # not gwN's
+    env.update(RECORD_DIR=str(out),
+               PYTHONPATH=os.pathsep.join([str(COMMON), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-rA",
                         "-p", "no:cacheprovider", str(suite)],
                        cwd=suite, env=env, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -93,3 +94,5 @@ def test_groups_stay_on_one_worker_and_free_tests_use_both(tmp_path):
         assert len(workers) == 1, (group, runs)
     assert (out / "setups").read_text() == "x"  # the module fixture set up once
     assert {x["worker"] for x in runs} == {"gw0", "gw1"}  # two workers were used
+    # the reports name a grouped test by its id and its group, after its parameters
+    assert "test_shared_a.py::test_shared[0]@shared-jobs-k" in r.stdout, r.stdout[-3000:]
