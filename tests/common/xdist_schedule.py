@@ -11,8 +11,9 @@ sharing needs, so that nothing runs twice or at the same time as what it must no
   workers would launch twice.
 - ``slurm``: the tests marked ``slurm``: one one-node Slurm a session (its slurmctld listens on a
   fixed port) and the recipe jobs submitted to it.
-- ``module:PATH`` (PATH below tests/, no ``.py``): the tests of a module that use a fixture of wider than function scope defined in
-  that module (a data set, a training run, an emulated cluster): set up on one worker, once.
+- ``module:PATH`` (PATH below tests/, no ``.py``): the tests of a module that use a fixture of
+  wider than function scope defined in that module (a data set, a training run, an emulated
+  cluster): set up on one worker, once.
 
 Every other test is scheduled on its own. :func:`order` puts the longest units first (the
 Slurm, the shared launches, then ``slow``, ``mpi``/``cluster`` tests, then the rest, each in
@@ -77,7 +78,8 @@ def _suffix(item) -> None:
     """The group as the ``@NAME`` suffix of the test's id, which is how xdist's scheduler reads
     it. xdist 3.8 writes ``item._nodeid``, which pytest 9.2's structured ids no longer read
     (pytest-xdist issue 1386): the tests of a group would be spread over both workers. Here the
-    structured id gets the suffix (xdist's own write stays harmless); older pytest: left to xdist."""
+    structured id gets the suffix (xdist's own write stays harmless); older pytest: left to
+    xdist."""
     name = _group_of(item)
     ident = getattr(item, "_id", None)
     if name is None or not getattr(ident, "names", None) or item.nodeid.endswith(f"@{name}"):

@@ -83,8 +83,8 @@ def test_groups_stay_on_one_worker_and_free_tests_use_both(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # not gwN's
     env.update(RECORD_DIR=str(out),
                PYTHONPATH=os.pathsep.join([str(COMMON), os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-rA",
-                        "-p", "no:cacheprovider", str(suite)],
+    r = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
+                        "-rA", "-p", "no:cacheprovider", str(suite)],
                        cwd=suite, env=env, capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     runs = [json.loads(p.read_text()) for p in out.glob("*.json")]
