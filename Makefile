@@ -21,11 +21,18 @@ $(STAMP): pyproject.toml requirements/lock.txt tools/install.sh
 demo: install
 	bash tools/demo.sh
 
+# The suite in two pytest-xdist workers: one test's waiting (MPI ranks past a watchdog timeout,
+# Slurm polls, subprocesses importing torch) overlaps another's work. Tests sharing a launch, the
+# one-node Slurm or a module's fixtures stay on one worker, the longest first
+# (tests/common/xdist_schedule.py). TEST_WORKERS=0 runs it in one process; pytest alone is serial.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+
 test: install
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST)
 
 test-fast: install
-	$(PY) -m pytest -m "not slow and not slurm and not cluster"
+	$(PY) -m pytest $(XDIST) -m "not slow and not slurm and not cluster"
 
 bench: install
 	bash tools/bench.sh

@@ -13,6 +13,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(_ROOT), str(_ROOT / "tests" / "common"), os.environ.get("PYTHONPATH", "")) if p)
 
 import mpirun  # noqa: E402
+import xdist_schedule  # noqa: E402
 from mpirun import mpi_env  # noqa: E402
 
 
@@ -23,6 +24,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     mpirun.DEFAULT_FAMILY = config.getoption("--mpi-family")
+    # make test's two workers (pytest-xdist): groups and order (tests/common/xdist_schedule.py)
+    config.pluginmanager.register(xdist_schedule.Schedule(), "mdloader-xdist-schedule")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,9 @@ defining ``SHARED_JOBS`` (its keys), ``shared_job(key, work)`` (writes its data 
 one module's job, in its own folder, one after the other in the same ranks). Its ``job`` fixture
 asks the session's :class:`SharedJobs` (the ``shared_jobs`` fixture of tests/conftest.py) for its
 result; the first such request of a key launches the jobs of every module whose selected tests
-use ``job`` on that key, so a module run alone launches only its own job.
+use ``job`` on that key, so a module run alone launches only its own job. Under ``make test``'s
+two pytest-xdist workers (each its own session) every test of one key runs on one worker
+(tests/common/xdist_schedule.py), so a key still launches once.
 
 A job that fails ends the launch (``-m mpi4py`` aborts every rank): each module sharing it then
 fails with the launch's output, whose ``[shared-jobs] begin NAME`` lines say which job ran last.
