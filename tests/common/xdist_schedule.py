@@ -11,6 +11,8 @@ sharing needs, so that nothing runs twice or at the same time as what it must no
   workers would launch twice.
 - ``slurm``: the tests marked ``slurm``: one one-node Slurm a session (its slurmctld listens on a
   fixed port) and the recipe jobs submitted to it.
+- ``cluster``: the tests marked ``cluster``: two emulated clusters built at once could pick the
+  same free subnet (each reads the others' before either writes its own).
 - ``module:PATH`` (PATH below tests/, no ``.py``): the tests of a module that use a fixture of
   wider than function scope defined in that module (a data set, a training run, an emulated
   cluster): set up on one worker, once.
@@ -43,6 +45,8 @@ def group(item) -> str | None:
             return f"shared-jobs-{key}"
     if item.get_closest_marker("slurm"):
         return "slurm"
+    if item.get_closest_marker("cluster"):
+        return "cluster"
     path = item.nodeid.split("::", 1)[0]
     for defs in item._fixtureinfo.name2fixturedefs.values():
         if any(d.scope in WIDE_SCOPES and d.baseid.split("::", 1)[0] == path for d in defs):
